@@ -1,0 +1,104 @@
+"""Devices and their memory: the backend contract every device implements."""
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+import numpy as np
+
+from tinyfw.dtype import DType
+
+
+class Allocator(Protocol):
+    """What a device must provide to hold data: allocate, copy host data in, copy it out."""
+
+    def alloc(self, size: int, dtype: DType) -> Any: ...
+    def copyin(self, dest: Any, src: np.ndarray) -> None: ...
+    def copyout(self, src: Any, size: int, dtype: DType) -> np.ndarray: ...
+
+
+class NumpyAllocator:
+    """Memory of the NUMPY reference device: a flat numpy array per buffer."""
+
+    def alloc(self, size: int, dtype: DType) -> np.ndarray:
+        return np.zeros(size, dtype=dtype.np)
+
+    def copyin(self, dest: np.ndarray, src: np.ndarray) -> None:
+        dest[:] = src.reshape(-1)
+
+    def copyout(self, src: np.ndarray, size: int, dtype: DType) -> np.ndarray:
+        return src.copy()
+
+
+class Buffer:
+    """Flat memory of `size` elements of `dtype` on a device; allocated on first use."""
+
+    def __init__(self, device: str, size: int, dtype: DType, initial: np.ndarray | None = None):
+        self.device, self.size, self.dtype = device, size, dtype
+        self._opaque: Any = None
+        if initial is not None:
+            self.copyin(initial)
+
+    def __repr__(self) -> str:
+        return f"<Buffer {self.device} {self.size} {self.dtype.name}>"
+
+    @property
+    def allocated(self) -> bool:
+        return self._opaque is not None
+
+    def ensure_allocated(self) -> Any:
+        """The device memory of this buffer, allocating it if needed."""
+        if self._opaque is None:
+            self._opaque = Device[self.device].allocator.alloc(self.size, self.dtype)
+        return self._opaque
+
+    def copyin(self, data: np.ndarray) -> Buffer:
+        """Fill the buffer from host memory."""
+        assert data.size == self.size, f"copyin of {data.size} elements into {self.size}"
+        Device[self.device].allocator.copyin(self.ensure_allocated(), data.astype(self.dtype.np))
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """A host copy of the buffer, flat."""
+        return Device[self.device].allocator.copyout(self.ensure_allocated(), self.size,
+                                                    self.dtype)
+
+
+class Runtime:
+    """A device: its name and allocator (later chapters add a compiler, programs and a renderer)."""
+
+    def __init__(self, name: str, allocator: Allocator):
+        self.name, self.allocator = name, allocator
+
+
+class _DeviceRegistry:
+    """Device["NUMPY"] gives a device's runtime; Device.DEFAULT names the default device."""
+
+    def __init__(self) -> None:
+        self._runtimes: dict[str, Runtime] = {}
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return ("NUMPY",)
+
+    def canonicalize(self, name: str | None) -> str:
+        """A device name in its standard spelling ('numpy' and 'NUMPY:0' -> 'NUMPY')."""
+        if name is None:
+            return self.DEFAULT
+        base = str(name).split(":")[0].upper()
+        if base not in self.names:
+            raise RuntimeError(f"unknown device {name!r}: tinyfw has {', '.join(self.names)}")
+        return base
+
+    @property
+    def DEFAULT(self) -> str:
+        return self.canonicalize(os.getenv("DEVICE", "NUMPY"))
+
+    def __getitem__(self, name: str) -> Runtime:
+        name = self.canonicalize(name)
+        if name not in self._runtimes:
+            self._runtimes[name] = Runtime(name, NumpyAllocator())
+        return self._runtimes[name]
+
+
+Device = _DeviceRegistry()

@@ -1,0 +1,136 @@
+"""Data types and PyTorch's type promotion rules."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+
+@dataclass(frozen=True, order=False)
+class DType:
+    """A scalar type: its name, its size in bytes, its kind ('b' bool, 'i' int, 'u' uint, 'f' float)."""
+    name: str
+    itemsize: int
+    kind: str
+
+    @property
+    def np(self) -> np.dtype:
+        """The numpy dtype with the same bits."""
+        return np.dtype(self.name if self.name != "bool" else np.bool_)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "u"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    def __repr__(self) -> str:
+        return f"dtypes.{self.name}"
+
+
+class dtypes:
+    """The dtypes tinyfw knows, and the defaults used when none is given."""
+    bool: Final = DType("bool", 1, "b")
+    int8: Final = DType("int8", 1, "i")
+    uint8: Final = DType("uint8", 1, "u")
+    int16: Final = DType("int16", 2, "i")
+    int32: Final = DType("int32", 4, "i")
+    int64: Final = DType("int64", 8, "i")
+    float16: Final = DType("float16", 2, "f")
+    float32: Final = DType("float32", 4, "f")
+    float64: Final = DType("float64", 8, "f")
+    half, float, double = float16, float32, float64
+    int, long = int32, int64
+    default_float: DType = float32
+    default_int: DType = int32
+
+    @staticmethod
+    def all() -> tuple[DType, ...]:
+        """Every dtype, from the lowest in promotion order to the highest."""
+        d = dtypes
+        return (d.bool, d.uint8, d.int8, d.int16, d.int32, d.int64, d.float16, d.float32,
+                d.float64)
+
+    @staticmethod
+    def from_np(dt: np.dtype) -> DType:
+        """The DType matching a numpy dtype (TypeError if tinyfw has none)."""
+        name = "bool" if dt == np.bool_ else np.dtype(dt).name
+        for d in dtypes.all():
+            if d.name == name:
+                return d
+        raise TypeError(f"numpy dtype {dt} has no tinyfw equivalent")
+
+    @staticmethod
+    def from_py(x: object) -> DType:
+        """The dtype PyTorch gives a Python scalar: bool, default int or default float."""
+        if isinstance(x, bool):
+            return dtypes.bool
+        if isinstance(x, int):
+            return dtypes.default_int
+        if isinstance(x, float):
+            return dtypes.default_float
+        raise TypeError(f"cannot make a tensor from a {type(x).__name__}")
+
+    @staticmethod
+    def min(dt: DType) -> bool | int | float:
+        """The smallest value of a dtype (-inf for floats)."""
+        if dt.is_bool:
+            return False
+        return -float("inf") if dt.is_float else int(np.iinfo(dt.np).min)
+
+    @staticmethod
+    def max(dt: DType) -> bool | int | float:
+        """The largest value of a dtype (inf for floats)."""
+        if dt.is_bool:
+            return True
+        return float("inf") if dt.is_float else int(np.iinfo(dt.np).max)
+
+
+def to_dtype(x: DType | str) -> DType:
+    """A DType from a DType or its name ('float32')."""
+    if isinstance(x, DType):
+        return x
+    found = getattr(dtypes, str(x), None)
+    if not isinstance(found, DType):
+        raise TypeError(f"unknown dtype {x!r}")
+    return found
+
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def category(dt: DType) -> int:
+    """0 for bool, 1 for integers, 2 for floats: a higher category always wins in promotion."""
+    return _CATEGORY[dt.kind]
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """The smallest dtype both a and b convert to, as torch.promote_types defines it."""
+    if a == b:
+        return a
+    if category(a) != category(b):
+        return a if category(a) > category(b) else b
+    if a.is_float:
+        return a if a.itemsize > b.itemsize else b
+    if a.is_unsigned != b.is_unsigned:  # uint8 with a signed int: a signed int that holds both
+        signed = b if a.is_unsigned else a
+        return signed if signed.itemsize > 1 else dtypes.int16
+    return a if a.itemsize > b.itemsize else b
+
+
+def scalar_result_type(tensor_dtype: DType, scalar: object) -> DType:
+    """The result dtype of a tensor combined with a Python scalar: the scalar only wins when it is
+    of a higher category (an int tensor times 2.5 is float32, times 2 stays int)."""
+    sd = dtypes.from_py(scalar)
+    return sd if category(sd) > category(tensor_dtype) else tensor_dtype

@@ -1,0 +1,947 @@
+"""The Tensor: a PyTorch-shaped front end that records a lazy graph of primitive ops."""
+from __future__ import annotations
+
+import math
+import weakref
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from tinyfw import gradient, realize
+from tinyfw.derived import Axis, DerivedOps
+from tinyfw.device import Buffer, Device
+from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dtype
+from tinyfw.helpers import all_int, argfix, normalize_axis, prod, shape_str
+from tinyfw.uop import Ops, UOp, const
+
+Scalar = bool | int | float
+TensorLike = "Tensor | Scalar"
+
+
+def _infer_list_dtype(data: Any) -> DType:
+    """The dtype PyTorch gives a nested list: bool if all bools, float if any float, else int."""
+    flat = np.asarray(data, dtype=object).reshape(-1)
+    if len(flat) and all(isinstance(x, (bool, np.bool_)) for x in flat):
+        return dtypes.bool
+    if any(isinstance(x, (float, np.floating)) for x in flat):
+        return dtypes.default_float
+    return dtypes.default_int
+
+
+def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
+    """A fresh buffer on device holding data, viewed in data's shape."""
+    data = np.ascontiguousarray(data, dtype=dtype.np)
+    buf = Buffer(device, data.size, dtype, data)
+    return UOp(Ops.BUFFER, dtype, (), buf).reshape(data.shape)
+
+
+class Tensor(DerivedOps):
+    """An n-dimensional array that records what is done to it, computes it when asked (realize,
+    numpy, item) and can differentiate it (backward, gradient)."""
+    __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "__weakref__")
+    training: bool = False
+    _rng: np.random.Generator = np.random.default_rng(0)
+    _grad_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+    def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None,
+                 requires_grad: bool = False):
+        dt = to_dtype(dtype) if dtype is not None else None
+        self.grad: Tensor | None = None
+        self._requires_grad, self._is_leaf = False, True
+        if isinstance(data, UOp):
+            self.uop = data if dt is None else data.cast(dt)
+        elif isinstance(data, Tensor):
+            self.uop = data.uop.detach() if dt is None else data.uop.detach().cast(dt)
+            if device is not None:
+                self.uop = self.uop.copy_to(Device.canonicalize(device))
+        else:
+            device = Device.canonicalize(device)
+            if isinstance(data, np.ndarray):
+                arr, dt = data, dt or dtypes.from_np(data.dtype)
+            elif isinstance(data, (bool, int, float, list, tuple, np.generic)):
+                dt = dt or (dtypes.from_py(data) if isinstance(data, (bool, int, float))
+                            else _infer_list_dtype(data))
+                arr = np.array(data)
+            else:
+                raise TypeError(f"can't make a Tensor from {type(data).__name__}")
+            self.uop = _buffer_node(arr, device, dt)
+        if requires_grad:
+            self.requires_grad = True
+
+    # --- what a tensor is ---
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.uop.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.uop.dtype
+
+    @property
+    def device(self) -> str:
+        return self.uop.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
+        return self.shape if dim is None else self.shape[normalize_axis(dim, self.ndim)]
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if not self._is_leaf:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+        if value and not self.dtype.is_float:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if value and not self._requires_grad:
+            self.realize()  # a parameter is its own buffer, so no other tensor shares its node
+            Tensor._grad_leaves[id(self)] = self
+        elif not value:
+            Tensor._grad_leaves.pop(id(self), None)
+        self._requires_grad = bool(value)
+
+    @property
+    def is_leaf(self) -> bool:
+        """False only for tensors computed from tensors that require grad."""
+        return self._is_leaf
+
+    def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
+        """A new tensor for uop, requiring grad when any source does."""
+        out = Tensor(uop)
+        if any(s.requires_grad for s in (self, *sources)):
+            out._requires_grad, out._is_leaf = True, False
+        return out
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
+        return f"Tensor({body}, dtype={self.dtype.name}, device={self.device}{grad})"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {self.numel()} values is ambiguous")
+        return bool(self.item())
+
+    # --- computing ---
+    def realize(self) -> Tensor:
+        """Compute this tensor's value now. Tensors that need a graph for backward keep it."""
+        node = realize.realize(self.uop)
+        if not self._requires_grad or self._is_leaf:
+            self.uop = node
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """The value as a numpy array (a copy)."""
+        node = realize.realize(self.uop)
+        return realize.buffer_of(node).numpy().reshape(self.shape).copy()
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def item(self) -> Scalar:
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self.numpy().reshape(()).item()
+
+    def assign(self, x: Tensor | Scalar) -> Tensor:
+        """Give this tensor a new value of the same shape and dtype (e.g. an optimizer step)."""
+        x = x if isinstance(x, Tensor) else self.full_like(x)
+        if x.shape != self.shape:
+            raise RuntimeError(f"assign of shape {shape_str(x.shape)} to a tensor of shape "
+                               f"{shape_str(self.shape)}")
+        self.uop = x.uop.detach().cast(self.dtype).copy_to(self.device)
+        return self
+
+    def detach(self) -> Tensor:
+        """The same value, cut from the graph: no gradient flows back through it."""
+        return Tensor(self.uop.detach())
+
+    def contiguous(self) -> Tensor:
+        return self._result(self.uop.contiguous(), self)
+
+    def to(self, device: str) -> Tensor:
+        """This tensor on another device."""
+        return self._result(self.uop.copy_to(Device.canonicalize(device)), self)
+
+    def cast(self, dtype: DType | str) -> Tensor:
+        dt = to_dtype(dtype)
+        out = self._result(self.uop.cast(dt), self)
+        if not dt.is_float and out.requires_grad:
+            out._requires_grad = False
+        return out
+
+    def float(self) -> Tensor: return self.cast(dtypes.float32)
+    def half(self) -> Tensor: return self.cast(dtypes.float16)
+    def double(self) -> Tensor: return self.cast(dtypes.float64)
+    def int(self) -> Tensor: return self.cast(dtypes.int32)
+    def long(self) -> Tensor: return self.cast(dtypes.int64)
+    def bool(self) -> Tensor: return self.cast(dtypes.bool)
+
+    # --- autograd ---
+    def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
+        """The gradients of this tensor with respect to targets, as new (lazy) tensors."""
+        root_grad = self._root_grad(gradient)
+        wanted = {t.uop for t in targets}
+        grads = _compute(self.uop, root_grad.uop, wanted)
+        missing = [i for i, t in enumerate(targets) if t.uop not in grads]
+        if missing:
+            raise RuntimeError(f"target {missing[0]} was not used to compute this tensor, so it "
+                               "has no gradient")
+        return [Tensor(grads[t.uop]) for t in targets]
+
+    def backward(self, gradient: Tensor | None = None) -> Tensor:
+        """Add d(self)/d(leaf) to .grad of every leaf that requires grad and that self depends on.
+        Gradients accumulate: call zero_grad (or set .grad = None) between steps."""
+        if not self.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                               "grad_fn")
+        root_grad = self._root_grad(gradient)
+        in_graph = set(self.uop.toposort())
+        leaves = [t for t in list(Tensor._grad_leaves.values()) if t.uop in in_graph]
+        grads = _compute(self.uop, root_grad.uop, {t.uop for t in leaves})
+        for t in leaves:
+            if t.uop in grads:
+                g = Tensor(grads[t.uop])
+                t.grad = g if t.grad is None else t.grad + g
+        return self
+
+    def _root_grad(self, grad: Tensor | None) -> Tensor:
+        if grad is None:
+            if self.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            return Tensor(const(1.0, self.dtype, self.device, self.shape))
+        if grad.shape != self.shape:
+            raise RuntimeError(f"gradient of shape {shape_str(grad.shape)} for a tensor of "
+                               f"shape {shape_str(self.shape)}")
+        return grad.cast(self.dtype)
+
+    # --- creation ---
+    @staticmethod
+    def full(shape: int | Sequence[int], fill_value: Scalar, dtype: DType | str | None = None,
+             device: str | None = None, requires_grad: bool = False) -> Tensor:
+        """A tensor of shape filled with one value: a constant, expanded (no memory is filled)."""
+        shape = argfix(shape)
+        dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+        out = Tensor(const(fill_value, dt, Device.canonicalize(device), shape))
+        if requires_grad:
+            out.requires_grad = True
+        return out
+
+    @staticmethod
+    def zeros(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+              requires_grad: bool = False) -> Tensor:
+        return Tensor.full(argfix(*shape), 0.0, dtype or dtypes.default_float, device,
+                           requires_grad)
+
+    @staticmethod
+    def ones(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+             requires_grad: bool = False) -> Tensor:
+        return Tensor.full(argfix(*shape), 1.0, dtype or dtypes.default_float, device,
+                           requires_grad)
+
+    @staticmethod
+    def arange(start: int | float, stop: int | float | None = None, step: int | float = 1,
+               dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        """Values from start up to (not including) stop, step apart."""
+        if stop is None:
+            start, stop = 0, start
+        if step == 0:
+            raise RuntimeError("step must be nonzero")
+        is_int = all(isinstance(v, int) for v in (start, stop, step))
+        dt = to_dtype(dtype) if dtype else dtypes.default_int if is_int else dtypes.default_float
+        return Tensor(np.arange(start, stop, step), device=device, dtype=dt)
+
+    @staticmethod
+    def eye(n: int, m: int | None = None, dtype: DType | str | None = None,
+            device: str | None = None, requires_grad: bool = False) -> Tensor:
+        """The n x m identity matrix."""
+        out = (Tensor.arange(n, device=device).unsqueeze(1) ==
+               Tensor.arange(m if m is not None else n, device=device))
+        out = out.cast(dtype or dtypes.default_float)
+        if requires_grad:
+            out.requires_grad = True
+        return out
+
+    @staticmethod
+    def manual_seed(seed: int = 0) -> None:
+        """Make rand, randn, uniform and friends repeat the same numbers."""
+        Tensor._rng = np.random.default_rng(seed)
+
+    @staticmethod
+    def _random(sample: np.ndarray, dtype: DType | str | None, device: str | None,
+                requires_grad: bool) -> Tensor:
+        return Tensor(sample, device=device, dtype=dtype or dtypes.default_float,
+                      requires_grad=requires_grad)
+
+    @staticmethod
+    def rand(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+             requires_grad: bool = False) -> Tensor:
+        """Uniform samples in [0, 1)."""
+        return Tensor._random(Tensor._rng.random(argfix(*shape)), dtype, device, requires_grad)
+
+    @staticmethod
+    def randn(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+              requires_grad: bool = False) -> Tensor:
+        """Samples of the standard normal distribution."""
+        return Tensor._random(Tensor._rng.standard_normal(argfix(*shape)), dtype, device,
+                              requires_grad)
+
+    @staticmethod
+    def randint(*shape: int, low: int = 0, high: int = 10, dtype: DType | str | None = None,
+                device: str | None = None) -> Tensor:
+        """Integers drawn uniformly from [low, high)."""
+        sample = Tensor._rng.integers(low, high, argfix(*shape))
+        return Tensor(sample, device=device, dtype=dtype or dtypes.default_int)
+
+    @staticmethod
+    def uniform(*shape: int, low: float = 0.0, high: float = 1.0,
+                dtype: DType | str | None = None, device: str | None = None,
+                requires_grad: bool = False) -> Tensor:
+        """Uniform samples in [low, high)."""
+        sample = Tensor._rng.uniform(low, high, argfix(*shape))
+        return Tensor._random(sample, dtype, device, requires_grad)
+
+    @staticmethod
+    def kaiming_uniform(*shape: int, a: float = 0.01, **kwargs: Any) -> Tensor:
+        """He initialization: uniform with a bound that keeps activations' variance steady."""
+        shape = argfix(*shape)
+        bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(shape[1:]))
+        return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
+
+    @staticmethod
+    def glorot_uniform(*shape: int, **kwargs: Any) -> Tensor:
+        """Glorot (Xavier) initialization."""
+        shape = argfix(*shape)
+        bound = math.sqrt(6 / (shape[0] + prod(shape[1:])))
+        return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
+
+    def full_like(self, fill_value: Scalar, **kwargs: Any) -> Tensor:
+        kwargs.setdefault("dtype", self.dtype)
+        kwargs.setdefault("device", self.device)
+        return Tensor.full(self.shape, fill_value, **kwargs)
+
+    def zeros_like(self, **kwargs: Any) -> Tensor: return self.full_like(0, **kwargs)
+    def ones_like(self, **kwargs: Any) -> Tensor: return self.full_like(1, **kwargs)
+
+    def rand_like(self, **kwargs: Any) -> Tensor:
+        kwargs.setdefault("device", self.device)
+        kwargs.setdefault("dtype", self.dtype if self.dtype.is_float else None)
+        return Tensor.rand(*self.shape, **kwargs)
+
+    def randn_like(self, **kwargs: Any) -> Tensor:
+        kwargs.setdefault("device", self.device)
+        kwargs.setdefault("dtype", self.dtype if self.dtype.is_float else None)
+        return Tensor.randn(*self.shape, **kwargs)
+
+    @staticmethod
+    @contextmanager
+    def train(mode: bool = True) -> Iterator[None]:
+        """Within this block Tensor.training is mode (layers like Dropout read it)."""
+        previous, Tensor.training = Tensor.training, mode
+        try:
+            yield
+        finally:
+            Tensor.training = previous
+
+    # --- broadcasting and elementwise ops ---
+    def _operands(self, other: Tensor | Scalar, reverse: bool = False,
+                  dtype: DType | None = None) -> tuple[Tensor, Tensor]:
+        """Both operands as tensors of one dtype (PyTorch promotion) and one shape (broadcast)."""
+        if isinstance(other, Tensor):
+            out_dt = dtype or _promote_tensors(self, other)
+            y = other
+        elif isinstance(other, (bool, int, float, np.generic)):
+            other = other.item() if isinstance(other, np.generic) else other
+            out_dt = dtype or scalar_result_type(self.dtype, other)
+            y = Tensor(const(other, out_dt, self.device, ()))
+        else:
+            raise TypeError(f"unsupported operand type: Tensor and {type(other).__name__}")
+        x, y = self.cast(out_dt), y.cast(out_dt)
+        if reverse:
+            x, y = y, x
+        shape = broadcast_shape(x.shape, y.shape)
+        return x._broadcast_to(shape), y._broadcast_to(shape)
+
+    def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
+        if self.shape == shape:
+            return self
+        padded = (1,) * (len(shape) - self.ndim) + self.shape
+        return self.reshape(padded).expand(shape)
+
+    def _binary(self, op: Ops, other: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        x, y = self._operands(other, reverse)
+        return x._result(x.uop.alu(op, y.uop), y)
+
+    def _unary(self, op: Ops) -> Tensor:
+        return self._result(self.uop.alu(op), self)
+
+    def _floating(self) -> Tensor:
+        """Self, cast to the default float if it is an int or bool (as exp, log, sqrt do)."""
+        return self if self.dtype.is_float else self.cast(dtypes.default_float)
+
+    def add(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        return self._binary(Ops.ADD, x, reverse)
+
+    def mul(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        return self._binary(Ops.MUL, x, reverse)
+
+    def sub(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        a, b = self._operands(x, reverse)
+        if a.dtype.is_bool:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        return a.add(b.neg())
+
+    def div(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """True division: ints and bools divide as floats."""
+        a, b = self._operands(x, reverse)
+        a, b = a._floating(), b._floating()
+        return a.mul(b.reciprocal())
+
+    def idiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """Integer division rounding toward zero (C)."""
+        return self._binary(Ops.IDIV, x, reverse)
+
+    def floordiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """Division rounding down, as Python's // (and torch's)."""
+        a, b = self._operands(x, reverse)
+        if a.dtype.is_float:
+            return a.div(b).floor()
+        q = a.idiv(b)
+        inexact = (a._binary(Ops.MOD, b) != 0) & ((a < 0) != (b < 0))
+        return q - inexact.cast(q.dtype)
+
+    def mod(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """Remainder with the sign of the divisor, as Python's % (and torch's)."""
+        a, b = self._operands(x, reverse)
+        return a - a.floordiv(b) * b
+
+    def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """self ** x. Small integer powers multiply; others go through exp2 and log2."""
+        if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) \
+                and float(x).is_integer() and abs(x) <= 8:
+            n, out = int(abs(x)), self.ones_like() if self.dtype.is_float else self.full_like(1)
+            base = self
+            while n:  # square and multiply
+                if n & 1:
+                    out = out * base
+                base, n = base * base, n >> 1
+            return out.reciprocal() if x < 0 else out
+        a, b = self._operands(x, reverse)
+        a, b = a._floating(), b._floating()
+        magnitude = (b * a.abs().log2()).exp2()
+        odd = (b.abs() % 2) == 1
+        is_int_power = b.trunc() == b
+        sign = ((a < 0) & odd).where(-1.0, 1.0)
+        out = (a < 0).where(is_int_power.where(magnitude * sign, math.nan), magnitude)
+        return (b == 0).where(1.0, out)
+
+    def maximum(self, x: Tensor | Scalar) -> Tensor:
+        return self._binary(Ops.MAX, x)
+
+    def minimum(self, x: Tensor | Scalar) -> Tensor:
+        a, b = self._operands(x)
+        if a.dtype.is_bool or a.dtype.is_unsigned:
+            return (a < b).where(a, b)
+        return -((-a).maximum(-b))
+
+    def where(self, x: Tensor | Scalar, y: Tensor | Scalar) -> Tensor:
+        """x where this tensor (the condition) is true, else y, all broadcast together."""
+        if isinstance(x, Tensor):
+            xt, yt = x._operands(y)
+        elif isinstance(y, Tensor):
+            yt, xt = y._operands(x)
+        else:
+            dt = dtypes.from_py(x) if dtypes.from_py(x) != dtypes.bool else dtypes.from_py(y)
+            xt, yt = Tensor(const(x, dt, self.device, ())), Tensor(const(y, dt, self.device, ()))
+        cond = self if self.dtype.is_bool else self != 0
+        shape = broadcast_shape(cond.shape, xt.shape)
+        cond, xt, yt = (t._broadcast_to(shape) for t in (cond, xt, yt))
+        return xt._result(cond.uop.alu(Ops.WHERE, xt.uop, yt.uop), yt)
+
+    # comparisons and logic
+    def __lt__(self, x: Tensor | Scalar) -> Tensor: return self._binary(Ops.CMPLT, x)
+    def __gt__(self, x: Tensor | Scalar) -> Tensor: return self._binary(Ops.CMPLT, x, True)
+    def __ne__(self, x: Tensor | Scalar) -> Tensor: return self._binary(Ops.CMPNE, x)  # type: ignore[override]
+    def __eq__(self, x: Tensor | Scalar) -> Tensor: return (self != x).logical_not()  # type: ignore[override]
+    def __le__(self, x: Tensor | Scalar) -> Tensor: return (self < x) | (self == x)
+    def __ge__(self, x: Tensor | Scalar) -> Tensor: return (self > x) | (self == x)
+
+    def logical_not(self) -> Tensor:
+        return self.bool()._binary(Ops.CMPNE, True)
+
+    def _bitwise(self, op: Ops, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        a, b = self._operands(x, reverse)
+        if a.dtype.is_float:
+            raise TypeError(f"{op.name.lower()} is only defined for bool and integer tensors, "
+                            f"not {a.dtype.name}")
+        return a._result(a.uop.alu(op, b.uop), b)
+
+    def __and__(self, x: Tensor | Scalar) -> Tensor: return self._bitwise(Ops.AND, x)
+    def __or__(self, x: Tensor | Scalar) -> Tensor: return self._bitwise(Ops.OR, x)
+    def __xor__(self, x: Tensor | Scalar) -> Tensor: return self._bitwise(Ops.XOR, x)
+    def __rand__(self, x: Scalar) -> Tensor: return self._bitwise(Ops.AND, x, True)
+    def __ror__(self, x: Scalar) -> Tensor: return self._bitwise(Ops.OR, x, True)
+    def __rxor__(self, x: Scalar) -> Tensor: return self._bitwise(Ops.XOR, x, True)
+
+    def __invert__(self) -> Tensor:
+        if self.dtype.is_float:
+            raise TypeError("~ (bitwise not) is only defined for bool and integer tensors")
+        return self.logical_not() if self.dtype.is_bool else self ^ -1
+
+    # arithmetic operators
+    def __add__(self, x: Tensor | Scalar) -> Tensor: return self.add(x)
+    def __radd__(self, x: Scalar) -> Tensor: return self.add(x, True)
+    def __sub__(self, x: Tensor | Scalar) -> Tensor: return self.sub(x)
+    def __rsub__(self, x: Scalar) -> Tensor: return self.sub(x, True)
+    def __mul__(self, x: Tensor | Scalar) -> Tensor: return self.mul(x)
+    def __rmul__(self, x: Scalar) -> Tensor: return self.mul(x, True)
+    def __truediv__(self, x: Tensor | Scalar) -> Tensor: return self.div(x)
+    def __rtruediv__(self, x: Scalar) -> Tensor: return self.div(x, True)
+    def __floordiv__(self, x: Tensor | Scalar) -> Tensor: return self.floordiv(x)
+    def __rfloordiv__(self, x: Scalar) -> Tensor: return self.floordiv(x, True)
+    def __mod__(self, x: Tensor | Scalar) -> Tensor: return self.mod(x)
+    def __rmod__(self, x: Scalar) -> Tensor: return self.mod(x, True)
+    def __pow__(self, x: Tensor | Scalar) -> Tensor: return self.pow(x)
+    def __rpow__(self, x: Scalar) -> Tensor: return self.pow(x, True)
+    def __neg__(self) -> Tensor: return self.neg()
+    def __abs__(self) -> Tensor: return self.abs()
+
+    # unary math
+    def neg(self) -> Tensor:
+        if self.dtype.is_bool:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or "
+                               "`logical_not()` operator instead.")
+        return self._unary(Ops.NEG)
+
+    def reciprocal(self) -> Tensor: return self._floating()._unary(Ops.RECIPROCAL)
+    def sqrt(self) -> Tensor: return self._floating()._unary(Ops.SQRT)
+    def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
+    def exp2(self) -> Tensor: return self._floating()._unary(Ops.EXP2)
+    def log2(self) -> Tensor: return self._floating()._unary(Ops.LOG2)
+    def exp(self) -> Tensor: return (self._floating() * (1 / math.log(2))).exp2()
+    def log(self) -> Tensor: return self._floating().log2() * math.log(2)
+    def log1p(self) -> Tensor: return (self + 1).log()
+    def sin(self) -> Tensor: return self._floating()._unary(Ops.SIN)
+    def cos(self) -> Tensor: return (math.pi / 2 - self._floating()).sin()
+    def tan(self) -> Tensor: return self.sin() / self.cos()
+    def square(self) -> Tensor: return self * self
+
+    def trunc(self) -> Tensor:
+        return self._unary(Ops.TRUNC) if self.dtype.is_float else self
+
+    def floor(self) -> Tensor:
+        t = self.trunc()
+        return t - (self < t).cast(self.dtype) if self.dtype.is_float else t
+
+    def ceil(self) -> Tensor:
+        t = self.trunc()
+        return t + (self > t).cast(self.dtype) if self.dtype.is_float else t
+
+    def round(self) -> Tensor:
+        """Round to the nearest integer, halves to even (as torch.round)."""
+        if not self.dtype.is_float:
+            return self
+        down = self.floor()
+        frac = self - down
+        up_on_tie = (down % 2) == 1
+        return (frac > 0.5).where(down + 1, (frac < 0.5).where(down, up_on_tie.where(down + 1,
+                                                                                     down)))
+
+    def sign(self) -> Tensor:
+        return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
+
+    def abs(self) -> Tensor:
+        return self * self.sign() if not self.dtype.is_bool else self
+
+    def isnan(self) -> Tensor: return self != self
+    def isinf(self) -> Tensor: return (self == math.inf) | (self == -math.inf)
+
+    # activations
+    def relu(self) -> Tensor: return (self > 0).where(self, 0)
+    def sigmoid(self) -> Tensor: return (1 + (-self._floating()).exp()).reciprocal()
+    def tanh(self) -> Tensor: return 2.0 * (2.0 * self).sigmoid() - 1.0
+    def silu(self) -> Tensor: return self * self.sigmoid()
+    def swish(self) -> Tensor: return self.silu()
+    def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()
+    def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
+        return (self > 0).where(self, self * neg_slope)
+
+    def elu(self, alpha: float = 1.0) -> Tensor:
+        return (self > 0).where(self, alpha * (self.exp() - 1))
+
+    def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+        """log(1 + exp(beta x)) / beta, linear past threshold like torch's."""
+        bx = self * beta
+        return (bx > threshold).where(self, (1 + bx.exp()).log() / beta)
+
+    def gelu(self) -> Tensor:
+        """GELU, tanh approximation (torch's approximate='tanh')."""
+        return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self ** 3)).tanh())
+
+    def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
+    def mish(self) -> Tensor: return self * self.softplus().tanh()
+    def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor:
+        return self.clip(min_val, max_val)
+
+    def clip(self, min_: Scalar | None = None, max_: Scalar | None = None) -> Tensor:
+        """Values limited to [min_, max_]."""
+        if min_ is None and max_ is None:
+            raise RuntimeError("At least one of 'min' or 'max' must not be None")
+        out = self if min_ is None else self.maximum(min_)
+        return out if max_ is None else out.minimum(max_)
+
+    clamp = clip
+
+    def lerp(self, end: Tensor, weight: Tensor | float) -> Tensor:
+        return self + (end - self) * weight
+
+    # --- reductions ---
+    def _axes(self, axis: Axis) -> tuple[int, ...]:
+        if axis is None:
+            return tuple(range(self.ndim))
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        return tuple(sorted({normalize_axis(a, self.ndim) for a in axes}))
+
+    def _reduce(self, op: Ops, axis: Axis, keepdim: bool) -> Tensor:
+        axes = self._axes(axis)
+        out = self._result(self.uop.reduce(op, axes), self)
+        if keepdim:
+            return out
+        return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+
+    def sum(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        """The sum over axis (all axes when None). Small ints and bools sum as int32."""
+        x = self
+        if self.dtype.is_bool or (self.dtype.is_int and self.dtype.itemsize < 4):
+            x = self.cast(dtypes.default_int)
+        return x._reduce(Ops.ADD, axis, keepdim)
+
+    def max(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        """The largest value over axis (ties share the gradient, as torch.amax)."""
+        if self.numel() == 0 and axis is None:
+            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() "
+                               "== 0. Specify the reduction dim with the 'dim' argument.")
+        return self._reduce(Ops.MAX, axis, keepdim)
+
+    def min(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        if self.dtype.is_bool:
+            return self.logical_not().max(axis, keepdim).logical_not()
+        if self.dtype.is_unsigned:
+            top = dtypes.max(self.dtype)
+            return top - (top - self).max(axis, keepdim)
+        return -((-self).max(axis, keepdim))
+
+    def any(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        return self.bool().max(axis, keepdim)
+
+    def all(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        return self.logical_not().any(axis, keepdim).logical_not()
+
+    def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the first largest value along axis (of the flattened tensor if None)."""
+        if axis is None:
+            return self.flatten().argmax(0)
+        axis = normalize_axis(axis, self.ndim)
+        n = self.shape[axis]
+        countdown = Tensor.arange(n, 0, -1, device=self.device).reshape(
+            (n,) + (1,) * (self.ndim - axis - 1))
+        is_max = (self == self.max(axis, keepdim=True)).cast(dtypes.default_int)
+        return n - (is_max * countdown).max(axis, keepdim)
+
+    def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+        return (-self).argmax(axis, keepdim) if not self.dtype.is_bool else \
+            self.logical_not().argmax(axis, keepdim)
+
+    # --- movement: views, no data is copied ---
+    def reshape(self, *shape: int) -> Tensor:
+        """The same elements in a new shape; one axis may be -1 (inferred)."""
+        shape = argfix(*shape)
+        if not all_int(shape):
+            raise TypeError(f"reshape expects ints, got {shape}")
+        if shape.count(-1) > 1:
+            raise RuntimeError("only one dimension can be inferred")
+        if -1 in shape:
+            known = prod(s for s in shape if s != -1)
+            if known == 0 or self.numel() % known:
+                raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size "
+                                   f"{self.numel()}")
+            shape = tuple(self.numel() // known if s == -1 else s for s in shape)
+        if any(s < 0 for s in shape):
+            raise RuntimeError(f"invalid shape dimension {min(shape)}")
+        if prod(shape) != self.numel():
+            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size "
+                               f"{self.numel()}")
+        return self._result(self.uop.reshape(shape), self)
+
+    view = reshape
+
+    def permute(self, *order: int) -> Tensor:
+        """The axes in a new order."""
+        order = argfix(*order)
+        if len(order) != self.ndim:
+            raise RuntimeError(f"permute: number of dims don't match: the tensor has {self.ndim}"
+                               f" but {len(order)} were given")
+        order = tuple(normalize_axis(o, self.ndim) for o in order)
+        if len(set(order)) != len(order):
+            raise RuntimeError("permute: repeated dim")
+        return self._result(self.uop.permute(order), self)
+
+    def expand(self, *shape: int) -> Tensor:
+        """Size-1 axes repeated (without copying) to a larger shape; -1 keeps an axis."""
+        shape = argfix(*shape)
+        if len(shape) < self.ndim:
+            raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be "
+                               f"greater or equal to the number of dimensions in the tensor "
+                               f"({self.ndim})")
+        own = (1,) * (len(shape) - self.ndim) + self.shape
+        new = tuple(o if s == -1 else s for s, o in zip(shape, own))
+        for i, (o, s) in enumerate(zip(own, new)):
+            if o != s and o != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the "
+                                   f"existing size ({o}) at non-singleton dimension {i}.  "
+                                   f"Target sizes: {shape_str(shape)}.  Tensor sizes: "
+                                   f"{shape_str(self.shape)}")
+        return self._result(self.uop.reshape(own).expand(new), self)
+
+    def pad(self, padding: Sequence[int] | Sequence[tuple[int, int] | None],
+            value: float = 0.0) -> Tensor:
+        """Pad with value: ((before, after), ...) per axis, or torch's flat (left, right, ...)
+        starting from the last axis. Negative amounts crop."""
+        if all(isinstance(p, int) for p in padding):
+            if len(padding) % 2 or len(padding) // 2 > self.ndim:
+                raise RuntimeError("Padding length must be divisible by 2 and at most twice the "
+                                   "number of dimensions of the input")
+            pairs = [(0, 0)] * self.ndim
+            for i in range(len(padding) // 2):
+                pairs[self.ndim - 1 - i] = (padding[2 * i], padding[2 * i + 1])
+        else:
+            if len(padding) != self.ndim:
+                raise RuntimeError(f"pad needs one (before, after) per axis: {self.ndim}, got "
+                                   f"{len(padding)}")
+            pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+        crop = tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape))
+        x = self.shrink(crop)
+        grow = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+        if value == 0:
+            return x._result(x.uop.pad(grow), x)
+        inside = Tensor.ones(*x.shape, dtype=dtypes.bool, device=self.device)
+        inside = inside._result(inside.uop.pad(grow))
+        return inside.where(x._result(x.uop.pad(grow), x), value)
+
+    def shrink(self, bounds: Sequence[tuple[int, int] | None]) -> Tensor:
+        """Keep [start, end) of each axis (None keeps the whole axis)."""
+        if len(bounds) != self.ndim:
+            raise RuntimeError(f"shrink needs one (start, end) per axis: {self.ndim}")
+        full = tuple((0, s) if b is None else (int(b[0]), int(b[1]))
+                     for b, s in zip(bounds, self.shape))
+        for (b, e), s in zip(full, self.shape):
+            if not 0 <= b <= e <= s:
+                raise IndexError(f"shrink bounds {full} out of range for shape {self.shape}")
+        return self._result(self.uop.shrink(full), self)
+
+    def flip(self, axis: int | Sequence[int]) -> Tensor:
+        """The elements in reverse order along the given axes."""
+        axes = self._axes(axis)
+        return self._result(self.uop.flip(tuple(i in axes for i in range(self.ndim))), self)
+
+    def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
+        order = list(range(self.ndim))
+        a, b = normalize_axis(dim0, self.ndim), normalize_axis(dim1, self.ndim)
+        order[a], order[b] = order[b], order[a]
+        return self.permute(order)
+
+    @property
+    def T(self) -> Tensor:
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Axes start_dim..end_dim merged into one."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = normalize_axis(start_dim, self.ndim), normalize_axis(end_dim, self.ndim)
+        return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+        d = normalize_axis(dim, self.ndim)
+        return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+
+    def squeeze(self, dim: Axis = None) -> Tensor:
+        """Size-1 axes removed (only the given ones, when dim is given)."""
+        if dim is None:
+            return self.reshape(tuple(s for s in self.shape if s != 1))
+        if self.ndim == 0:
+            return self
+        axes = self._axes(dim)
+        return self.reshape(tuple(s for i, s in enumerate(self.shape)
+                                  if not (i in axes and s == 1)))
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        """A new size-1 axis at dim."""
+        d = normalize_axis(dim, self.ndim + 1)
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def repeat(self, *repeats: int) -> Tensor:
+        """The tensor tiled repeats[i] times along each axis (torch.Tensor.repeat)."""
+        repeats = argfix(*repeats)
+        x = self.reshape((1,) * (len(repeats) - self.ndim) + self.shape)
+        spread = x.reshape(tuple(v for s in x.shape for v in (1, s)))
+        tiled = spread.expand(tuple(v for r, s in zip(repeats, x.shape) for v in (r, s)))
+        return tiled.reshape(tuple(r * s for r, s in zip(repeats, x.shape)))
+
+    @staticmethod
+    def cat(*tensors: Tensor, dim: int = 0) -> Tensor:
+        """Tensors joined along an existing axis: each padded into place, then added."""
+        tensors = argfix(*tensors)
+        first = tensors[0]
+        d = normalize_axis(dim, first.ndim)
+        for t in tensors[1:]:
+            if t.ndim != first.ndim or any(a != b for i, (a, b) in
+                                           enumerate(zip(t.shape, first.shape)) if i != d):
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Got "
+                                   f"{shape_str(first.shape)} and {shape_str(t.shape)}")
+        total, out, offset = sum(t.shape[d] for t in tensors), None, 0
+        for t in tensors:
+            pads = [(0, 0)] * t.ndim
+            pads[d] = (offset, total - offset - t.shape[d])
+            placed = t.pad(pads)
+            out, offset = placed if out is None else out + placed, offset + t.shape[d]
+        return out
+
+    def cat_(self, *others: Tensor, dim: int = 0) -> Tensor:
+        return Tensor.cat(self, *others, dim=dim)
+
+    @staticmethod
+    def stack(*tensors: Tensor, dim: int = 0) -> Tensor:
+        """Tensors of one shape joined along a new axis."""
+        tensors = argfix(*tensors)
+        return Tensor.cat(*[t.unsqueeze(dim) for t in tensors], dim=dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
+        d = normalize_axis(dim, self.ndim)
+        step = -(-self.shape[d] // chunks)
+        return self.split(step, d)
+
+    def split(self, size: int, dim: int = 0) -> list[Tensor]:
+        d = normalize_axis(dim, self.ndim)
+        out = []
+        for start in range(0, self.shape[d], size):
+            bounds = [None] * self.ndim
+            bounds[d] = (start, min(start + size, self.shape[d]))
+            out.append(self.shrink(bounds))
+        return out
+
+    # --- indexing ---
+    def __getitem__(self, index: Any) -> Tensor:
+        """Indexing with ints, slices (any step), None and ..., as numpy and torch do."""
+        index = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(i, Tensor) for i in index) or any(isinstance(i, list) for i in index):
+            raise TypeError("indexing with tensors or lists is not supported yet")
+        used = sum(1 for i in index if i is not None and i is not Ellipsis)
+        if index.count(Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if used > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        if Ellipsis in index:
+            at = index.index(Ellipsis)
+            index = index[:at] + (slice(None),) * (self.ndim - used) + index[at + 1:]
+        else:
+            index = index + (slice(None),) * (self.ndim - used)
+        x, out_shape, dim = self, [], 0
+        bounds, flips, steps, drop = [], [], [], []
+        for i in index:
+            if i is None:
+                out_shape.append(None)
+                continue
+            size = self.shape[dim]
+            if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+                i = int(i)
+                if not -size <= i < size:
+                    raise IndexError(f"index {i} is out of bounds for dimension {dim} with size "
+                                     f"{size}")
+                i %= size
+                bounds.append((i, i + 1)), flips.append(False), steps.append(1)
+                drop.append(True)
+            elif isinstance(i, slice):
+                picked = range(*i.indices(size))
+                if len(picked) == 0:
+                    lo, hi, flip = 0, 0, False
+                elif picked.step > 0:
+                    lo, hi, flip = picked.start, picked[-1] + 1, False
+                else:
+                    lo, hi, flip = picked[-1], picked.start + 1, True
+                bounds.append((lo, hi)), flips.append(flip), steps.append(abs(picked.step))
+                drop.append(False)
+            else:
+                raise TypeError(f"invalid index of type {type(i).__name__}")
+            out_shape.append(dim)
+            dim += 1
+        x = x.shrink(bounds)
+        if any(flips):
+            x = x.flip([d for d, f in enumerate(flips) if f])
+        if any(s > 1 for s in steps):
+            x = x._take_every(steps)
+        final = []
+        for entry in out_shape:
+            if entry is None:
+                final.append(1)
+            elif not drop[entry]:
+                final.append(x.shape[entry])
+        return x.reshape(tuple(final))
+
+    def _take_every(self, steps: list[int]) -> Tensor:
+        """Every steps[d]-th element along each axis d, by a pad, a reshape and a shrink."""
+        counts = [-(-s // st) for s, st in zip(self.shape, steps)]
+        x = self.pad([(0, c * st - s) for c, st, s in zip(counts, steps, self.shape)])
+        x = x.reshape(tuple(v for c, st in zip(counts, steps) for v in (c, st)))
+        x = x.shrink([b for c in counts for b in ((0, c), (0, 1))])
+        return x.reshape(tuple(counts))
+
+
+def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape two shapes broadcast to, or PyTorch's RuntimeError naming the mismatch."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y})"
+                               f" at non-singleton dimension {i}")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _promote_tensors(a: Tensor, b: Tensor) -> DType:
+    """PyTorch's rule: a 0-d tensor only sets the dtype when it is of a higher category."""
+    from tinyfw.dtype import category
+    if (a.ndim == 0) != (b.ndim == 0):
+        dim_t, zero_t = (a, b) if b.ndim == 0 else (b, a)
+        if category(zero_t.dtype) <= category(dim_t.dtype):
+            return dim_t.dtype
+    return promote_types(a.dtype, b.dtype)
+
+
+def _compute(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
+    """Run the backward pass (looked up at call time, so a learner's version can stand in)."""
+    return gradient.compute_gradient(root, root_grad, targets)

@@ -1,0 +1,293 @@
+"""The lazy graph: primitive ops and the immutable, hash-consed node (UOp) that records them."""
+from __future__ import annotations
+
+import math
+import struct
+import weakref
+from enum import Enum, auto
+from typing import Any, Iterator
+
+from tinyfw.dtype import DType, dtypes
+from tinyfw.helpers import prod
+
+
+class Ops(Enum):
+    """Every primitive op. The Tensor front end emits only these; everything else is composed."""
+    # leaves of the graph
+    DEVICE = auto()      # arg: device name
+    BUFFER = auto()      # arg: a Buffer (flat memory on a device)
+    CONST = auto()       # arg: a Python number; src: (DEVICE,)
+    # unary
+    NEG = auto()
+    EXP2 = auto()
+    LOG2 = auto()
+    SIN = auto()
+    SQRT = auto()
+    RECIPROCAL = auto()
+    TRUNC = auto()
+    CAST = auto()        # dtype of the node is the target dtype
+    # binary
+    ADD = auto()
+    MUL = auto()
+    MAX = auto()
+    MOD = auto()         # remainder with the sign of the dividend, as in C
+    IDIV = auto()        # integer division rounding toward zero, as in C
+    CMPLT = auto()
+    CMPNE = auto()
+    AND = auto()
+    OR = auto()
+    XOR = auto()
+    # ternary
+    WHERE = auto()
+    # reduce
+    REDUCE = auto()      # arg: (Ops.ADD | Ops.MAX, axes); keeps reduced axes as size 1
+    # movement: views of their source, no data moves
+    RESHAPE = auto()     # arg: new shape
+    PERMUTE = auto()     # arg: order of the axes
+    EXPAND = auto()      # arg: new shape (size-1 axes grow)
+    PAD = auto()         # arg: ((before, after), ...) per axis, filled with zeros
+    SHRINK = auto()      # arg: ((start, end), ...) per axis
+    FLIP = auto()        # arg: (bool, ...) per axis
+    # other
+    CONTIGUOUS = auto()  # materialize its source
+    DETACH = auto()      # same value, no gradient flows through it
+    COPY = auto()        # arg: target device name
+
+    def __repr__(self) -> str:
+        return f"Ops.{self.name}"
+
+
+UNARY = frozenset({Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC,
+                   Ops.CAST})
+BINARY = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MOD, Ops.IDIV, Ops.CMPLT, Ops.CMPNE, Ops.AND,
+                    Ops.OR, Ops.XOR})
+TERNARY = frozenset({Ops.WHERE})
+ALU = UNARY | BINARY | TERNARY
+COMPARISON = frozenset({Ops.CMPLT, Ops.CMPNE})
+MOVEMENT = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
+LEAVES = frozenset({Ops.DEVICE, Ops.BUFFER, Ops.CONST})
+
+
+def _arg_key(arg: Any) -> Any:
+    """A hashable key for an arg that tells apart 0.0 from -0.0 and True from 1."""
+    if isinstance(arg, float):
+        return ("f", struct.pack("<d", arg)) if not math.isnan(arg) else ("f", "nan")
+    if isinstance(arg, bool):
+        return ("b", arg)
+    return arg
+
+
+class _HashConsed(type):
+    """Builds each distinct (op, dtype, src, arg) once: the same node twice is the same object."""
+    cache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+    def __call__(cls, op: Ops, dtype: DType, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
+        key = (op, dtype, src, _arg_key(arg))
+        if (found := _HashConsed.cache.get(key)) is not None:
+            return found
+        node = super().__call__(op, dtype, src, arg)
+        _HashConsed.cache[key] = node
+        return node
+
+
+class UOp(metaclass=_HashConsed):
+    """One node of the lazy graph: an op applied to source nodes, with a dtype and an argument.
+    Nodes are immutable and compared by identity, which hash-consing makes structural."""
+    __slots__ = ("op", "dtype", "src", "arg", "shape", "__weakref__")
+
+    def __init__(self, op: Ops, dtype: DType, src: tuple[UOp, ...] = (), arg: Any = None):
+        self.op, self.dtype, self.src, self.arg = op, dtype, src, arg
+        self.shape: tuple[int, ...] = infer_shape(op, src, arg)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "shape"):  # set in __init__, after which the node is frozen
+            raise AttributeError("UOp is immutable")
+        object.__setattr__(self, name, value)
+
+    def __reduce__(self):
+        return UOp, (self.op, self.dtype, self.src, self.arg)
+
+    def __repr__(self) -> str:
+        arg = f", arg={self.arg!r}" if self.op not in (Ops.BUFFER,) else f", {self.arg!r}"
+        return f"UOp({self.op!r}, {self.dtype!r}, shape={self.shape}{arg}, srcs={len(self.src)})"
+
+    # --- properties ---
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def device(self) -> str:
+        """The device this node's value lives on."""
+        if self.op is Ops.DEVICE or self.op is Ops.COPY:
+            return self.arg
+        if self.op is Ops.BUFFER:
+            return self.arg.device
+        return self.src[0].device
+
+    def toposort(self) -> list[UOp]:
+        """Every node this one depends on, sources before users, without recursion."""
+        order: list[UOp] = []
+        seen: set[UOp] = set()
+        stack: list[tuple[UOp, bool]] = [(self, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((s, False) for s in reversed(node.src) if s not in seen)
+        return order
+
+    def walk(self) -> Iterator[UOp]:
+        """The nodes of the graph below this one, each once."""
+        return iter(self.toposort())
+
+    # --- building nodes: the small vocabulary gradient rules and the Tensor are written in ---
+    def const_like(self, value: float | int | bool) -> UOp:
+        """A node of this node's shape, dtype and device filled with value."""
+        return const(value, self.dtype, self.device, self.shape)
+
+    def alu(self, op: Ops, *others: UOp) -> UOp:
+        """This node combined elementwise with others of the same shape."""
+        dtype = dtypes.bool if op in COMPARISON else (others[-1].dtype if op is Ops.WHERE
+                                                       else self.dtype)
+        return UOp(op, dtype, (self, *others))
+
+    def _lift(self, x: UOp | float | int | bool) -> UOp:
+        return x if isinstance(x, UOp) else self.const_like(x)
+
+    def __add__(self, x: UOp | float) -> UOp: return self.alu(Ops.ADD, self._lift(x))
+    def __radd__(self, x: float) -> UOp: return self._lift(x).alu(Ops.ADD, self)
+    def __mul__(self, x: UOp | float) -> UOp: return self.alu(Ops.MUL, self._lift(x))
+    def __rmul__(self, x: float) -> UOp: return self._lift(x).alu(Ops.MUL, self)
+    def __neg__(self) -> UOp: return self.alu(Ops.NEG)
+    def __sub__(self, x: UOp | float) -> UOp: return self + (-self._lift(x))
+    def __rsub__(self, x: float) -> UOp: return self._lift(x) + (-self)
+    def __truediv__(self, x: UOp | float) -> UOp: return self * self._lift(x).reciprocal()
+    def __lt__(self, x: UOp | float) -> UOp: return self.alu(Ops.CMPLT, self._lift(x))
+    def __gt__(self, x: UOp | float) -> UOp: return self._lift(x).alu(Ops.CMPLT, self)
+    def ne(self, x: UOp | float) -> UOp: return self.alu(Ops.CMPNE, self._lift(x))
+    def eq(self, x: UOp | float) -> UOp: return self.ne(x).alu(Ops.XOR, UOp.true_like(self))
+    def maximum(self, x: UOp | float) -> UOp: return self.alu(Ops.MAX, self._lift(x))
+    def reciprocal(self) -> UOp: return self.alu(Ops.RECIPROCAL)
+    def sqrt(self) -> UOp: return self.alu(Ops.SQRT)
+    def sin(self) -> UOp: return self.alu(Ops.SIN)
+    def exp2(self) -> UOp: return self.alu(Ops.EXP2)
+    def log2(self) -> UOp: return self.alu(Ops.LOG2)
+
+    @staticmethod
+    def true_like(x: UOp) -> UOp:
+        return const(True, dtypes.bool, x.device, x.shape)
+
+    def where(self, x: UOp | float, y: UOp | float) -> UOp:
+        """x where this (bool) node is true, else y."""
+        ref = x if isinstance(x, UOp) else y
+        assert isinstance(ref, UOp), "where needs at least one node among its branches"
+        x = x if isinstance(x, UOp) else ref.const_like(x)
+        y = y if isinstance(y, UOp) else ref.const_like(y)
+        return self.alu(Ops.WHERE, x, y)
+
+    def cast(self, dtype: DType) -> UOp:
+        return self if dtype == self.dtype else UOp(Ops.CAST, dtype, (self,))
+
+    def reduce(self, op: Ops, axes: tuple[int, ...]) -> UOp:
+        """Reduce over axes with ADD or MAX, keeping them as size-1 axes."""
+        return UOp(Ops.REDUCE, self.dtype, (self,), (op, tuple(sorted(axes))))
+
+    def sum(self, axes: tuple[int, ...]) -> UOp:
+        return self.reduce(Ops.ADD, axes)
+
+    def reshape(self, shape: tuple[int, ...]) -> UOp:
+        return self if tuple(shape) == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,),
+                                                           tuple(shape))
+
+    def permute(self, order: tuple[int, ...]) -> UOp:
+        order = tuple(order)
+        return self if order == tuple(range(self.ndim)) else UOp(Ops.PERMUTE, self.dtype, (self,),
+                                                                  order)
+
+    def expand(self, shape: tuple[int, ...]) -> UOp:
+        return self if tuple(shape) == self.shape else UOp(Ops.EXPAND, self.dtype, (self,),
+                                                           tuple(shape))
+
+    def pad(self, padding: tuple[tuple[int, int], ...]) -> UOp:
+        padding = tuple((int(b), int(a)) for b, a in padding)
+        return self if all(p == (0, 0) for p in padding) else UOp(Ops.PAD, self.dtype, (self,),
+                                                                  padding)
+
+    def shrink(self, bounds: tuple[tuple[int, int], ...]) -> UOp:
+        bounds = tuple((int(s), int(e)) for s, e in bounds)
+        if bounds == tuple((0, s) for s in self.shape):
+            return self
+        return UOp(Ops.SHRINK, self.dtype, (self,), bounds)
+
+    def flip(self, axes_mask: tuple[bool, ...]) -> UOp:
+        mask = tuple(bool(m) for m in axes_mask)
+        return UOp(Ops.FLIP, self.dtype, (self,), mask) if any(mask) else self
+
+    def detach(self) -> UOp:
+        return UOp(Ops.DETACH, self.dtype, (self,))
+
+    def contiguous(self) -> UOp:
+        return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
+
+    def copy_to(self, device: str) -> UOp:
+        return self if device == self.device else UOp(Ops.COPY, self.dtype, (self,), device)
+
+
+def device_node(device: str) -> UOp:
+    """The leaf naming a device."""
+    return UOp(Ops.DEVICE, dtypes.bool, (), device)
+
+
+def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int, ...] = ()) -> UOp:
+    """A constant, broadcast to shape by a reshape and an expand (no memory is filled)."""
+    value = bool(value) if dtype.is_bool else int(value) if dtype.is_int else float(value)
+    node = UOp(Ops.CONST, dtype, (device_node(device),), value)
+    return node.reshape((1,) * len(shape)).expand(tuple(shape))
+
+
+def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
+    """The shape of a node, from its op, its sources and its argument (checked as it goes)."""
+    if op is Ops.DEVICE or op is Ops.CONST:
+        return ()
+    if op is Ops.BUFFER:
+        return (arg.size,)
+    if op in ALU:
+        shapes = {s.shape for s in src}
+        assert len(shapes) == 1, f"{op} needs sources of one shape, got {[s.shape for s in src]}"
+        return src[0].shape
+    x = src[0].shape
+    if op is Ops.REDUCE:
+        return tuple(1 if i in arg[1] else s for i, s in enumerate(x))
+    if op is Ops.RESHAPE:
+        assert prod(arg) == prod(x), f"reshape {x} -> {arg} changes the size"
+        return tuple(arg)
+    if op is Ops.PERMUTE:
+        assert sorted(arg) == list(range(len(x))), f"bad permutation {arg} for {x}"
+        return tuple(x[i] for i in arg)
+    if op is Ops.EXPAND:
+        assert len(arg) == len(x) and all(s == a or s == 1 for s, a in zip(x, arg)), \
+            f"cannot expand {x} to {arg}"
+        return tuple(arg)
+    if op is Ops.PAD:
+        assert len(arg) == len(x) and all(b >= 0 and a >= 0 for b, a in arg)
+        return tuple(s + b + a for s, (b, a) in zip(x, arg))
+    if op is Ops.SHRINK:
+        assert len(arg) == len(x) and all(0 <= b <= e <= s for s, (b, e) in zip(x, arg)), \
+            f"bad shrink {arg} of {x}"
+        return tuple(e - b for b, e in arg)
+    if op is Ops.FLIP:
+        assert len(arg) == len(x)
+        return x
+    if op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY):
+        return x
+    raise NotImplementedError(f"no shape rule for {op}")
