@@ -9,7 +9,7 @@ import numpy as np
 
 @dataclass(frozen=True, order=False)
 class DType:
-    """A scalar type: its name, its size in bytes, its kind ('b' bool, 'i' int, 'u' uint, 'f' float)."""
+    """A scalar type: its name, size in bytes and kind ('b' bool, 'i' int, 'u' uint, 'f' float)."""
     name: str
     itemsize: int
     kind: str

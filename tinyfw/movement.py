@@ -1,0 +1,262 @@
+"""Movement ops and indexing: new views of a tensor's elements, no data is copied."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from tinyfw.derived import Axis
+from tinyfw.dtype import dtypes
+from tinyfw.helpers import all_int, argfix, normalize_axis, prod, shape_str
+
+if TYPE_CHECKING:
+    from tinyfw.tensor import Tensor
+
+
+class MovementOps:
+    """reshape, permute, expand, pad, shrink, flip and what is built from them (transpose,
+    flatten, squeeze, cat, indexing, ...). Each returns a view recorded in the lazy graph."""
+    __slots__ = ()
+
+    def reshape(self: Tensor, *shape: int) -> Tensor:
+        """The same elements in a new shape; one axis may be -1 (inferred)."""
+        shape = argfix(*shape)
+        if not all_int(shape):
+            raise TypeError(f"reshape expects ints, got {shape}")
+        if shape.count(-1) > 1:
+            raise RuntimeError("only one dimension can be inferred")
+        if -1 in shape:
+            known = prod(s for s in shape if s != -1)
+            if known == 0 or self.numel() % known:
+                raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size "
+                                   f"{self.numel()}")
+            shape = tuple(self.numel() // known if s == -1 else s for s in shape)
+        if any(s < 0 for s in shape):
+            raise RuntimeError(f"invalid shape dimension {min(shape)}")
+        if prod(shape) != self.numel():
+            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size "
+                               f"{self.numel()}")
+        return self._result(self.uop.reshape(shape), self)
+
+    view = reshape
+
+    def permute(self: Tensor, *order: int) -> Tensor:
+        """The axes in a new order."""
+        order = argfix(*order)
+        if len(order) != self.ndim:
+            raise RuntimeError(f"permute: number of dims don't match: the tensor has {self.ndim}"
+                               f" but {len(order)} were given")
+        order = tuple(normalize_axis(o, self.ndim) for o in order)
+        if len(set(order)) != len(order):
+            raise RuntimeError("permute: repeated dim")
+        return self._result(self.uop.permute(order), self)
+
+    def expand(self: Tensor, *shape: int) -> Tensor:
+        """Size-1 axes repeated (without copying) to a larger shape; -1 keeps an axis."""
+        shape = argfix(*shape)
+        if len(shape) < self.ndim:
+            raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be "
+                               f"greater or equal to the number of dimensions in the tensor "
+                               f"({self.ndim})")
+        own = (1,) * (len(shape) - self.ndim) + self.shape
+        new = tuple(o if s == -1 else s for s, o in zip(shape, own))
+        for i, (o, s) in enumerate(zip(own, new)):
+            if o != s and o != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the "
+                                   f"existing size ({o}) at non-singleton dimension {i}.  "
+                                   f"Target sizes: {shape_str(shape)}.  Tensor sizes: "
+                                   f"{shape_str(self.shape)}")
+        return self._result(self.uop.reshape(own).expand(new), self)
+
+    def pad(self: Tensor, padding: Sequence[int] | Sequence[tuple[int, int] | None],
+            value: float = 0.0) -> Tensor:
+        """Pad with value: ((before, after), ...) per axis, or torch's flat (left, right, ...)
+        starting from the last axis. Negative amounts crop."""
+        if all(isinstance(p, int) for p in padding):
+            if len(padding) % 2 or len(padding) // 2 > self.ndim:
+                raise RuntimeError("Padding length must be divisible by 2 and at most twice the "
+                                   "number of dimensions of the input")
+            pairs = [(0, 0)] * self.ndim
+            for i in range(len(padding) // 2):
+                pairs[self.ndim - 1 - i] = (padding[2 * i], padding[2 * i + 1])
+        else:
+            if len(padding) != self.ndim:
+                raise RuntimeError(f"pad needs one (before, after) per axis: {self.ndim}, got "
+                                   f"{len(padding)}")
+            pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+        crop = tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape))
+        x = self.shrink(crop)
+        grow = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+        if value == 0:
+            return x._result(x.uop.pad(grow), x)
+        inside = type(self).ones(*x.shape, dtype=dtypes.bool, device=self.device)
+        inside = inside._result(inside.uop.pad(grow))
+        return inside.where(x._result(x.uop.pad(grow), x), value)
+
+    def shrink(self: Tensor, bounds: Sequence[tuple[int, int] | None]) -> Tensor:
+        """Keep [start, end) of each axis (None keeps the whole axis)."""
+        if len(bounds) != self.ndim:
+            raise RuntimeError(f"shrink needs one (start, end) per axis: {self.ndim}")
+        full = tuple((0, s) if b is None else (int(b[0]), int(b[1]))
+                     for b, s in zip(bounds, self.shape))
+        for (b, e), s in zip(full, self.shape):
+            if not 0 <= b <= e <= s:
+                raise IndexError(f"shrink bounds {full} out of range for shape {self.shape}")
+        return self._result(self.uop.shrink(full), self)
+
+    def flip(self: Tensor, axis: int | Sequence[int]) -> Tensor:
+        """The elements in reverse order along the given axes."""
+        axes = self._axes(axis)
+        return self._result(self.uop.flip(tuple(i in axes for i in range(self.ndim))), self)
+
+    def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor:
+        order = list(range(self.ndim))
+        a, b = normalize_axis(dim0, self.ndim), normalize_axis(dim1, self.ndim)
+        order[a], order[b] = order[b], order[a]
+        return self.permute(order)
+
+    @property
+    def T(self: Tensor) -> Tensor:
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Axes start_dim..end_dim merged into one."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = normalize_axis(start_dim, self.ndim), normalize_axis(end_dim, self.ndim)
+        return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
+
+    def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+        d = normalize_axis(dim, self.ndim)
+        return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+
+    def squeeze(self: Tensor, dim: Axis = None) -> Tensor:
+        """Size-1 axes removed (only the given ones, when dim is given)."""
+        if dim is None:
+            return self.reshape(tuple(s for s in self.shape if s != 1))
+        if self.ndim == 0:
+            return self
+        axes = self._axes(dim)
+        return self.reshape(tuple(s for i, s in enumerate(self.shape)
+                                  if not (i in axes and s == 1)))
+
+    def unsqueeze(self: Tensor, dim: int) -> Tensor:
+        """A new size-1 axis at dim."""
+        d = normalize_axis(dim, self.ndim + 1)
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def repeat(self: Tensor, *repeats: int) -> Tensor:
+        """The tensor tiled repeats[i] times along each axis (torch.Tensor.repeat)."""
+        repeats = argfix(*repeats)
+        x = self.reshape((1,) * (len(repeats) - self.ndim) + self.shape)
+        spread = x.reshape(tuple(v for s in x.shape for v in (1, s)))
+        tiled = spread.expand(tuple(v for r, s in zip(repeats, x.shape) for v in (r, s)))
+        return tiled.reshape(tuple(r * s for r, s in zip(repeats, x.shape)))
+
+    @staticmethod
+    def cat(*tensors: Tensor, dim: int = 0) -> Tensor:
+        """Tensors joined along an existing axis: each padded into place, then added."""
+        tensors = argfix(*tensors)
+        first = tensors[0]
+        d = normalize_axis(dim, first.ndim)
+        for t in tensors[1:]:
+            if t.ndim != first.ndim or any(a != b for i, (a, b) in
+                                           enumerate(zip(t.shape, first.shape)) if i != d):
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Got "
+                                   f"{shape_str(first.shape)} and {shape_str(t.shape)}")
+        total, out, offset = sum(t.shape[d] for t in tensors), None, 0
+        for t in tensors:
+            pads = [(0, 0)] * t.ndim
+            pads[d] = (offset, total - offset - t.shape[d])
+            placed = t.pad(pads)
+            out, offset = placed if out is None else out + placed, offset + t.shape[d]
+        return out
+
+    def cat_(self: Tensor, *others: Tensor, dim: int = 0) -> Tensor:
+        return type(self).cat(self, *others, dim=dim)
+
+    @staticmethod
+    def stack(*tensors: Tensor, dim: int = 0) -> Tensor:
+        """Tensors of one shape joined along a new axis."""
+        tensors = argfix(*tensors)
+        return tensors[0].cat(*[t.unsqueeze(dim) for t in tensors], dim=dim)
+
+    def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
+        d = normalize_axis(dim, self.ndim)
+        step = -(-self.shape[d] // chunks)
+        return self.split(step, d)
+
+    def split(self: Tensor, size: int, dim: int = 0) -> list[Tensor]:
+        d = normalize_axis(dim, self.ndim)
+        out = []
+        for start in range(0, self.shape[d], size):
+            bounds = [None] * self.ndim
+            bounds[d] = (start, min(start + size, self.shape[d]))
+            out.append(self.shrink(bounds))
+        return out
+
+    # --- indexing ---
+    def __getitem__(self: Tensor, index: Any) -> Tensor:
+        """Indexing with ints, slices (any step), None and ..., as numpy and torch do."""
+        index = index if isinstance(index, tuple) else (index,)
+        if any(hasattr(i, "uop") for i in index) or any(isinstance(i, list) for i in index):
+            raise TypeError("indexing with tensors or lists is not supported yet")
+        used = sum(1 for i in index if i is not None and i is not Ellipsis)
+        if index.count(Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if used > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        if Ellipsis in index:
+            at = index.index(Ellipsis)
+            index = index[:at] + (slice(None),) * (self.ndim - used) + index[at + 1:]
+        else:
+            index = index + (slice(None),) * (self.ndim - used)
+        x, out_shape, dim = self, [], 0
+        bounds, flips, steps, drop = [], [], [], []
+        for i in index:
+            if i is None:
+                out_shape.append(None)
+                continue
+            size = self.shape[dim]
+            if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+                i = int(i)
+                if not -size <= i < size:
+                    raise IndexError(f"index {i} is out of bounds for dimension {dim} with size "
+                                     f"{size}")
+                i %= size
+                bounds.append((i, i + 1)), flips.append(False), steps.append(1)
+                drop.append(True)
+            elif isinstance(i, slice):
+                picked = range(*i.indices(size))
+                if len(picked) == 0:
+                    lo, hi, flip = 0, 0, False
+                elif picked.step > 0:
+                    lo, hi, flip = picked.start, picked[-1] + 1, False
+                else:
+                    lo, hi, flip = picked[-1], picked.start + 1, True
+                bounds.append((lo, hi)), flips.append(flip), steps.append(abs(picked.step))
+                drop.append(False)
+            else:
+                raise TypeError(f"invalid index of type {type(i).__name__}")
+            out_shape.append(dim)
+            dim += 1
+        x = x.shrink(bounds)
+        if any(flips):
+            x = x.flip([d for d, f in enumerate(flips) if f])
+        if any(s > 1 for s in steps):
+            x = x._take_every(steps)
+        final = []
+        for entry in out_shape:
+            if entry is None:
+                final.append(1)
+            elif not drop[entry]:
+                final.append(x.shape[entry])
+        return x.reshape(tuple(final))
+
+    def _take_every(self: Tensor, steps: list[int]) -> Tensor:
+        """Every steps[d]-th element along each axis d, by a pad, a reshape and a shrink."""
+        counts = [-(-s // st) for s, st in zip(self.shape, steps)]
+        x = self.pad([(0, c * st - s) for c, st, s in zip(counts, steps, self.shape)])
+        x = x.reshape(tuple(v for c, st in zip(counts, steps) for v in (c, st)))
+        x = x.shrink([b for c in counts for b in ((0, c), (0, 1))])
+        return x.reshape(tuple(counts))
