@@ -1,0 +1,126 @@
+"""Prints the course progress table (python -m chapters [--impl X]), grading each chapter apart."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from chapters.tasks import Layout, TaskError, chapter_dirs, chapter_title, default_layout, discover
+
+TIMEOUT_S = 1800
+
+
+@dataclass(frozen=True)
+class ChapterProgress:
+    """How far the graded code of one chapter is."""
+
+    number: str
+    title: str
+    passed: int
+    total: int
+    status: str
+    detail: str = ""
+
+
+def run_chapter(folder: Path, impl: str | None, layout: Layout) -> tuple[int, dict | None, str]:
+    """Runs one chapter's tests in a subprocess: (exit code, progress json or None, output)."""
+    with tempfile.TemporaryDirectory(prefix="tinyfw-progress-") as scratch:
+        progress_path = Path(scratch) / "progress.json"
+        command = [sys.executable, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",
+                   "--progress-json", str(progress_path)]
+        if impl is not None:
+            command += ["--impl", impl]
+        try:
+            done = subprocess.run(command, cwd=layout.root, capture_output=True, text=True,
+                                  timeout=TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            return -1, None, f"timed out after {TIMEOUT_S} s"
+        progress = None
+        if progress_path.is_file():
+            progress = json.loads(progress_path.read_text(encoding="utf-8"))
+        return done.returncode, progress, done.stdout + done.stderr
+
+
+def short_title(number: str, title: str) -> str:
+    """A chapter title without a leading copy of its number ('01 · Scalar' -> 'Scalar')."""
+    match = re.match(r"(?i)(chapter\s+)?0*(\d+)\s*[·:.|\u2013\u2014-]?\s+", title)
+    return title[match.end():] if match and int(match[2]) == int(number) else title
+
+
+def grade_chapter(number: str, folder: Path, impl: str | None, layout: Layout) -> ChapterProgress:
+    """Progress of one chapter: tasks whose tests all pass, out of the tasks it has."""
+    title = short_title(number, chapter_title(folder))
+    try:
+        task_ids = [task.id for task in discover(layout, number)]
+    except TaskError as error:
+        return ChapterProgress(number, title, 0, 0, "broken", str(error))
+    code, progress, output = run_chapter(folder, impl, layout)
+    if progress is None or code not in (0, 1) or progress["collect_errors"]:
+        lines = [line for line in output.strip().splitlines() if line.strip()]
+        return ChapterProgress(number, title, 0, len(task_ids), "broken",
+                               lines[-1] if lines else f"exit code {code}")
+    outcomes: dict[str, list[str]] = {task_id: [] for task_id in task_ids}
+    for test in progress["tests"]:
+        outcomes.setdefault(test["task"], []).append(test["outcome"])
+    passed = sum(1 for task_id in task_ids
+                 if outcomes[task_id] and all(o == "passed" for o in outcomes[task_id]))
+    if not task_ids:
+        status = "no tasks"
+    elif passed == len(task_ids):
+        status = "done"
+    elif passed == 0 and not any(o == "passed" for runs in outcomes.values() for o in runs):
+        status = "not started"
+    else:
+        status = "in progress"
+    load_error = next(iter(progress["load_errors"].values()), "")
+    if load_error:
+        return ChapterProgress(number, title, passed, len(task_ids), "broken",
+                               load_error.split("\n")[0])
+    return ChapterProgress(number, title, passed, len(task_ids), status)
+
+
+def table(rows: list[ChapterProgress]) -> str:
+    """The progress table as text."""
+    names = [f"{row.number} {row.title}" for row in rows]
+    width = max([len("chapter")] + [len(name) for name in names])
+    lines = [f"{'chapter':<{width}}  {'tasks':>7}  status", "-" * (width + 24)]
+    for name, row in zip(names, rows):
+        line = f"{name:<{width}}  {f'{row.passed}/{row.total}':>7}  {row.status}"
+        lines.append(line + (f"  ({row.detail})" if row.detail else ""))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None, layout: Layout | None = None) -> int:
+    """Command line entry: grade every chapter in its own subprocess and print the table."""
+    parser = argparse.ArgumentParser(prog="python -m chapters", description=__doc__)
+    parser.add_argument("--impl", default=None,
+                        help="exercises (default, or env TINYFW_IMPL), solutions, or a folder")
+    args = parser.parse_args(argv)
+    layout = layout or default_layout()
+    impl = args.impl
+    if impl not in (None, "exercises", "solutions"):
+        impl = str(Path(impl).resolve())
+    try:
+        folders = chapter_dirs(layout)
+    except TaskError as error:
+        print(f"error: {error}")
+        return 0
+    workers = max(1, min(len(folders), os.cpu_count() or 1, 8))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        rows = list(pool.map(lambda item: grade_chapter(item[0], item[1], impl, layout),
+                             folders.items()))
+    print(table(rows) if rows else "no chapters yet")
+    print("\nGrade one chapter with: python -m pytest chapters/NN_name")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+"""Loads a learner's chapter code into tinyfw: use("02") patches it in, unuse() restores."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import CellType, FunctionType, ModuleType
+from typing import Any
+
+from chapters.tasks import (ExerciseModule, Layout, chapter_dir, default_layout, display_path,
+                            exercise_modules, normalize_chapter)
+
+IMPL_ENV = "TINYFW_IMPL"
+MISSING = object()
+PATCHABLE = (FunctionType, staticmethod, classmethod, property)
+
+
+class LearnerLoadError(Exception):
+    """The learner's file of a chapter cannot be loaded (syntax error, crash at import, ...)."""
+
+
+@dataclass
+class _Patch:
+    """What use() changed, so that unuse() can put it back."""
+
+    chapter: str
+    impl_dir: Path
+    files: list[Path] = field(default_factory=list)
+    undo: list[tuple[Any, str, Any]] = field(default_factory=list)
+    module_names: list[str] = field(default_factory=list)
+
+    def set(self, owner: Any, name: str, value: Any) -> None:
+        """Sets owner.name (module or class), remembering the old value."""
+        self.undo.append((owner, name, owner.__dict__.get(name, MISSING)))
+        _assign(owner, name, value)
+
+
+def _assign(owner: Any, name: str, value: Any) -> None:
+    """Sets or (for MISSING) deletes a name of a class or a module's globals."""
+    if isinstance(owner, type):
+        if value is not MISSING:
+            setattr(owner, name, value)
+        elif name in owner.__dict__:
+            delattr(owner, name)
+    elif value is not MISSING:
+        owner.__dict__[name] = value
+    else:
+        owner.__dict__.pop(name, None)
+
+
+_active: _Patch | None = None
+
+
+def resolve_impl(impl: str | os.PathLike[str] | None = None,
+                 layout: Layout | None = None) -> Path:
+    """Folder of chapter folders to grade: exercises (default), solutions, or a path."""
+    layout = layout or default_layout()
+    choice = os.fspath(impl) if impl is not None else os.environ.get(IMPL_ENV) or "exercises"
+    if choice == "exercises":
+        return layout.exercises_dir
+    if choice == "solutions":
+        return layout.solutions_dir
+    path = Path(choice).expanduser().resolve()
+    if not path.is_dir():
+        raise LearnerLoadError(f"--impl {choice}: no such folder (expected 'exercises', "
+                               "'solutions' or a folder holding NN_name chapter folders)")
+    return path
+
+
+def _load_error(path: Path, layout: Layout, error: BaseException) -> LearnerLoadError:
+    """A LearnerLoadError naming the file and line where loading it failed."""
+    shown = display_path(path, layout)
+    if isinstance(error, SyntaxError):
+        code = (error.text or "").rstrip("\n")
+        detail = f"\n    {code.strip()}" if code.strip() else ""
+        if detail and error.offset:
+            caret = error.offset - 1 - (len(code) - len(code.lstrip()))
+            detail += "\n    " + " " * max(caret, 0) + "^"
+        return LearnerLoadError(f"cannot load {shown}, line {error.lineno}: "
+                                f"{type(error).__name__}: {error.msg}{detail}")
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if Path(frame.filename) == path]
+    line = f", line {frames[-1].lineno}" if frames else ""
+    code = f"\n    {frames[-1].line}" if frames and frames[-1].line else ""
+    return LearnerLoadError(f"cannot load {shown}{line}: "
+                            f"{type(error).__name__}: {error}{code}")
+
+
+def load_file(path: Path, name: str, layout: Layout) -> ModuleType:
+    """Runs a learner's file as a fresh module called name; LearnerLoadError if it fails."""
+    if not path.is_file():
+        raise LearnerLoadError(f"cannot load {display_path(path, layout)}: no such file "
+                               "(regenerate it with: python -m tools.generate)")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        code = compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+    except Exception as error:
+        sys.modules.pop(name, None)
+        raise _load_error(path, layout, error) from None
+    return module
+
+
+def _rebind_class(obj: Any, old: type, new: type) -> Any:
+    """The same function/descriptor with its zero-argument super() cell pointing at new."""
+    if isinstance(obj, (staticmethod, classmethod)):
+        return type(obj)(_rebind_class(obj.__func__, old, new))
+    if type(obj) is property:
+        parts = [None if f is None else _rebind_class(f, old, new)
+                 for f in (obj.fget, obj.fset, obj.fdel)]
+        return property(*parts, obj.__doc__)
+    if not isinstance(obj, FunctionType) or "__class__" not in obj.__code__.co_freevars:
+        return obj
+    index = obj.__code__.co_freevars.index("__class__")
+    assert obj.__closure__ is not None
+    if obj.__closure__[index].cell_contents is not old:
+        return obj
+    cells = list(obj.__closure__)
+    cells[index] = CellType(new)
+    copy = FunctionType(obj.__code__, obj.__globals__, obj.__name__, obj.__defaults__,
+                        tuple(cells))
+    copy.__kwdefaults__ = obj.__kwdefaults__
+    copy.__dict__.update(obj.__dict__)
+    for attribute in ("__doc__", "__qualname__", "__module__", "__annotations__"):
+        setattr(copy, attribute, getattr(obj, attribute))
+    return copy
+
+
+def _defined_in(obj: Any, module: ModuleType) -> bool:
+    """Whether a function or class was defined by the given module's code."""
+    return getattr(obj, "__module__", None) == module.__name__
+
+
+def _swap_everywhere(patch: _Patch, original: Any, new: Any) -> None:
+    """Re-points every module global that is original to new (tests imported it by name too)."""
+    if original is MISSING:
+        return
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        if not isinstance(names, dict):
+            continue
+        for attribute, value in list(names.items()):
+            if value is original:
+                patch.set(module, attribute, new)
+
+
+def _patch_module(patch: _Patch, exercise: ExerciseModule, learner: ModuleType,
+                  layout: Layout) -> None:
+    """Puts a learner module's units and additions into tinyfw; re-points its shared globals."""
+    target = importlib.import_module(exercise.module)
+    shown = display_path(Path(learner.__file__ or ""), layout)
+    units = list(dict.fromkeys(region.qualname for region in exercise.regions))
+    top_units: set[str] = set()
+    for qualname in units:
+        *owners, name = qualname.split(".")
+        target_owner: Any = target
+        learner_owner: Any = learner
+        for owner in owners:
+            target_owner = target_owner.__dict__[owner]
+            learner_owner = learner_owner.__dict__.get(owner)
+            if not isinstance(learner_owner, type):
+                raise LearnerLoadError(f"{shown} lacks class {'.'.join(owners)} "
+                                       f"(needed for {qualname}); restore it from "
+                                       f"{display_path(exercise.path, layout)}")
+        if name not in learner_owner.__dict__:
+            raise LearnerLoadError(f"{shown} lacks {qualname}(); restore it from "
+                                   f"{display_path(exercise.path, layout)}")
+        value = learner_owner.__dict__[name]
+        if owners:
+            patch.set(target_owner, name, _rebind_class(value, learner_owner, target_owner))
+        else:
+            top_units.add(name)
+            original = target.__dict__.get(name, MISSING)
+            patch.set(target, name, value)
+            _swap_everywhere(patch, original, value)
+    for name, value in list(vars(learner).items()):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        shared = target.__dict__.get(name, MISSING)
+        if shared is MISSING:
+            if isinstance(value, (FunctionType, type)) and _defined_in(value, learner):
+                patch.set(target, name, value)
+            continue
+        if isinstance(value, type) and isinstance(shared, type) and _defined_in(value, learner):
+            _add_methods(patch, value, shared)
+        if name not in top_units:
+            learner.__dict__[name] = shared
+
+
+def _add_methods(patch: _Patch, learner_class: type, target_class: type) -> None:
+    """Copies the methods a learner added to a class (ones tinyfw's class lacks) onto it."""
+    for name, value in learner_class.__dict__.items():
+        if name not in target_class.__dict__ and isinstance(value, PATCHABLE):
+            patch.set(target_class, name, _rebind_class(value, learner_class, target_class))
+        elif isinstance(value, type) and isinstance(target_class.__dict__.get(name), type):
+            _add_methods(patch, value, target_class.__dict__[name])
+
+
+def use(chapter: str | int, impl: str | os.PathLike[str] | None = None,
+        layout: Layout | None = None) -> list[Path]:
+    """Patches the learner's code of a chapter into tinyfw; returns the files loaded."""
+    global _active
+    unuse()
+    layout = layout or default_layout()
+    number = normalize_chapter(chapter)
+    impl_dir = resolve_impl(impl, layout)
+    folder = impl_dir / chapter_dir(number, layout).name
+    exercises = [module for module in exercise_modules(layout) if module.chapter == number]
+    patch = _Patch(chapter=number, impl_dir=impl_dir)
+    loaded: list[tuple[ExerciseModule, ModuleType]] = []
+    try:
+        for exercise in exercises:
+            name = f"_learner_{number}_{exercise.module.replace('.', '_')}"
+            path = folder / exercise.basename
+            loaded.append((exercise, load_file(path, name, layout)))
+            patch.module_names.append(name)
+            patch.files.append(path)
+        for exercise, learner in loaded:
+            _patch_module(patch, exercise, learner, layout)
+    except BaseException:
+        _restore(patch)
+        raise
+    _active = patch
+    return list(patch.files)
+
+
+def _restore(patch: _Patch) -> None:
+    """Undoes a patch, newest change first, and forgets its learner modules."""
+    for owner, name, value in reversed(patch.undo):
+        _assign(owner, name, value)
+    patch.undo.clear()
+    for name in patch.module_names:
+        sys.modules.pop(name, None)
+
+
+def unuse() -> None:
+    """Restores tinyfw to its own code."""
+    global _active
+    if _active is not None:
+        patch, _active = _active, None
+        _restore(patch)
+
+
+def active() -> tuple[str, Path] | None:
+    """(chapter, implementation folder) now patched in, or None."""
+    return None if _active is None else (_active.chapter, _active.impl_dir)
