@@ -90,12 +90,22 @@ def evaluate(node: UOp, src: list[np.ndarray]) -> np.ndarray:
     raise NotImplementedError(f"the interpreter has no rule for {op}")
 
 
-def run(root: UOp, known: dict[UOp, np.ndarray] | None = None) -> np.ndarray:
-    """The value of root, evaluating each node of its graph once (sources first)."""
-    values: dict[UOp, np.ndarray] = dict(known or {})
+def run(root: UOp, known: Callable[[UOp], np.ndarray | None] = lambda node: None) -> np.ndarray:
+    """The value of root, evaluating each node of its graph once (sources first). Nodes whose
+    value `known` gives are not evaluated, and neither is anything below them."""
+    values: dict[UOp, np.ndarray] = {}
+    stack: list[tuple[UOp, bool]] = [(root, False)]
     with np.errstate(all="ignore"):
-        for node in root.toposort():
+        while stack:  # depth first, sources before users, never below a known value
+            node, sources_ready = stack.pop()
             if node in values or node.op is Ops.DEVICE:
                 continue
-            values[node] = evaluate(node, [values[s] for s in node.src if s.op is not Ops.DEVICE])
+            if (value := known(node)) is not None:
+                values[node] = value
+            elif sources_ready:
+                values[node] = evaluate(node, [values[s] for s in node.src
+                                               if s.op is not Ops.DEVICE])
+            else:
+                stack.append((node, True))
+                stack.extend((s, False) for s in node.src if s not in values)
     return values[root]

@@ -157,6 +157,8 @@ class MovementOps:
     def cat(*tensors: Tensor, dim: int = 0) -> Tensor:
         """Tensors joined along an existing axis: each padded into place, then added."""
         tensors = argfix(*tensors)
+        if not tensors:
+            raise ValueError("cat() needs at least one tensor")
         first = tensors[0]
         d = normalize_axis(dim, first.ndim)
         for t in tensors[1:]:
@@ -182,11 +184,17 @@ class MovementOps:
         return tensors[0].cat(*[t.unsqueeze(dim) for t in tensors], dim=dim)
 
     def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
+        """At most `chunks` pieces of equal size (the last may be smaller) along dim."""
+        if chunks <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         d = normalize_axis(dim, self.ndim)
         step = -(-self.shape[d] // chunks)
         return self.split(step, d)
 
     def split(self: Tensor, size: int, dim: int = 0) -> list[Tensor]:
+        """Pieces of `size` along dim (the last may be smaller)."""
+        if size <= 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got {size}")
         d = normalize_axis(dim, self.ndim)
         out = []
         for start in range(0, self.shape[d], size):
@@ -237,7 +245,8 @@ class MovementOps:
                 bounds.append((lo, hi)), flips.append(flip), steps.append(abs(picked.step))
                 drop.append(False)
             else:
-                raise TypeError(f"invalid index of type {type(i).__name__}")
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`) and None are "
+                                 f"valid indices, not {type(i).__name__}")
             out_shape.append(dim)
             dim += 1
         x = x.shrink(bounds)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from tinyfw import interpreter
 from tinyfw.device import Buffer
 from tinyfw.uop import Ops, UOp
@@ -22,14 +24,18 @@ def buffer_of(node: UOp) -> Buffer:
     return node.arg if node.op is Ops.BUFFER else node.src[0].arg
 
 
+def _known_value(node: UOp) -> np.ndarray | None:
+    """The value of a node computed before, if it was."""
+    buf = _computed.get(node)
+    return None if buf is None else buf.numpy().reshape(node.shape)
+
+
 def realize(node: UOp) -> UOp:
     """A buffer view holding node's value, computing it (and remembering it) if needed."""
     if is_buffer_view(node):
         return node
     if (buf := _computed.get(node)) is None:
-        known = {n: _computed[n].numpy().reshape(n.shape) for n in node.toposort()
-                 if n in _computed}
-        value = interpreter.run(node, known)
+        value = interpreter.run(node, known=_known_value)
         buf = Buffer(node.device, value.size, node.dtype, value.reshape(-1))
         _computed[node] = buf
     return UOp(Ops.BUFFER, node.dtype, (), buf).reshape(node.shape)

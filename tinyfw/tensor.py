@@ -10,10 +10,10 @@ import numpy as np
 
 from tinyfw import gradient, realize
 from tinyfw.derived import Axis, DerivedOps
-from tinyfw.movement import MovementOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dtype
-from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
+from tinyfw.helpers import all_int, argfix, normalize_axis, prod, shape_str
+from tinyfw.movement import MovementOps
 from tinyfw.uop import Ops, UOp, const
 
 Scalar = bool | int | float
@@ -23,7 +23,9 @@ TensorLike = "Tensor | Scalar"
 def _infer_list_dtype(data: Any) -> DType:
     """The dtype PyTorch gives a nested list: bool if all bools, float if any float, else int."""
     flat = np.asarray(data, dtype=object).reshape(-1)
-    if len(flat) and all(isinstance(x, (bool, np.bool_)) for x in flat):
+    if len(flat) == 0:
+        return dtypes.default_float
+    if all(isinstance(x, (bool, np.bool_)) for x in flat):
         return dtypes.bool
     if any(isinstance(x, (float, np.floating)) for x in flat):
         return dtypes.default_float
@@ -32,7 +34,7 @@ def _infer_list_dtype(data: Any) -> DType:
 
 def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
     """A fresh buffer on device holding data, viewed in data's shape."""
-    data = np.ascontiguousarray(data, dtype=dtype.np)
+    data = np.ascontiguousarray(data, dtype=dtype.np).reshape(np.shape(data))
     buf = Buffer(device, data.size, dtype, data)
     return UOp(Ops.BUFFER, dtype, (), buf).reshape(data.shape)
 
@@ -58,9 +60,10 @@ class Tensor(MovementOps, DerivedOps):
                 self.uop = self.uop.copy_to(Device.canonicalize(device))
         else:
             device = Device.canonicalize(device)
-            if isinstance(data, np.ndarray):
-                arr, dt = data, dt or dtypes.from_np(data.dtype)
-            elif isinstance(data, (bool, int, float, list, tuple, np.generic)):
+            if isinstance(data, (np.ndarray, np.generic)):
+                arr = np.asarray(data)
+                dt = dt or dtypes.from_np(arr.dtype)
+            elif isinstance(data, (bool, int, float, list, tuple)):
                 dt = dt or (dtypes.from_py(data) if isinstance(data, (bool, int, float))
                             else _infer_list_dtype(data))
                 arr = np.array(data)
@@ -108,8 +111,8 @@ class Tensor(MovementOps, DerivedOps):
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         if value and not self.dtype.is_float:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        if value and not self._requires_grad:
-            self.realize()  # a parameter is its own buffer, so no other tensor shares its node
+        if value and not self._requires_grad:  # a parameter gets a buffer of its own, so no
+            self.uop = _buffer_node(self.numpy(), self.device, self.dtype)  # node is shared
             Tensor._grad_leaves[id(self)] = self
         elif not value:
             Tensor._grad_leaves.pop(id(self), None)
@@ -121,9 +124,9 @@ class Tensor(MovementOps, DerivedOps):
         return self._is_leaf
 
     def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
-        """A new tensor for uop, requiring grad when any source does."""
+        """A new tensor for uop, requiring grad when it is a float and any source does."""
         out = Tensor(uop)
-        if any(s.requires_grad for s in (self, *sources)):
+        if uop.dtype.is_float and any(s.requires_grad for s in (self, *sources)):
             out._requires_grad, out._is_leaf = True, False
         return out
 
@@ -242,6 +245,9 @@ class Tensor(MovementOps, DerivedOps):
              device: str | None = None, requires_grad: bool = False) -> Tensor:
         """A tensor of shape filled with one value: a constant, expanded (no memory is filled)."""
         shape = argfix(shape)
+        if not all_int(shape) or any(s < 0 for s in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension or a non-int "
+                               f"size: {shape}")
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
         out = Tensor(const(fill_value, dt, Device.canonicalize(device), shape))
         if requires_grad:
@@ -268,6 +274,8 @@ class Tensor(MovementOps, DerivedOps):
             start, stop = 0, start
         if step == 0:
             raise RuntimeError("step must be nonzero")
+        if (stop - start) * step < 0:
+            raise RuntimeError("upper bound and larger bound inconsistent with step sign")
         is_int = all(isinstance(v, int) for v in (start, stop, step))
         dt = to_dtype(dtype) if dtype else dtypes.default_int if is_int else dtypes.default_float
         return Tensor(np.arange(start, stop, step), device=device, dtype=dt)
@@ -438,33 +446,54 @@ class Tensor(MovementOps, DerivedOps):
         return a - a.floordiv(b) * b
 
     def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """self ** x. Small integer powers multiply; others go through exp2 and log2."""
+        """self ** x. Integer powers square and multiply (exact; ints stay ints); other powers
+        go through exp2 and log2 of the magnitude, with the sign and zero handled apart."""
         if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) \
-                and float(x).is_integer() and abs(x) <= 8:
-            n, out = int(abs(x)), self.ones_like() if self.dtype.is_float else self.full_like(1)
-            base = self
-            while n:  # square and multiply
-                if n & 1:
-                    out = out * base
-                base, n = base * base, n >> 1
-            return out.reciprocal() if x < 0 else out
+                and float(x).is_integer():
+            return self._integer_power(int(x))
         a, b = self._operands(x, reverse)
-        a, b = a._floating(), b._floating()
-        magnitude = (b * a.abs().log2()).exp2()
+        if not a.dtype.is_float:
+            return a._power_by_bits(b)
+        zero, negative = a == 0, a < 0
+        magnitude = (b * zero.where(1.0, a.abs()).log2()).exp2()
+        magnitude = zero.where((b > 0).where(0.0, (b < 0).where(math.inf, 1.0)), magnitude)
         odd = (b.abs() % 2) == 1
-        is_int_power = b.trunc() == b
-        sign = ((a < 0) & odd).where(-1.0, 1.0)
-        out = (a < 0).where(is_int_power.where(magnitude * sign, math.nan), magnitude)
+        signed = odd.where(-magnitude, magnitude)
+        out = negative.where((b.trunc() == b).where(signed, math.nan), magnitude)
         return (b == 0).where(1.0, out)
+
+    def _integer_power(self, n: int) -> Tensor:
+        """self ** n for a Python int n, by squaring and multiplying."""
+        if n < 0 and not self.dtype.is_float:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if n == 0:
+            return self._result(self.ones_like().uop, self)
+        out, base, k = None, self, abs(n)
+        while k:
+            if k & 1:
+                out = base if out is None else out * base
+            k >>= 1
+            if k:
+                base = base * base
+        assert out is not None
+        return out.reciprocal() if n < 0 else out
+
+    def _power_by_bits(self, exponent: Tensor) -> Tensor:
+        """Integer self ** an integer tensor: multiply in self**(2**i) for each set bit."""
+        out, base, rest = self.ones_like(), self, exponent
+        for _ in range(exponent.dtype.itemsize * 8 - 1):
+            out = (rest % 2 == 1).where(out * base, out)
+            base, rest = base * base, rest // 2
+        return out
 
     def maximum(self, x: Tensor | Scalar) -> Tensor:
         return self._binary(Ops.MAX, x)
 
     def minimum(self, x: Tensor | Scalar) -> Tensor:
         a, b = self._operands(x)
-        if a.dtype.is_bool or a.dtype.is_unsigned:
+        if not a.dtype.is_float:
             return (a < b).where(a, b)
-        return -((-a).maximum(-b))
+        return -((-a).maximum(-b))  # ties share the gradient, as torch.minimum
 
     def where(self, x: Tensor | Scalar, y: Tensor | Scalar) -> Tensor:
         """x where this tensor (the condition) is true, else y, all broadcast together."""
@@ -473,7 +502,7 @@ class Tensor(MovementOps, DerivedOps):
         elif isinstance(y, Tensor):
             yt, xt = y._operands(x)
         else:
-            dt = dtypes.from_py(x) if dtypes.from_py(x) != dtypes.bool else dtypes.from_py(y)
+            dt = promote_types(dtypes.from_py(x), dtypes.from_py(y))
             xt, yt = Tensor(const(x, dt, self.device, ())), Tensor(const(y, dt, self.device, ()))
         cond = self if self.dtype.is_bool else self != 0
         shape = broadcast_shape(cond.shape, xt.shape)
@@ -497,9 +526,9 @@ class Tensor(MovementOps, DerivedOps):
 
     def _bitwise(self, op: Ops, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         a, b = self._operands(x, reverse)
-        if a.dtype.is_float:
-            raise TypeError(f"{op.name.lower()} is only defined for bool and integer tensors, "
-                            f"not {a.dtype.name}")
+        if a.dtype.is_float:  # torch raises NotImplementedError here too
+            raise NotImplementedError(f"bitwise {op.name.lower()} is only defined for bool and "
+                                      f"integer tensors, not {a.dtype.name}")
         return a._result(a.uop.alu(op, b.uop), b)
 
     def __and__(self, x: Tensor | Scalar) -> Tensor: return self._bitwise(Ops.AND, x)
@@ -575,7 +604,9 @@ class Tensor(MovementOps, DerivedOps):
                                                                                      down)))
 
     def sign(self) -> Tensor:
-        return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
+        """-1, 0 or 1 (its gradient is zero, but it is part of the graph, as in torch)."""
+        out = (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
+        return self._result(out.uop, self)
 
     def abs(self) -> Tensor:
         return self * self.sign() if not self.dtype.is_bool else self
@@ -585,7 +616,13 @@ class Tensor(MovementOps, DerivedOps):
 
     # activations
     def relu(self) -> Tensor: return (self > 0).where(self, 0)
-    def sigmoid(self) -> Tensor: return (1 + (-self._floating()).exp()).reciprocal()
+    def sigmoid(self) -> Tensor:
+        """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""
+        x = self._floating()
+        e = (-x.abs()).exp()
+        s = (1 + e).reciprocal()
+        return (x >= 0).where(s, e * s)
+
     def tanh(self) -> Tensor: return 2.0 * (2.0 * self).sigmoid() - 1.0
     def silu(self) -> Tensor: return self * self.sigmoid()
     def swish(self) -> Tensor: return self.silu()
@@ -594,12 +631,13 @@ class Tensor(MovementOps, DerivedOps):
         return (self > 0).where(self, self * neg_slope)
 
     def elu(self, alpha: float = 1.0) -> Tensor:
-        return (self > 0).where(self, alpha * (self.exp() - 1))
+        return (self > 0).where(self, alpha * (self.minimum(0).exp() - 1))
 
     def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
         """log(1 + exp(beta x)) / beta, linear past threshold like torch's."""
         bx = self * beta
-        return (bx > threshold).where(self, (1 + bx.exp()).log() / beta)
+        stable = (bx.maximum(0) + (-bx.abs()).exp().log1p()) / beta
+        return (bx > threshold).where(self, stable)
 
     def gelu(self) -> Tensor:
         """GELU, tanh approximation (torch's approximate='tanh')."""
@@ -624,10 +662,12 @@ class Tensor(MovementOps, DerivedOps):
 
     # --- reductions ---
     def _axes(self, axis: Axis) -> tuple[int, ...]:
+        """Axis (an int, a tuple or None for all) as sorted positive axes."""
         if axis is None:
             return tuple(range(self.ndim))
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        return tuple(sorted({normalize_axis(a, self.ndim) for a in axes}))
+        normalized = {normalize_axis(a, self.ndim) for a in axes}
+        return tuple(sorted(normalized)) if self.ndim else ()
 
     def _reduce(self, op: Ops, axis: Axis, keepdim: bool) -> Tensor:
         axes = self._axes(axis)
@@ -651,11 +691,11 @@ class Tensor(MovementOps, DerivedOps):
         return self._reduce(Ops.MAX, axis, keepdim)
 
     def min(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        """The smallest value over axis: a max of the values turned upside down."""
         if self.dtype.is_bool:
             return self.logical_not().max(axis, keepdim).logical_not()
-        if self.dtype.is_unsigned:
-            top = dtypes.max(self.dtype)
-            return top - (top - self).max(axis, keepdim)
+        if not self.dtype.is_float:  # ~x = -x - 1 reverses the order without overflowing
+            return ~((~self).max(axis, keepdim))
         return -((-self).max(axis, keepdim))
 
     def any(self, axis: Axis = None, keepdim: bool = False) -> Tensor:

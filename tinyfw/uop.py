@@ -7,6 +7,8 @@ import weakref
 from enum import Enum, auto
 from typing import Any, Iterator
 
+import numpy as np
+
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import prod
 
@@ -93,14 +95,17 @@ class _HashConsed(type):
 class UOp(metaclass=_HashConsed):
     """One node of the lazy graph: an op applied to source nodes, with a dtype and an argument.
     Nodes are immutable and compared by identity, which hash-consing makes structural."""
-    __slots__ = ("op", "dtype", "src", "arg", "shape", "__weakref__")
+    __slots__ = ("op", "dtype", "src", "arg", "device", "shape", "__weakref__")
 
     def __init__(self, op: Ops, dtype: DType, src: tuple[UOp, ...] = (), arg: Any = None):
         self.op, self.dtype, self.src, self.arg = op, dtype, src, arg
+        # the device this node's value lives on, worked out once (graphs can be very deep)
+        self.device: str = (arg if op in (Ops.DEVICE, Ops.COPY) else
+                            arg.device if op is Ops.BUFFER else src[0].device)
         self.shape: tuple[int, ...] = infer_shape(op, src, arg)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "shape"):  # set in __init__, after which the node is frozen
+        if hasattr(self, "shape"):  # set last in __init__, after which the node is frozen
             raise AttributeError("UOp is immutable")
         object.__setattr__(self, name, value)
 
@@ -119,15 +124,6 @@ class UOp(metaclass=_HashConsed):
     @property
     def numel(self) -> int:
         return prod(self.shape)
-
-    @property
-    def device(self) -> str:
-        """The device this node's value lives on."""
-        if self.op is Ops.DEVICE or self.op is Ops.COPY:
-            return self.arg
-        if self.op is Ops.BUFFER:
-            return self.arg.device
-        return self.src[0].device
 
     def toposort(self) -> list[UOp]:
         """Every node this one depends on, sources before users, without recursion."""
@@ -250,7 +246,12 @@ def device_node(device: str) -> UOp:
 
 def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int, ...] = ()) -> UOp:
     """A constant, broadcast to shape by a reshape and an expand (no memory is filled)."""
-    value = bool(value) if dtype.is_bool else int(value) if dtype.is_int else float(value)
+    if dtype.is_bool:
+        value = bool(value)
+    elif dtype.is_int:  # out-of-range ints wrap around, as a cast in C (and torch) does
+        value = int(np.array(int(value), np.int64).astype(dtype.np))
+    else:
+        value = float(value)
     node = UOp(Ops.CONST, dtype, (device_node(device),), value)
     return node.reshape((1,) * len(shape)).expand(tuple(shape))
 

@@ -1,0 +1,130 @@
+# Exercises of chapter 02, generated from tinyfw/derived.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/02_tensors
+"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tinyfw.tensor import Tensor
+
+Axis = int | tuple[int, ...] | None
+
+
+class DerivedOps:
+    """Reductions, softmax, matmul and losses written with the Tensor's own methods.
+    Their gradients come for free, through the ops they are made of."""
+    __slots__ = ()
+
+    def mean(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        """The average over axis (all axes when None): a sum divided by how many were summed."""
+        # TODO 02.mean: write this part (chapters/02_tensors/README.md#mean-as-a-composition)
+        raise NotImplementedError("not done yet: 02.mean")
+
+    def var(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """The variance over axis, dividing by N - correction (1: the unbiased estimate)."""
+        x = self if self.dtype.is_float else self.float()
+        sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim=keepdim)
+        n = x.numel() // max(sq.numel(), 1) if x.numel() else 0
+        return sq / max(n - correction, 0)
+
+    def std(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """The standard deviation over axis."""
+        return self.var(axis, keepdim, correction).sqrt()
+
+    def softmax(self: Tensor, axis: int = -1) -> Tensor:
+        """exp(x) / sum(exp(x)) along axis, computed after subtracting the max so exp can't
+        overflow."""
+        # TODO 02.softmax: write this part (chapters/02_tensors/README.md#softmax-and-its-stable-form)
+        raise NotImplementedError("not done yet: 02.softmax")
+
+    def log_softmax(self: Tensor, axis: int = -1) -> Tensor:
+        """log(softmax(x)) along axis, without taking the log of a tiny number."""
+        shifted = self - self.max(axis, keepdim=True).detach()
+        return shifted - shifted.exp().sum(axis, keepdim=True).log()
+
+    def logsumexp(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        """log(sum(exp(x))) over axis, computed stably."""
+        m = self.max(axis, keepdim=True).detach()
+        out = (self - m).exp().sum(axis, keepdim=True).log() + m
+        return out if keepdim else out.squeeze(axis) if axis is not None else out.reshape(())
+
+    def matmul(self: Tensor, other: Tensor) -> Tensor:
+        """The matrix product, as torch.matmul defines it for 1-D, 2-D and batched operands:
+        broadcast both to (..., n, k, m), multiply, and sum over k."""
+        # TODO 02.matmul: write this part (chapters/02_tensors/README.md#matmul-from-broadcasting)
+        raise NotImplementedError("not done yet: 02.matmul")
+
+    def dot(self: Tensor, other: Tensor) -> Tensor:
+        """tinygrad's name for matmul."""
+        return self.matmul(other)
+
+    def __matmul__(self: Tensor, other: Tensor) -> Tensor:
+        return self.matmul(other)
+
+    def __rmatmul__(self: Tensor, other: Tensor) -> Tensor:
+        return type(self)(other).matmul(self) if not hasattr(other, "uop") else other.matmul(self)
+
+    def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+        """x @ weight (+ bias), with weight of shape (in, out) as tinygrad stores it."""
+        out = self.matmul(weight)
+        return out + bias if bias is not None else out
+
+    def one_hot(self: Tensor, num_classes: int) -> Tensor:
+        """Integer labels as rows of 0s with a 1 at the label: shape (..., num_classes)."""
+        classes = type(self).arange(num_classes, device=self.device)
+        return (self.unsqueeze(-1) == classes).cast(self.dtype)
+
+    def cross_entropy(self: Tensor, target: Tensor, reduction: str = "mean",
+                      label_smoothing: float = 0.0) -> Tensor:
+        """torch.nn.functional.cross_entropy: logits of shape (N, C) or (C,), and target class
+        indices (ints) or class probabilities (floats) along axis 1."""
+        axis = 1 if self.ndim >= 2 else 0
+        probs = target if target.dtype.is_float else target.one_hot(self.shape[axis]).float()
+        if target.dtype.is_int and axis == 1 and self.ndim > 2:
+            probs = probs.permute(0, probs.ndim - 1, *range(1, probs.ndim - 1))
+        if label_smoothing:
+            probs = probs * (1 - label_smoothing) + label_smoothing / self.shape[axis]
+        loss = -(self.log_softmax(axis) * probs).sum(axis)
+        return _reduce_loss(loss, reduction)
+
+    def sparse_categorical_crossentropy(self: Tensor, target: Tensor, ignore_index: int = -1,
+                                        label_smoothing: float = 0.0,
+                                        reduction: str = "mean") -> Tensor:
+        """tinygrad's cross entropy of logits (..., C) against integer labels (...); labels equal
+        to ignore_index count for nothing."""
+        log_probs = self.log_softmax(-1)
+        keep = (target != ignore_index)
+        picked = (log_probs * target.one_hot(self.shape[-1]).float()).sum(-1)
+        smooth = log_probs.mean(-1)
+        loss = -((1 - label_smoothing) * picked + label_smoothing * smooth) * keep.float()
+        if reduction == "mean":
+            return loss.sum() / keep.float().sum().maximum(1)
+        return _reduce_loss(loss, reduction)
+
+    def binary_crossentropy(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+        """Cross entropy of probabilities in (0, 1) against 0/1 targets."""
+        loss = -(target * self.log() + (1 - target) * (1 - self).log())
+        return _reduce_loss(loss, reduction)
+
+    def binary_crossentropy_logits(self: Tensor, target: Tensor,
+                                   reduction: str = "mean") -> Tensor:
+        """binary_crossentropy of sigmoid(self), computed stably from the logits."""
+        loss = self.relu() - self * target + (-self.abs()).exp().log1p()
+        return _reduce_loss(loss, reduction)
+
+    def mse(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+        """Mean squared error."""
+        return _reduce_loss((self - target).square(), reduction)
+
+
+def _reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+

@@ -1,0 +1,62 @@
+# Exercises of chapter 02, generated from tinyfw/gradient.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/02_tensors
+"""Reverse-mode autodiff on the lazy graph: one table of local rules, and the backward pass."""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable
+
+from tinyfw.uop import Ops, UOp
+
+# A rule takes the gradient flowing into a node's output and the node itself, and returns the
+# gradient of each of the node's sources, in order (None where no gradient flows).
+GradRule = Callable[[UOp, UOp], tuple]
+
+
+def reduce_gradient(grad: UOp, node: UOp) -> tuple[UOp]:
+    """The gradient of a REDUCE: a sum spreads back evenly; a max goes to the maxima, shared."""
+    x = node.src[0]
+    if node.arg[0] is Ops.ADD:
+        return (grad.expand(x.shape),)
+    is_max = x.eq(node.expand(x.shape)).cast(grad.dtype)
+    share = grad / is_max.sum(node.arg[1])
+    return (is_max * share.expand(x.shape),)
+
+
+def inverse_permutation(order: tuple[int, ...]) -> tuple[int, ...]:
+    """The permutation that undoes `order`."""
+    return tuple(sorted(range(len(order)), key=lambda i: order[i]))
+
+
+def max_gradient(grad: UOp, node: UOp) -> tuple[UOp, UOp]:
+    """The gradient of an elementwise max: to the larger source, split evenly on ties."""
+    a, b = node.src
+    to_a = (b < a).cast(grad.dtype) + a.eq(b).cast(grad.dtype) * 0.5
+    return grad * to_a, grad * (1.0 - to_a)
+
+
+@functools.cache
+def gradient_rules() -> dict[Ops, GradRule]:
+    """The local gradient of every primitive op, one line each."""
+    # TODO 02.gradient_rules: write this part (chapters/02_tensors/README.md#the-gradient-table)
+    raise NotImplementedError("not done yet: 02.gradient_rules")
+
+
+def unbroadcast(grad: UOp, shape: tuple[int, ...]) -> UOp:
+    """The gradient of an expand to grad.shape from `shape`: sum over every axis that grew."""
+    # TODO 02.unbroadcast: write this part (chapters/02_tensors/README.md#undoing-broadcasting)
+    raise NotImplementedError("not done yet: 02.unbroadcast")
+
+
+def toposort(root: UOp, targets: set[UOp]) -> list[UOp]:
+    """The nodes on a path from root down to a target, each listed after all of its sources."""
+    # TODO 02.toposort: write this part (chapters/02_tensors/README.md#ordering-the-graph)
+    raise NotImplementedError("not done yet: 02.toposort")
+
+
+def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
+    """The gradient of root with respect to each target reached from it, as graph nodes."""
+    # TODO 02.backward: write this part (chapters/02_tensors/README.md#the-backward-pass)
+    raise NotImplementedError("not done yet: 02.backward")

@@ -1,0 +1,105 @@
+"""Graphviz drawings of a Tensor's lazy graph (a Digraph shows itself as SVG in Jupyter)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import graphviz
+
+from tinyfw.uop import Ops, UOp
+
+Drawable = Any  # a UOp, or anything with a .uop (a Tensor)
+STYLE = {  # fill colour and shape per kind of node
+    "buffer": {"shape": "cylinder", "fillcolor": "#dbeafe"},
+    "const": {"shape": "ellipse", "fillcolor": "#f3f4f6", "fontsize": "9"},
+    "op": {"shape": "box", "fillcolor": "#ffffff"},
+    "grad": {"shape": "box", "fillcolor": "#ffedd5", "color": "#ea580c"},
+}
+
+
+def _uop(x: Drawable) -> UOp:
+    """The graph node behind a Tensor (or the node itself)."""
+    return x if isinstance(x, UOp) else x.uop
+
+
+def _named(xs: Drawable | Sequence[Drawable] | Mapping[str, Drawable] | None,
+           prefix: str) -> dict[str, UOp]:
+    """Roots to draw, by the name each gets in the drawing."""
+    if xs is None:
+        return {}
+    if isinstance(xs, Mapping):
+        return {str(k): _uop(v) for k, v in xs.items()}
+    seq = list(xs) if isinstance(xs, (list, tuple)) else [xs]
+    return {(prefix if len(seq) == 1 else f"{prefix} {i}"): _uop(x) for i, x in enumerate(seq)}
+
+
+def _arg_text(node: UOp) -> str:
+    """A short text for a node's argument ('' when it has none worth showing)."""
+    if node.op is Ops.BUFFER:
+        return f"on {node.arg.device}"
+    if node.op is Ops.REDUCE:
+        return f"{node.arg[0].name} over axes {node.arg[1]}"
+    if node.op is Ops.FLIP:
+        return f"axes {tuple(i for i, f in enumerate(node.arg) if f)}"
+    if node.op in (Ops.RESHAPE, Ops.EXPAND):  # the argument is the new shape, shown already
+        return ""
+    return "" if node.arg is None else str(node.arg)
+
+
+def label(node: UOp) -> str:
+    """The text of a node: its op, its shape and dtype, and its argument."""
+    if node.op is Ops.CONST:
+        return f"CONST {node.arg!r}\\n{node.dtype.name}"
+    lines = [node.op.name, f"{node.shape} {node.dtype.name}", _arg_text(node)]
+    return "\\n".join(line for line in lines if line)
+
+
+def _reachable(roots: list[UOp], limit: int) -> tuple[list[UOp], bool]:
+    """Up to limit nodes below roots (DEVICE leaves skipped), nearest first; True if cut short."""
+    found, seen, i = [], set(), 0
+    for r in roots:
+        if r not in seen:
+            seen.add(r)
+            found.append(r)
+    while i < len(found):
+        for s in found[i].src:
+            if s not in seen and s.op is not Ops.DEVICE:
+                if len(found) >= limit:
+                    return found, True
+                seen.add(s)
+                found.append(s)
+        i += 1
+    return found, False
+
+
+def draw_graph(*tensors: Drawable,
+               grads: Drawable | Sequence[Drawable] | Mapping[str, Drawable] | None = None,
+               rankdir: str = "LR", max_nodes: int = 300, fmt: str = "svg") -> graphviz.Digraph:
+    """The lazy graph below tensors (and below grads, shaded orange) with data flowing along edges.
+    Buffers are blue cylinders, constants grey ovals; a node shared by both graphs is drawn once."""
+    outs, grad_roots = _named(list(tensors), "out"), _named(grads, "grad")
+    forward, cut_f = _reachable(list(outs.values()), max_nodes)
+    backward, cut_b = _reachable(list(grad_roots.values()), max_nodes)
+    in_forward = set(forward)
+    dot = graphviz.Digraph(format=fmt, graph_attr={"rankdir": rankdir})
+    dot.attr("node", fontname="Helvetica", fontsize="10", style="filled,rounded")
+    dot.attr("edge", color="#6b7280", arrowsize="0.6")
+    drawn: dict[UOp, None] = {}  # insertion-ordered, so the drawing is the same every time
+    for node in forward + backward:
+        if node in drawn:
+            continue
+        drawn[node] = None
+        kind = ("buffer" if node.op is Ops.BUFFER else "const" if node.op is Ops.CONST
+                else "op" if node in in_forward else "grad")
+        dot.node(str(id(node)), label(node), **STYLE[kind])
+    for node in drawn:
+        for s in node.src:
+            if s in drawn:
+                dot.edge(str(id(s)), str(id(node)))
+    for i, (name, root) in enumerate([*outs.items(), *grad_roots.items()]):
+        dot.node(f"name {i}", name, shape="plaintext", style="", fontsize="11")
+        dot.edge(str(id(root)), f"name {i}", style="dashed", arrowhead="none")
+    if cut_f or cut_b:
+        dot.attr(label=f"(only the {max_nodes} nodes nearest each output are drawn)")
+    return dot
