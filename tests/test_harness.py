@@ -254,9 +254,11 @@ def test_exercise_file_replaces_regions_with_stubs(generated: Path) -> None:
     assert "from fakefw.base import twice\n" in text
     assert ">>> exercise" not in text and "<<< exercise" not in text
     assert ("        other = other if isinstance(other, Num) else Num(other)\n"
-            "        # TODO 01.add: write this part (chapters/01_demo/README.md#adding-numbers)\n"
+            "        # TODO 01.add: write this part. The chapter explains it:\n"
+            "        #   chapters/01_demo/README.md#adding-numbers\n"
             '        raise NotImplementedError("not done yet: 01.add")\n') in text
-    assert ('    # TODO 01.total: write this part (chapters/01_demo/README.md#summing-many)\n'
+    assert ('    # TODO 01.total: write this part. The chapter explains it:\n'
+            '    #   chapters/01_demo/README.md#summing-many\n'
             '    raise NotImplementedError("not done yet: 01.total")\n') in text
     assert text.count("not done yet: 01.double") == 2
     shapes = (generated / "exercises" / "02_more" / "shapes.py").read_text()

@@ -58,8 +58,10 @@ def header(kind: str, exercise: ExerciseModule, layout: Layout, folder: Path) ->
 
 
 def stub_lines(indent: str, task_id: str, pointer: str) -> list[str]:
-    """The two lines that replace a region in the exercise file."""
-    return [f"{indent}# TODO {task_id}: write this part ({pointer})\n",
+    """The lines that replace a region in the exercise file (the chapter's section named on a
+    line of its own, so lines stay short)."""
+    return [f"{indent}# TODO {task_id}: write this part. The chapter explains it:\n",
+            f"{indent}#   {pointer}\n",
             f'{indent}raise NotImplementedError("not done yet: {task_id}")\n']
 
 

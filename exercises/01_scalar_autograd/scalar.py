@@ -49,26 +49,30 @@ class Value:
 
     def __add__(self, other: Value | float) -> Value:
         """self + other as a new node whose local backward feeds both sources."""
-        # TODO 01.add_mul: write this part (chapters/01_scalar_autograd/README.md#task-1-add-and-multiply)
+        # TODO 01.add_mul: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-1-add-and-multiply
         raise NotImplementedError("not done yet: 01.add_mul")
 
     def __mul__(self, other: Value | float) -> Value:
         """self * other as a new node whose local backward feeds both sources."""
-        # TODO 01.add_mul: write this part (chapters/01_scalar_autograd/README.md#task-1-add-and-multiply)
+        # TODO 01.add_mul: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-1-add-and-multiply
         raise NotImplementedError("not done yet: 01.add_mul")
 
     # Task 2: an order in which every node comes after the nodes it was computed from.
 
     def toposort(self) -> list[Value]:
         """Each node self depends on (self included) once, after all its sources; no recursion."""
-        # TODO 01.toposort: write this part (chapters/01_scalar_autograd/README.md#task-2-a-topological-order)
+        # TODO 01.toposort: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-2-a-topological-order
         raise NotImplementedError("not done yet: 01.toposort")
 
     # Task 3: run every local backward, in the right order.
 
     def backward(self) -> None:
         """Add d(self)/d(leaf) to each leaf's grad; interior grads restart at 0, the root at 1."""
-        # TODO 01.backward: write this part (chapters/01_scalar_autograd/README.md#task-3-backward)
+        # TODO 01.backward: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-3-backward
         raise NotImplementedError("not done yet: 01.backward")
 
     # Task 4: a power rule, then negation, subtraction and division for free.
@@ -77,22 +81,26 @@ class Value:
         """self ** exponent, for a plain-number exponent."""
         if not isinstance(exponent, (int, float)):
             raise TypeError("Value ** takes a plain number exponent (int or float)")
-        # TODO 01.pow_div_neg: write this part (chapters/01_scalar_autograd/README.md#task-4-powers-and-what-they-give-for-free)
+        # TODO 01.pow_div_neg: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-4-powers-and-what-they-give-for-free
         raise NotImplementedError("not done yet: 01.pow_div_neg")
 
     def __neg__(self) -> Value:
         """-self, built from ops you already have."""
-        # TODO 01.pow_div_neg: write this part (chapters/01_scalar_autograd/README.md#task-4-powers-and-what-they-give-for-free)
+        # TODO 01.pow_div_neg: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-4-powers-and-what-they-give-for-free
         raise NotImplementedError("not done yet: 01.pow_div_neg")
 
     def __sub__(self, other: Value | float) -> Value:
         """self - other, built from ops you already have."""
-        # TODO 01.pow_div_neg: write this part (chapters/01_scalar_autograd/README.md#task-4-powers-and-what-they-give-for-free)
+        # TODO 01.pow_div_neg: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-4-powers-and-what-they-give-for-free
         raise NotImplementedError("not done yet: 01.pow_div_neg")
 
     def __truediv__(self, other: Value | float) -> Value:
         """self / other, built from ops you already have."""
-        # TODO 01.pow_div_neg: write this part (chapters/01_scalar_autograd/README.md#task-4-powers-and-what-they-give-for-free)
+        # TODO 01.pow_div_neg: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-4-powers-and-what-they-give-for-free
         raise NotImplementedError("not done yet: 01.pow_div_neg")
 
     # With a plain number on the left (2 * x), Python asks the right operand: reuse the ops above.
@@ -121,29 +129,34 @@ class Value:
 
     def exp(self) -> Value:
         """e ** self."""
-        # TODO 01.exp_log: write this part (chapters/01_scalar_autograd/README.md#task-5-exp-and-log)
+        # TODO 01.exp_log: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-5-exp-and-log
         raise NotImplementedError("not done yet: 01.exp_log")
 
     def log(self) -> Value:
         """The natural logarithm of self (self > 0)."""
-        # TODO 01.exp_log: write this part (chapters/01_scalar_autograd/README.md#task-5-exp-and-log)
+        # TODO 01.exp_log: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-5-exp-and-log
         raise NotImplementedError("not done yet: 01.exp_log")
 
     # Task 6: the nonlinearities a neuron needs.
 
     def tanh(self) -> Value:
         """The hyperbolic tangent of self, in (-1, 1)."""
-        # TODO 01.activations: write this part (chapters/01_scalar_autograd/README.md#task-6-activations)
+        # TODO 01.activations: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-6-activations
         raise NotImplementedError("not done yet: 01.activations")
 
     def relu(self) -> Value:
         """max(self, 0); its gradient at exactly 0 is taken to be 0."""
-        # TODO 01.activations: write this part (chapters/01_scalar_autograd/README.md#task-6-activations)
+        # TODO 01.activations: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-6-activations
         raise NotImplementedError("not done yet: 01.activations")
 
     def sigmoid(self) -> Value:
         """1 / (1 + e ** -self), without overflow for any finite self."""
-        # TODO 01.activations: write this part (chapters/01_scalar_autograd/README.md#task-6-activations)
+        # TODO 01.activations: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-6-activations
         raise NotImplementedError("not done yet: 01.activations")
 
 
@@ -185,12 +198,14 @@ class Neuron(Module):
 
     def __call__(self, x: Sequence[Value | float]) -> Value:
         """The neuron's output for one input vector x of length nin."""
-        # TODO 01.mlp: write this part (chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp)
+        # TODO 01.mlp: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp
         raise NotImplementedError("not done yet: 01.mlp")
 
     def parameters(self) -> list[Value]:
         """The weights, then the bias."""
-        # TODO 01.mlp: write this part (chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp)
+        # TODO 01.mlp: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp
         raise NotImplementedError("not done yet: 01.mlp")
 
 
@@ -210,12 +225,14 @@ class Layer(Module):
 
     def __call__(self, x: Sequence[Value | float]) -> list[Value]:
         """Every neuron's output for the input vector x."""
-        # TODO 01.mlp: write this part (chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp)
+        # TODO 01.mlp: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp
         raise NotImplementedError("not done yet: 01.mlp")
 
     def parameters(self) -> list[Value]:
         """Each neuron's parameters, neuron by neuron."""
-        # TODO 01.mlp: write this part (chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp)
+        # TODO 01.mlp: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp
         raise NotImplementedError("not done yet: 01.mlp")
 
 
@@ -236,10 +253,12 @@ class MLP(Module):
 
     def __call__(self, x: Sequence[Value | float]) -> list[Value]:
         """The last layer's outputs for the input vector x."""
-        # TODO 01.mlp: write this part (chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp)
+        # TODO 01.mlp: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp
         raise NotImplementedError("not done yet: 01.mlp")
 
     def parameters(self) -> list[Value]:
         """Each layer's parameters, first layer first."""
-        # TODO 01.mlp: write this part (chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp)
+        # TODO 01.mlp: write this part. The chapter explains it:
+        #   chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp
         raise NotImplementedError("not done yet: 01.mlp")

@@ -19,7 +19,8 @@ class DerivedOps:
 
     def mean(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
         """The average over axis (all axes when None): a sum divided by how many were summed."""
-        # TODO 02.mean: write this part (chapters/02_tensors/README.md#mean-as-a-composition)
+        # TODO 02.mean: write this part. The chapter explains it:
+        #   chapters/02_tensors/README.md#mean-as-a-composition
         raise NotImplementedError("not done yet: 02.mean")
 
     def var(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
@@ -36,7 +37,8 @@ class DerivedOps:
     def softmax(self: Tensor, axis: int = -1) -> Tensor:
         """exp(x) / sum(exp(x)) along axis, computed after subtracting the max so exp can't
         overflow."""
-        # TODO 02.softmax: write this part (chapters/02_tensors/README.md#softmax-and-its-stable-form)
+        # TODO 02.softmax: write this part. The chapter explains it:
+        #   chapters/02_tensors/README.md#softmax-and-its-stable-form
         raise NotImplementedError("not done yet: 02.softmax")
 
     def log_softmax(self: Tensor, axis: int = -1) -> Tensor:
@@ -53,7 +55,8 @@ class DerivedOps:
     def matmul(self: Tensor, other: Tensor) -> Tensor:
         """The matrix product, as torch.matmul defines it for 1-D, 2-D and batched operands:
         broadcast both to (..., n, k, m), multiply, and sum over k."""
-        # TODO 02.matmul: write this part (chapters/02_tensors/README.md#matmul-from-broadcasting)
+        # TODO 02.matmul: write this part. The chapter explains it:
+        #   chapters/02_tensors/README.md#matmul-from-broadcasting
         raise NotImplementedError("not done yet: 02.matmul")
 
     def dot(self: Tensor, other: Tensor) -> Tensor:

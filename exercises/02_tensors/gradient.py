@@ -40,23 +40,27 @@ def max_gradient(grad: UOp, node: UOp) -> tuple[UOp, UOp]:
 @functools.cache
 def gradient_rules() -> dict[Ops, GradRule]:
     """The local gradient of every primitive op, one line each."""
-    # TODO 02.gradient_rules: write this part (chapters/02_tensors/README.md#the-gradient-table)
+    # TODO 02.gradient_rules: write this part. The chapter explains it:
+    #   chapters/02_tensors/README.md#the-gradient-table
     raise NotImplementedError("not done yet: 02.gradient_rules")
 
 
 def unbroadcast(grad: UOp, shape: tuple[int, ...]) -> UOp:
     """The gradient of an expand to grad.shape from `shape`: sum over every axis that grew."""
-    # TODO 02.unbroadcast: write this part (chapters/02_tensors/README.md#undoing-broadcasting)
+    # TODO 02.unbroadcast: write this part. The chapter explains it:
+    #   chapters/02_tensors/README.md#undoing-broadcasting
     raise NotImplementedError("not done yet: 02.unbroadcast")
 
 
 def toposort(root: UOp, targets: set[UOp]) -> list[UOp]:
     """The nodes on a path from root down to a target, each listed after all of its sources."""
-    # TODO 02.toposort: write this part (chapters/02_tensors/README.md#ordering-the-graph)
+    # TODO 02.toposort: write this part. The chapter explains it:
+    #   chapters/02_tensors/README.md#ordering-the-graph
     raise NotImplementedError("not done yet: 02.toposort")
 
 
 def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
     """The gradient of root with respect to each target reached from it, as graph nodes."""
-    # TODO 02.backward: write this part (chapters/02_tensors/README.md#the-backward-pass)
+    # TODO 02.backward: write this part. The chapter explains it:
+    #   chapters/02_tensors/README.md#the-backward-pass
     raise NotImplementedError("not done yet: 02.backward")
