@@ -4,21 +4,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tinyfw import Tensor, dtypes, interpreter, realize
+from tinyfw import Tensor, dtypes, realize
 from tinyfw.device import Buffer
 from tinyfw.uop import MOVEMENT, Ops, UOp, const, device_node
 
 
 @pytest.fixture
 def runs(monkeypatch: pytest.MonkeyPatch) -> list:
-    """The roots the interpreter is asked to compute during a test."""
-    seen: list[UOp] = []
-    original = interpreter.run
+    """The schedules run during a test (each a list of kernels)."""
+    seen: list[list] = []
+    original = realize.run_schedule
 
-    def counting_run(root, known=None):
-        seen.append(root)
-        return original(root, known)
-    monkeypatch.setattr(interpreter, "run", counting_run)
+    def counting_run(items):
+        seen.append(items)
+        return original(items)
+    monkeypatch.setattr(realize, "run_schedule", counting_run)
     return seen
 
 
@@ -129,8 +129,8 @@ def test_realize_caches(runs: list) -> None:
     assert y.uop.op in (Ops.BUFFER, Ops.RESHAPE) and realize.is_buffer_view(y.uop)
     (y + 1).numpy()
     assert len(runs) == 2
-    known = [n for n in runs[1].toposort() if n.op is Ops.BUFFER]
-    assert realize.buffer_of(y.uop) in [n.arg for n in known]  # reused, not recomputed
+    read = [realize.buffer_of(n) for item in runs[1] for n in item.inputs]
+    assert realize.buffer_of(y.uop) in read  # reused, not recomputed
 
 
 def test_realize_reuses_computed_subgraphs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,16 +138,9 @@ def test_realize_reuses_computed_subgraphs(monkeypatch: pytest.MonkeyPatch) -> N
     x = Tensor([1.0, 2.0])
     h = x.exp() * 2
     h.numpy()
-    evaluated: list[UOp] = []
-    original = interpreter.evaluate
-
-    def counting_evaluate(node, src):
-        evaluated.append(node)
-        return original(node, src)
-    monkeypatch.setattr(interpreter, "evaluate", counting_evaluate)
-    (h + 1).numpy()
-    below = set(h.uop.toposort())
-    assert evaluated and not below & set(evaluated)
+    items = realize.schedule((h + 1).uop)
+    assert len(items) == 1 and items[0].inputs == (h.uop,)  # h is read from its buffer
+    assert Ops.EXP2 not in {n.op for n in items[0].ast.toposort()}
 
 
 def test_realize_returns_self_and_keeps_value() -> None:
@@ -223,9 +216,11 @@ def test_detach_and_contiguous_are_nodes() -> None:
 
 
 def test_device() -> None:
-    """Tensors live on NUMPY, whatever the spelling; unknown devices are refused."""
-    assert Tensor([1.0]).device == "NUMPY" and Tensor([1.0], device="numpy").device == "NUMPY"
-    assert (Tensor([1.0]).exp() + 1).device == "NUMPY"
+    """Tensors live on the default device (CPU) unless told; names are normalized; results stay
+    on their inputs' device; unknown devices are refused."""
+    assert Tensor([1.0]).device == "CPU" and Tensor([1.0], device="numpy").device == "NUMPY"
+    assert (Tensor([1.0], device="NUMPY").exp() + 1).device == "NUMPY"
     assert Tensor([1.0]).to("NUMPY:0").device == "NUMPY"
+    assert Tensor([2.0]).to("NUMPY").to("cpu").exp().device == "CPU"
     with pytest.raises(RuntimeError):
         Tensor([1.0], device="nowhere")

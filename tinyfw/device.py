@@ -65,10 +65,29 @@ class Buffer:
 
 
 class Runtime:
-    """A device: its name and allocator (later chapters add a compiler, programs and a renderer)."""
+    """A device: its name, its allocator, and how it runs a kernel."""
 
     def __init__(self, name: str, allocator: Allocator):
         self.name, self.allocator = name, allocator
+
+    def prepare(self, item: Any) -> None:
+        """Get a scheduled kernel ready to run (compile it, if the device compiles)."""
+
+    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        """Run one scheduled kernel, writing out from inputs."""
+        raise NotImplementedError(f"{self.name} cannot run kernels")
+
+
+class NumpyRuntime(Runtime):
+    """The reference device: the interpreter evaluates each kernel with numpy."""
+
+    def __init__(self) -> None:
+        super().__init__("NUMPY", NumpyAllocator())
+
+    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        from tinyfw import interpreter
+        memory = [out.ensure_allocated()] + [b.numpy() for b in inputs]
+        interpreter.run_kernel(item.ast, memory)
 
 
 class _DeviceRegistry:
@@ -79,7 +98,7 @@ class _DeviceRegistry:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return ("NUMPY",)
+        return ("CPU", "NUMPY")
 
     def canonicalize(self, name: str | None) -> str:
         """A device name in its standard spelling ('numpy' and 'NUMPY:0' -> 'NUMPY')."""
@@ -92,12 +111,16 @@ class _DeviceRegistry:
 
     @property
     def DEFAULT(self) -> str:
-        return self.canonicalize(os.getenv("DEVICE", "NUMPY"))
+        return self.canonicalize(os.getenv("DEVICE", "CPU"))
 
     def __getitem__(self, name: str) -> Runtime:
         name = self.canonicalize(name)
         if name not in self._runtimes:
-            self._runtimes[name] = Runtime(name, NumpyAllocator())
+            if name == "CPU":
+                from tinyfw.runtime_cpu import CPURuntime
+                self._runtimes[name] = CPURuntime()
+            else:
+                self._runtimes[name] = NumpyRuntime()
         return self._runtimes[name]
 
 

@@ -1,111 +1,120 @@
-"""The reference device: evaluates a lazy graph op by op with numpy."""
+"""The reference device: runs each kernel with numpy, every loop iteration at once."""
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
 from tinyfw.dtype import DType, dtypes
+from tinyfw.symbolic import Var
 from tinyfw.uop import Ops, UOp
+from tinyfw.view import ShapeTracker
 
 
 def _c_idiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division rounding toward zero (C), where numpy's // rounds down."""
+    """Integer division rounding toward zero (C), where numpy's // rounds down; x / 0 is 0."""
     safe_b = np.where(b == 0, 1, b)
     q = np.abs(a) // np.abs(safe_b)
     return np.where(b == 0, 0, np.where((a < 0) != (b < 0), -q, q)).astype(a.dtype)
 
 
 def _c_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Remainder with the sign of the dividend (C)."""
+    """Remainder with the sign of the dividend (C); x % 0 is 0 for ints."""
     if a.dtype.kind == "f":
         return np.fmod(a, b)
     safe_b = np.where(b == 0, 1, b)
     return np.where(b == 0, 0, np.fmod(a, safe_b)).astype(a.dtype)
 
 
-def _cast(x: np.ndarray, dtype: DType) -> np.ndarray:
+def cast(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """x converted to dtype the way C converts: floats truncate toward zero, nonzero is true."""
     if dtype.is_bool:
         return x != 0
-    if dtype.is_int and x.dtype.kind == "f":  # C truncation; out-of-range values are undefined
+    if dtype.is_int and x.dtype.kind == "f":  # out-of-range values are undefined in C
         x = np.trunc(np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0))
     return x.astype(dtype.np)
 
 
-def _reduce(x: np.ndarray, node: UOp) -> np.ndarray:
-    op, axes = node.arg
+def _bool_or(fn_bool: Callable, fn_other: Callable) -> Callable:
+    return lambda a, b: fn_bool(a, b) if a.dtype == np.bool_ else fn_other(a, b)
+
+
+@functools.cache
+def alu_rules() -> dict[Ops, Callable[..., np.ndarray]]:
+    """What each elementwise primitive op computes, as a numpy function of its sources."""
+    # >>> exercise 03.alu #evaluating-the-primitive-ops
+    return {
+        Ops.NEG: lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.negative(x),
+        Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.SQRT: np.sqrt,
+        Ops.RECIPROCAL: np.reciprocal, Ops.TRUNC: np.trunc,
+        Ops.ADD: _bool_or(np.logical_or, np.add),
+        Ops.MUL: _bool_or(np.logical_and, np.multiply),
+        Ops.MAX: np.maximum, Ops.MOD: _c_mod, Ops.IDIV: _c_idiv,
+        Ops.CMPLT: np.less, Ops.CMPNE: np.not_equal,
+        Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or, Ops.XOR: np.bitwise_xor,
+        Ops.WHERE: np.where,
+    }
+    # <<< exercise
+
+
+def reduce_axes(x: np.ndarray, op: Ops, axes: tuple[int, ...], dtype: DType) -> np.ndarray:
+    """x summed or maxed over axes, which stay as size-1 axes (float16 sums add up in float32)."""
+    # >>> exercise 03.reduce #evaluating-the-primitive-ops
     if op is Ops.ADD:
-        acc = np.float32 if node.dtype == dtypes.float16 else node.dtype.np
-        return np.sum(x, axis=axes, keepdims=True, dtype=acc).astype(node.dtype.np)
+        acc = np.float32 if dtype == dtypes.float16 else dtype.np
+        return np.sum(x, axis=axes, keepdims=True, dtype=acc).astype(dtype.np)
+    shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
     if x.size == 0:
-        return np.full(node.shape, dtypes.min(node.dtype), dtype=node.dtype.np)
+        return np.full(shape, dtypes.min(dtype), dtype=dtype.np)
     return np.max(x, axis=axes, keepdims=True)
+    # <<< exercise
 
 
-def _logical_or_bitwise(fn_bool: Callable, fn_int: Callable) -> Callable:
-    return lambda a, b: fn_bool(a, b) if a.dtype == np.bool_ else fn_int(a, b)
+def loop_vars(shape: tuple[int, ...]) -> list[Var]:
+    """One index variable per axis of shape."""
+    return [Var(f"i{d}", 0, max(s - 1, 0)) for d, s in enumerate(shape)]
 
 
-ALU_RULES: dict[Ops, Callable[..., np.ndarray]] = {
-    Ops.NEG: lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.negative(x),
-    Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.SQRT: np.sqrt,
-    Ops.RECIPROCAL: lambda x: np.reciprocal(x), Ops.TRUNC: np.trunc,
-    Ops.ADD: _logical_or_bitwise(np.logical_or, np.add),
-    Ops.MUL: _logical_or_bitwise(np.logical_and, np.multiply),
-    Ops.MAX: np.maximum, Ops.MOD: _c_mod, Ops.IDIV: _c_idiv,
-    Ops.CMPLT: np.less, Ops.CMPNE: np.not_equal,
-    Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or, Ops.XOR: np.bitwise_xor,
-    Ops.WHERE: np.where,
-}
+def read_view(memory: np.ndarray, st: ShapeTracker, fill: object = 0) -> np.ndarray:
+    """Every element of a view: memory at the view's index where valid, fill elsewhere."""
+    # >>> exercise 03.read_view #reading-memory-through-a-view
+    shape = st.shape
+    index, valid = st.to_indexed(loop_vars(shape))
+    grid = {f"i{d}": g for d, g in enumerate(np.indices(shape, sparse=True))}
+    where = np.broadcast_to(np.asarray(valid.evaluate(grid), dtype=bool), shape)
+    at = np.broadcast_to(np.asarray(index.evaluate(grid)), shape)
+    out = np.full(shape, fill, dtype=memory.dtype)
+    out[where] = memory[at[where]]
+    return out
+    # <<< exercise
 
 
-def evaluate(node: UOp, src: list[np.ndarray]) -> np.ndarray:
-    """The value of one node given the values of its sources."""
-    op, arg = node.op, node.arg
-    if op is Ops.BUFFER:
-        return arg.numpy()
-    if op is Ops.CONST:
-        return np.array(arg, dtype=node.dtype.np)
-    if op is Ops.CAST:
-        return _cast(src[0], node.dtype)
-    if op in ALU_RULES:
-        return np.asarray(ALU_RULES[op](*src)).astype(node.dtype.np, copy=False)
-    if op is Ops.REDUCE:
-        return _reduce(src[0], node)
-    x = src[0] if src else None
-    if op is Ops.RESHAPE:
-        return x.reshape(arg)
-    if op is Ops.PERMUTE:
-        return x.transpose(arg)
-    if op is Ops.EXPAND:
-        return np.broadcast_to(x, arg)
-    if op is Ops.PAD:
-        return np.pad(x, arg)
-    if op is Ops.SHRINK:
-        return x[tuple(slice(b, e) for b, e in arg)]
-    if op is Ops.FLIP:
-        return np.flip(x, axis=tuple(i for i, f in enumerate(arg) if f))
-    if op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY):
-        return x
-    raise NotImplementedError(f"the interpreter has no rule for {op}")
+def evaluate(node: UOp, src: list[np.ndarray], buffers: list[np.ndarray]) -> np.ndarray:
+    """The value of one node of a kernel, given the values of its sources."""
+    if node.op is Ops.LOAD:
+        return read_view(buffers[node.arg], node.src[0].arg)
+    if node.op is Ops.CONST:  # one number in memory; its view only ever reads index 0
+        return read_view(np.array([node.arg], dtype=node.dtype.np), node.src[0].arg)
+    if node.op is Ops.CAST:
+        return cast(src[0], node.dtype)
+    if node.op is Ops.REDUCE:
+        return reduce_axes(src[0], node.arg[0], node.arg[1], node.dtype)
+    rule = alu_rules()[node.op]
+    return np.asarray(rule(*src)).astype(node.dtype.np, copy=False)
 
 
-def run(root: UOp, known: Callable[[UOp], np.ndarray | None] = lambda node: None) -> np.ndarray:
-    """The value of root, evaluating each node of its graph once (sources first). Nodes whose
-    value `known` gives are not evaluated, and neither is anything below them."""
+def run_kernel(ast: UOp, buffers: list[np.ndarray]) -> None:
+    """Run one kernel: evaluate its expression everywhere at once and store it in buffers[0]."""
+    assert ast.op is Ops.STORE
     values: dict[UOp, np.ndarray] = {}
-    stack: list[tuple[UOp, bool]] = [(root, False)]
     with np.errstate(all="ignore"):
-        while stack:  # depth first, sources before users, never below a known value
-            node, sources_ready = stack.pop()
-            if node in values or node.op is Ops.DEVICE:
-                continue
-            if (value := known(node)) is not None:
-                values[node] = value
-            elif sources_ready:
+        for node in ast.src[1].toposort():
+            if node.op is not Ops.VIEW:
                 values[node] = evaluate(node, [values[s] for s in node.src
-                                               if s.op is not Ops.DEVICE])
-            else:
-                stack.append((node, True))
-                stack.extend((s, False) for s in node.src if s not in values)
-    return values[root]
+                                               if s.op is not Ops.VIEW], buffers)
+    result = values[ast.src[1]]
+    index, valid = ast.src[0].arg.to_indexed(loop_vars(result.shape))
+    grid = {f"i{d}": g for d, g in enumerate(np.indices(result.shape, sparse=True))}
+    at = np.broadcast_to(np.asarray(index.evaluate(grid)), result.shape)
+    buffers[0][at.reshape(-1)] = result.reshape(-1)

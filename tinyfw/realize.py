@@ -1,12 +1,12 @@
-"""Turning lazy nodes into buffers, and remembering what was already computed."""
+"""Turning lazy nodes into buffers: schedule the kernels, then run them on their device."""
 from __future__ import annotations
 
+import time
 import weakref
 
-import numpy as np
-
-from tinyfw import interpreter
-from tinyfw.device import Buffer
+from tinyfw.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
+from tinyfw.device import Buffer, Device
+from tinyfw.schedule import ScheduleItem, create_schedule
 from tinyfw.uop import Ops, UOp
 
 # Lazy nodes already computed, with the buffer holding their value. Nodes are immutable and
@@ -20,22 +20,52 @@ def is_buffer_view(node: UOp) -> bool:
 
 
 def buffer_of(node: UOp) -> Buffer:
-    """The buffer behind a buffer view."""
-    return node.arg if node.op is Ops.BUFFER else node.src[0].arg
+    """The buffer holding node's value (a buffer view, or a node computed before)."""
+    if node.op is Ops.BUFFER:
+        return node.arg
+    if is_buffer_view(node):
+        return node.src[0].arg
+    return _computed[node]
 
 
-def _known_value(node: UOp) -> np.ndarray | None:
-    """The value of a node computed before, if it was."""
-    buf = _computed.get(node)
-    return None if buf is None else buf.numpy().reshape(node.shape)
+def has_buffer(node: UOp) -> bool:
+    return is_buffer_view(node) or node in _computed
+
+
+def schedule(*nodes: UOp) -> list[ScheduleItem]:
+    """The kernels that realizing nodes would run, in order."""
+    return create_schedule([n for n in nodes if not has_buffer(n)], has_buffer)
+
+
+def run_schedule(items: list[ScheduleItem]) -> None:
+    """Run each step on its device, giving each output a new buffer (DEBUG=1..5 tells)."""
+    level = debug_level()
+    if level >= 1 and items:
+        print_schedule(items)
+    for number, item in enumerate(items):
+        inputs = [buffer_of(n) for n in item.inputs]
+        out = Buffer(item.device, item.output.numel, item.output.dtype)
+        runtime = Device[item.device]
+        if level >= 3:
+            print_kernel_details(item, runtime)
+        if item.ast is not None:
+            runtime.prepare(item)  # compile now, so the time below is the kernel's alone
+        start = time.perf_counter()
+        if item.ast is None:
+            out.copyin(inputs[0].numpy())
+        else:
+            runtime.run(item, out, inputs)
+        if level >= 2:
+            in_bytes = sum(b.size * b.dtype.itemsize for b in inputs)
+            print_kernel_run(number, item, time.perf_counter() - start, in_bytes)
+        _computed[item.output] = out
 
 
 def realize(node: UOp) -> UOp:
     """A buffer view holding node's value, computing it (and remembering it) if needed."""
-    if is_buffer_view(node):
-        return node
-    if (buf := _computed.get(node)) is None:
-        value = interpreter.run(node, known=_known_value)
-        buf = Buffer(node.device, value.size, node.dtype, value.reshape(-1))
-        _computed[node] = buf
-    return UOp(Ops.BUFFER, node.dtype, (), buf).reshape(node.shape)
+    if not is_buffer_view(node):
+        if node not in _computed:
+            run_schedule(schedule(node))
+        buf = _computed[node]
+        node = UOp(Ops.BUFFER, node.dtype, (), buf).reshape(node.shape)
+    return node

@@ -152,6 +152,17 @@ class Tensor(MovementOps, DerivedOps):
             self.uop = node
         return self
 
+    def schedule(self, *others: Tensor) -> list:
+        """The kernels realize() would run for this tensor (and others), without running them."""
+        return realize.schedule(self.uop, *(t.uop for t in others))
+
+    @staticmethod
+    def realize_all(*tensors: Tensor) -> None:
+        """Realize several tensors with one schedule (shared work is done once)."""
+        realize.run_schedule(realize.schedule(*(t.uop for t in tensors)))
+        for t in tensors:
+            t.realize()
+
     def numpy(self) -> np.ndarray:
         """The value as a numpy array (a copy)."""
         node = realize.realize(self.uop)

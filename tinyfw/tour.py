@@ -8,7 +8,7 @@ from tinyfw import Device, Tensor
 
 def main() -> None:
     """Print a short walk through what tinyfw does, computed for real."""
-    print(f"tinyfw tour · default device: {Device.DEFAULT} (the numpy reference interpreter)\n")
+    print(f"tinyfw tour · default device: {Device.DEFAULT} (kernels compiled from generated C)\n")
     Tensor.manual_seed(0)
     x = Tensor([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]])
     w = Tensor.randn(3, 2, requires_grad=True)
@@ -19,7 +19,9 @@ def main() -> None:
     ops = Counter(node.op.name for node in loss.uop.toposort())
     print("loss = (x @ w).relu().sum()  records a lazy graph; nothing is computed yet:")
     print(f"  {sum(ops.values())} nodes: " + ", ".join(f"{n}×{c}" for n, c in sorted(ops.items())))
-    print(f"loss.item() computes it: {loss.item():.4f}\n")
+    kernels = loss.schedule()
+    print(f"loss.item() computes it: {loss.item():.4f}, in {len(kernels)} kernel(s): "
+          + ", ".join(k.name for k in kernels) + "\n")
 
     loss.backward()
     assert w.grad is not None

@@ -54,6 +54,10 @@ class Ops(Enum):
     CONTIGUOUS = auto()  # materialize its source
     DETACH = auto()      # same value, no gradient flows through it
     COPY = auto()        # arg: target device name
+    # kernel ops: only the scheduler makes these, inside a kernel's AST
+    VIEW = auto()        # arg: a ShapeTracker; the view a LOAD, CONST or STORE goes through
+    LOAD = auto()        # arg: which input buffer; src: (VIEW,)
+    STORE = auto()       # arg: which output buffer; src: (VIEW, value)
 
     def __repr__(self) -> str:
         return f"Ops.{self.name}"
@@ -68,6 +72,7 @@ ALU = UNARY | BINARY | TERNARY
 COMPARISON = frozenset({Ops.CMPLT, Ops.CMPNE})
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
 LEAVES = frozenset({Ops.DEVICE, Ops.BUFFER, Ops.CONST})
+KERNEL = frozenset({Ops.VIEW, Ops.LOAD, Ops.STORE})
 
 
 def _arg_key(arg: Any) -> Any:
@@ -101,7 +106,8 @@ class UOp(metaclass=_HashConsed):
         self.op, self.dtype, self.src, self.arg = op, dtype, src, arg
         # the device this node's value lives on, worked out once (graphs can be very deep)
         self.device: str = (arg if op in (Ops.DEVICE, Ops.COPY) else
-                            arg.device if op is Ops.BUFFER else src[0].device)
+                            arg.device if op is Ops.BUFFER else
+                            src[0].device if src else "")
         self.shape: tuple[int, ...] = infer_shape(op, src, arg)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -258,7 +264,11 @@ def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int
 
 def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
     """The shape of a node, from its op, its sources and its argument (checked as it goes)."""
-    if op is Ops.DEVICE or op is Ops.CONST:
+    if op is Ops.VIEW:
+        return arg.shape
+    if op in (Ops.CONST, Ops.LOAD, Ops.STORE):  # a number or memory, seen through a view
+        return src[0].shape if src and src[0].op is Ops.VIEW else ()
+    if op is Ops.DEVICE:
         return ()
     if op is Ops.BUFFER:
         return (arg.size,)
