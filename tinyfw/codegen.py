@@ -44,6 +44,37 @@ class Kernel:
     def full_shape(self) -> tuple[int, ...]:
         return tuple(a.size for a in self.axes)
 
+    def split(self, axis: int, amount: int, kind: AxisKind | None = None) -> Kernel:
+        """The same kernel with loop `axis` of size n split into n // amount outer iterations
+        and `amount` inner ones; the inner loop gets `kind` (by default, the axis's own). Every
+        view is reshaped to the new loops, so lower() needs no change to handle it."""
+        size = self.axes[axis].size
+        if amount <= 0 or size % amount:
+            raise ValueError(f"cannot split a loop of {size} into parts of {amount}")
+        outer = Axis(size // amount, self.axes[axis].kind)
+        inner = Axis(amount, kind or self.axes[axis].kind)
+        axes = self.axes[:axis] + (outer, inner) + self.axes[axis + 1:]
+        full = tuple(a.size for a in axes)
+        out = tuple(1 if a.kind is AxisKind.REDUCE else a.size for a in axes)
+        reduce_axes = tuple(i for i, a in enumerate(axes) if a.kind is AxisKind.REDUCE)
+        reduce = self.reduce
+        inside = set(reduce.src[0].toposort()) if reduce is not None else set()
+        done: dict[UOp, UOp] = {}
+        for node in self.ast.toposort():
+            if node.op is Ops.VIEW:
+                continue
+            srcs = []
+            for s in node.src:
+                if s.op is Ops.VIEW:  # views inside the reduce see the full loops
+                    shape = full if node in inside else out
+                    s = UOp(Ops.VIEW, s.dtype, (), s.arg.reshape(shape))
+                else:
+                    s = done[s]
+                srcs.append(s)
+            arg = (node.arg[0], reduce_axes) if node.op is Ops.REDUCE else node.arg
+            done[node] = UOp(node.op, node.dtype, tuple(srcs), arg)
+        return Kernel(done[self.ast], axes, self.name)
+
     @property
     def output_shape(self) -> tuple[int, ...]:
         return tuple(1 if a.kind is AxisKind.REDUCE else a.size for a in self.axes)
