@@ -1,6 +1,7 @@
 """Devices and their memory: the backend contract every device implements."""
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any, Protocol
 
@@ -98,7 +99,7 @@ class _DeviceRegistry:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return ("CPU", "NUMPY")
+        return tuple(_RUNTIMES)
 
     def canonicalize(self, name: str | None) -> str:
         """A device name in its standard spelling ('numpy' and 'NUMPY:0' -> 'NUMPY')."""
@@ -116,12 +117,19 @@ class _DeviceRegistry:
     def __getitem__(self, name: str) -> Runtime:
         name = self.canonicalize(name)
         if name not in self._runtimes:
-            if name == "CPU":
-                from tinyfw.runtime_cpu import CPURuntime
-                self._runtimes[name] = CPURuntime()
-            else:
-                self._runtimes[name] = NumpyRuntime()
+            module, cls = _RUNTIMES[name]
+            self._runtimes[name] = getattr(importlib.import_module(module), cls)()
         return self._runtimes[name]
 
+
+# Every device: the module and class of its runtime, imported when the device is first used.
+_RUNTIMES: dict[str, tuple[str, str]] = {
+    "CPU": ("tinyfw.runtime_cpu", "CPURuntime"),
+    "NUMPY": ("tinyfw.device", "NumpyRuntime"),
+    "CL": ("tinyfw.runtime_cl", "CLRuntime"),
+    "CUDA": ("tinyfw.runtime_cuda", "CUDARuntime"),
+    "CUDAEMU": ("tinyfw.runtime_cuda", "CUDAEmulatorRuntime"),
+    "WEBGPU": ("tinyfw.runtime_webgpu", "WebGPURuntime"),
+}
 
 Device = _DeviceRegistry()

@@ -388,6 +388,9 @@ class Tensor(MovementOps, DerivedOps):
                   dtype: DType | None = None) -> tuple[Tensor, Tensor]:
         """Both operands as tensors of one dtype (PyTorch promotion) and one shape (broadcast)."""
         if isinstance(other, Tensor):
+            if other.device != self.device:
+                raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                                   f"least two devices, {self.device} and {other.device}!")
             out_dt = dtype or _promote_tensors(self, other)
             y = other
         elif isinstance(other, (bool, int, float, np.generic)):
