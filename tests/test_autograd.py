@@ -269,7 +269,7 @@ def test_realizing_leaf_keeps_it_a_leaf() -> None:
 def test_gradient_through_cast_contiguous_and_device_copy() -> None:
     """Gradients flow through casts between floats, contiguous and to(device)."""
     x = param([1.0, 2.0])
-    y = (x.double() * 3).contiguous().to("NUMPY").float() * x
+    y = (x.double() * 3).contiguous().to("NUMPY").float().to(x.device) * x
     y.sum().backward()
     assert x.grad.dtype == dtypes.float32
     np.testing.assert_allclose(x.grad.numpy(), [6.0, 12.0])

@@ -14,27 +14,35 @@ from tinyfw.uop import Ops, UOp
 _computed: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 
 
+def _below_reshapes(node: UOp) -> UOp:
+    while node.op is Ops.RESHAPE:
+        node = node.src[0]
+    return node
+
+
 def is_buffer_view(node: UOp) -> bool:
-    """True for a buffer, or a buffer reshaped: a value that needs no computing."""
-    return node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
+    """True for a buffer, or a buffer reshaped (any number of times): nothing to compute."""
+    return _below_reshapes(node).op is Ops.BUFFER
 
 
 def buffer_of(node: UOp) -> Buffer:
     """The buffer holding node's value (a buffer view, or a node computed before)."""
-    if node.op is Ops.BUFFER:
-        return node.arg
     if is_buffer_view(node):
-        return node.src[0].arg
+        return _below_reshapes(node).arg
     return _computed[node]
 
 
 def has_buffer(node: UOp) -> bool:
-    return is_buffer_view(node) or node in _computed
+    """A node the scheduler reads from memory: a buffer in its own shape, or a value computed
+    before. (Reshapes stacked on those stay in the graph, so they become views of the load.)"""
+    direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
+    return direct or node in _computed
 
 
 def schedule(*nodes: UOp) -> list[ScheduleItem]:
     """The kernels that realizing nodes would run, in order."""
-    return create_schedule([n for n in nodes if not has_buffer(n)], has_buffer)
+    wanted = [n for n in nodes if not (is_buffer_view(n) or n in _computed)]
+    return create_schedule(wanted, has_buffer)
 
 
 def run_schedule(items: list[ScheduleItem]) -> None:
@@ -48,6 +56,9 @@ def run_schedule(items: list[ScheduleItem]) -> None:
         runtime = Device[item.device]
         if level >= 3:
             print_kernel_details(item, runtime)
+        if item.output.numel == 0:  # nothing to compute
+            _computed[item.output] = out
+            continue
         if item.ast is not None:
             runtime.prepare(item)  # compile now, so the time below is the kernel's alone
         start = time.perf_counter()

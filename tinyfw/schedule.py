@@ -1,8 +1,8 @@
 """Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from tinyfw.dtype import dtypes
 from tinyfw.uop import ALU, MOVEMENT, Ops, UOp
@@ -44,15 +44,13 @@ def pad_source_to_materialize(pad: UOp) -> UOp | None:
 
 
 def reduce_would_be_recomputed(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
-    """A REDUCE is stored when fusing it would compute it more than once: it has several users,
-    or its value, followed up through reshapes and elementwise ops (what fuses with it), is
-    viewed through another movement op (an expand repeats it). A PAD ends the search: what it
-    pads is stored anyway."""
+    """A REDUCE is stored when fusing it would compute it more than once: when its value,
+    followed up through reshapes and elementwise ops (what fuses with it), is viewed through a
+    movement op other than a reshape (an expand repeats it, a permute reorders it). A PAD ends
+    the search: what it pads is stored anyway."""
     # >>> exercise 04.reduce #a-reduce-computed-once
     if node.op is not Ops.REDUCE:
         return False
-    if len(users.get(node, [])) > 1:
-        return True
     frontier, seen = list(users.get(node, [])), set()
     while frontier:
         user = frontier.pop()

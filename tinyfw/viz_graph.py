@@ -115,10 +115,10 @@ KERNEL_STYLE = {
 }
 
 
-def _buffer_text(node: UOp, show_device: bool) -> str:
-    """A buffer of a schedule: its shape and dtype, and what computed it (if a kernel did)."""
+def _buffer_text(node: UOp, computed: bool, show_device: bool) -> str:
+    """A buffer of a schedule: its shape and dtype, and what computed it (if a step did)."""
     where = f" on {node.device}" if show_device else ""
-    made = "given" if node.op in (Ops.BUFFER, Ops.RESHAPE) else f"a {node.op.name}"
+    made = f"a {node.op.name}" if computed else "given"
     return f"{node.shape} {node.dtype.name}{where}\\n({made})"
 
 
@@ -133,13 +133,15 @@ def draw_schedule(items: Sequence[Any], rankdir: str = "LR",
     dot.attr("edge", color="#6b7280", arrowsize="0.6", fontsize="8")
     names: dict[UOp, str] = {}
     read = {node for item in items for node in item.inputs}
+    computed = {item.output for item in items}
     show_device = len({item.device for item in items}) > 1
 
     def buffer(node: UOp) -> str:
         if node not in names:
             names[node] = f"b{len(names)}"
             kind = "buffer" if node in read else "result"
-            dot.node(names[node], _buffer_text(node, show_device), **KERNEL_STYLE[kind])
+            dot.node(names[node], _buffer_text(node, node in computed, show_device),
+                     **KERNEL_STYLE[kind])
         return names[node]
 
     for i, item in enumerate(items):
