@@ -106,7 +106,8 @@ class View:
         if shape == self.shape:
             return self
         if self.mask is not None and any(b >= e for b, e in self.mask):  # nothing is valid
-            return View.create(shape, mask=tuple((0, 0) for _ in shape))
+            # shape () has no axis to hold an empty range: stack a view on this one instead
+            return View.create(shape, mask=tuple((0, 0) for _ in shape)) if shape else None
         if self.mask is not None:  # only adding or removing size-1 axes keeps a mask simple
             if [s for s in shape if s != 1] != [s for s in self.shape if s != 1]:
                 return None

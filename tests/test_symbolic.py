@@ -1,0 +1,168 @@
+"""Index expressions: simplified as they are built, with sound bounds and unchanged values."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tinyfw.symbolic import (
+    FALSE,
+    TRUE,
+    Const,
+    Div,
+    Expr,
+    Lt,
+    Mod,
+    Mul,
+    Sum,
+    Var,
+    make_and,
+    make_sum,
+)
+
+SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None)
+x, y, z = Var("x", 0, 9), Var("y", 0, 3), Var("z", -4, 4)
+
+
+def test_constants_fold() -> None:
+    """Arithmetic on constants gives a constant, with Python's (floor) // and %."""
+    assert Const(2) + 3 == Const(5)
+    assert Const(2) * 3 - 1 == Const(5)
+    assert Const(7) // 2 == Const(3) and Const(-7) // 2 == Const(-4)
+    assert Const(7) % 4 == Const(3) and Const(-7) % 2 == Const(1) and Const(8) % 8 == Const(0)
+    assert x * 0 == Const(0) and x * 1 is x and x + 0 is x and x // 1 is x
+    assert x % 1 == Const(0)
+
+
+def test_like_terms_combine() -> None:
+    """Sums flatten, add the factors of equal terms and fold their constants."""
+    assert x + x == Mul(x, 2)
+    assert x * 3 + x * -3 == Const(0)
+    assert x + y - y is x
+    assert (x + 1) + (y + 2) == Sum((x, y, Const(3)))
+    assert (x + 2) * 3 == Sum((Mul(x, 3), Const(6)))
+    assert make_sum([x, Mul(x, 4), y, Const(-1), Const(1)]) == Sum((Mul(x, 5), y))
+    assert (x * 2) * 3 == Mul(x, 6)
+
+
+def test_division_cancels_factors() -> None:
+    """(x*4)//4 is x; (x*4 + y)//4 is x when y is in [0, 4); what can't be proved stays."""
+    assert (x * 4) // 4 is x
+    assert (x * 8) // 4 == Mul(x, 2)
+    assert (x * 4 + y) // 4 is x
+    assert (x * 4 + y + 4) // 4 == Sum((x, Const(1)))
+    wide = Var("w", 0, 7)
+    assert (x * 4 + wide) // 4 == Sum((x, Div(wide, 4)))
+    assert isinstance((x * 4 - 1) // 4, Div), "x*4 - 1 may be negative: no rewrite"
+    assert (x // 2) // 3 == Div(x, 6)
+    assert y // 4 == Const(0) and (x + 10) // 20 == Const(0)
+
+
+def test_modulo_uses_bounds() -> None:
+    """x % 8 is x when x is in [0, 8); multiples of the divisor drop out of a sum."""
+    assert Var("a", 0, 7) % 8 == Var("a", 0, 7)
+    assert isinstance(Var("a", 0, 8) % 8, Mod)
+    assert (x * 8 + y) % 8 is y
+    assert (x * 8 + Var("w", 0, 9)) % 8 == Mod(Var("w", 0, 9), 8)
+    assert (x * 4 + 5) % 4 == Const(1)
+    assert (x % 8) % 4 == Mod(x, 4)
+    assert (x * 6) % 3 == Const(0)
+
+
+def test_comparisons_and_conditions() -> None:
+    """Bounds decide comparisons; make_and drops what is true and is false if anything is."""
+    assert y.lt(4) == TRUE and y.lt(0) == FALSE and y.ge(0) == TRUE and y.ge(4) == FALSE
+    assert y.lt(2) == Lt(y, 2)
+    assert y.ge(2).vmin == 0 and y.ge(2).vmax == 1
+    assert make_and([TRUE, y.lt(2), TRUE]) == Lt(y, 2)
+    assert make_and([y.lt(2), FALSE]) == FALSE
+    assert make_and([]) == TRUE
+    assert make_and([y.lt(2), make_and([y.lt(2), x.lt(5)])]) == make_and([y.lt(2), x.lt(5)])
+
+
+def test_bounds() -> None:
+    """vmin and vmax follow each operation, negative factors included."""
+    assert (x * 3 + y).vmin == 0 and (x * 3 + y).vmax == 30
+    assert (x * -2).vmin == -18 and (x * -2).vmax == 0
+    assert (x // 4).vmin == 0 and (x // 4).vmax == 2
+    assert (z // 3).vmin == -2 and (z // 3).vmax == 1
+    assert (x + z).vmin == -4 and (x + z).vmax == 13
+    mod = Var("b", 0, 20) % 6
+    assert mod.vmin == 0 and mod.vmax == 5
+
+
+def test_render_and_vars() -> None:
+    """An expression prints as C; vars() names its variables."""
+    index = (Var("i0", 0, 5) // 2) + (Var("i0", 0, 5) % 2) * 3
+    assert str(index) == "((i0 / 2) + ((i0 % 2) * 3))"
+    assert str(make_and([y.ge(1), x.lt(3)])) == "((!(y < 1)) && (x < 3))"
+    assert (x * 2 + y).vars() == {"x", "y"} and Const(3).vars() == set()
+
+
+# --- random expressions: the simplified expression computes what the operations say ---
+Tree = tuple[Any, ...]
+VARS = st.tuples(st.integers(-5, 5), st.integers(0, 6)).map(lambda lw: (lw[0], lw[0] + lw[1]))
+
+
+def trees(depth: int) -> st.SearchStrategy[Tree]:
+    """Random arithmetic over x0, x1, x2: + - by a term, * by an int, // and % by a positive int."""
+    leaf = st.one_of(st.tuples(st.just("var"), st.integers(0, 2)),
+                     st.tuples(st.just("const"), st.integers(-6, 6)))
+    if depth == 0:
+        return leaf
+    sub = trees(depth - 1)
+    return st.one_of(
+        leaf,
+        st.tuples(st.just("add"), sub, sub), st.tuples(st.just("sub"), sub, sub),
+        st.tuples(st.just("mul"), sub, st.integers(-3, 4)),
+        st.tuples(st.just("div"), sub, st.integers(1, 6)),
+        st.tuples(st.just("mod"), sub, st.integers(1, 6)))
+
+
+def build(tree: Tree, leaves: list[Any]) -> Any:
+    """The tree built from leaves: Exprs (simplified as built) or numpy arrays."""
+    kind = tree[0]
+    if kind == "var":
+        return leaves[tree[1]]
+    if kind == "const":
+        return Const(tree[1]) if isinstance(leaves[0], Expr) else tree[1]
+    a = build(tree[1], leaves)
+    if kind in ("add", "sub"):
+        b = build(tree[2], leaves)
+        return a + b if kind == "add" else a - b
+    return a * tree[2] if kind == "mul" else a // tree[2] if kind == "div" else a % tree[2]
+
+
+@SETTINGS
+@given(tree=trees(4), ranges=st.lists(VARS, min_size=3, max_size=3),
+       bound=st.integers(-10, 10))
+def test_random_expressions_keep_their_values(tree: Tree, ranges: list[tuple[int, int]],
+                                              bound: int) -> None:
+    """At every point of the variables' ranges, the simplified expression equals the same
+    operations on Python ints, and lies within its bounds; a comparison of it too."""
+    names = ["x0", "x1", "x2"]
+    variables = [Var(n, lo, hi) for n, (lo, hi) in zip(names, ranges)]
+    grids = np.meshgrid(*[np.arange(lo, hi + 1) for lo, hi in ranges], indexing="ij")
+    expr = build(tree, list(variables))
+    expr = expr if isinstance(expr, Expr) else Const(expr)
+    expected = np.broadcast_to(build(tree, list(grids)), grids[0].shape)
+    got = np.broadcast_to(np.asarray(expr.evaluate(dict(zip(names, grids)))), grids[0].shape)
+    assert np.array_equal(got, expected), f"{tree} built as {expr}"
+    assert expr.vmin <= expected.min() and expected.max() <= expr.vmax, \
+        f"{expr} has bounds [{expr.vmin}, {expr.vmax}] but takes {expected.min()}..{expected.max()}"
+    for cond, want in [(expr.lt(bound), expected < bound), (expr.ge(bound), expected >= bound)]:
+        value = np.broadcast_to(np.asarray(cond.evaluate(dict(zip(names, grids)))), want.shape)
+        assert np.array_equal(value.astype(bool), want), f"{cond} for {tree}"
+
+
+@SETTINGS
+@given(tree=trees(3), ranges=st.lists(VARS, min_size=3, max_size=3))
+def test_simplifying_never_grows(tree: Tree, ranges: list[tuple[int, int]]) -> None:
+    """Rebuilding a simplified expression through the operators leaves it as it is."""
+    variables = [Var(n, lo, hi) for n, (lo, hi) in zip(["x0", "x1", "x2"], ranges)]
+    expr = build(tree, list(variables))
+    if not isinstance(expr, Expr):
+        return
+    assert expr + 0 == expr and expr * 1 == expr and expr // 1 == expr
