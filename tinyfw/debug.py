@@ -56,12 +56,22 @@ def print_kernel_details(item: Any, runtime: Any) -> None:
         print_ast(item.ast)
 
 
+def arg_text(arg: Any) -> str:
+    """A node's argument, short: a ShapeTracker as shape and strides (offset, mask if set)."""
+    views = getattr(arg, "views", None)
+    if views is None:
+        return str(arg)
+    return " | ".join(f"shape {v.shape} strides {v.strides}"
+                      + (f" offset {v.offset}" if v.offset else "")
+                      + (f" mask {v.mask}" if v.mask is not None else "") for v in views)
+
+
 def print_ast(ast: Any) -> None:
-    """A kernel's AST, one node per line, sources indented under their user."""
+    """A kernel's AST, one node per line, sources first; a node names its sources by number."""
     numbers: dict[Any, int] = {}
     for node in ast.toposort():
         numbers[node] = len(numbers)
         srcs = ", ".join(f"%{numbers[s]}" for s in node.src)
-        arg = "" if node.arg is None else f" {node.arg}"
+        arg = "" if node.arg is None else f" {arg_text(node.arg)}"
         print(f"  %{numbers[node]:<3} {node.op.name:<8} {node.dtype.name:<8} "
               f"{str(node.shape):<14} ({srcs}){arg}")

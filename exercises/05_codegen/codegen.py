@@ -1,0 +1,167 @@
+# Exercises of chapter 05, generated from tinyfw/codegen.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/05_codegen
+"""Lowering: a kernel's AST becomes loops, index arithmetic and a linear program of simple steps."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum, auto
+from typing import Any, Callable
+
+from tinyfw.dtype import DType, dtypes
+from tinyfw.helpers import prod
+from tinyfw.symbolic import Const, Expr, Var
+from tinyfw.uop import Ops, UOp
+
+
+class AxisKind(Enum):
+    """What a loop of the kernel does. Later chapters add kinds (upcast, unroll, local)."""
+    GLOBAL = auto()   # one iteration per output element: a C loop, a GPU thread index
+    REDUCE = auto()   # accumulated into one output element
+
+
+@dataclass(frozen=True)
+class Axis:
+    size: int
+    kind: AxisKind
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel ready to lower: its AST and the loops it runs over, one Axis per dimension of
+    the full shape (the shape before the reduce). Splitting an axis reshapes every view."""
+    ast: UOp
+    axes: tuple[Axis, ...]
+    name: str
+
+    @staticmethod
+    def from_ast(ast: UOp, name: str) -> Kernel:
+        reduce = next((n for n in ast.toposort() if n.op is Ops.REDUCE), None)
+        full = reduce.src[0].shape if reduce is not None else ast.shape
+        reduced = set(reduce.arg[1]) if reduce is not None else set()
+        axes = tuple(Axis(s, AxisKind.REDUCE if i in reduced else AxisKind.GLOBAL)
+                     for i, s in enumerate(full))
+        return Kernel(ast, axes, name)
+
+    @property
+    def full_shape(self) -> tuple[int, ...]:
+        return tuple(a.size for a in self.axes)
+
+    def split(self, axis: int, amount: int, kind: AxisKind | None = None) -> Kernel:
+        """The same kernel with loop `axis` of size n split into n // amount outer iterations
+        and `amount` inner ones; the inner loop gets `kind` (by default, the axis's own). Every
+        view is reshaped to the new loops, so lower() needs no change to handle it."""
+        size = self.axes[axis].size
+        if amount <= 0 or size % amount:
+            raise ValueError(f"cannot split a loop of {size} into parts of {amount}")
+        outer = Axis(size // amount, self.axes[axis].kind)
+        inner = Axis(amount, kind or self.axes[axis].kind)
+        axes = self.axes[:axis] + (outer, inner) + self.axes[axis + 1:]
+        full = tuple(a.size for a in axes)
+        out = tuple(1 if a.kind is AxisKind.REDUCE else a.size for a in axes)
+        reduce_axes = tuple(i for i, a in enumerate(axes) if a.kind is AxisKind.REDUCE)
+        reduce = self.reduce
+        inside = set(reduce.src[0].toposort()) if reduce is not None else set()
+        done: dict[UOp, UOp] = {}
+        for node in self.ast.toposort():
+            if node.op is Ops.VIEW:
+                continue
+            srcs = []
+            for s in node.src:
+                if s.op is Ops.VIEW:  # views inside the reduce see the full loops
+                    shape = full if node in inside else out
+                    s = UOp(Ops.VIEW, s.dtype, (), s.arg.reshape(shape))
+                else:
+                    s = done[s]
+                srcs.append(s)
+            arg = (node.arg[0], reduce_axes) if node.op is Ops.REDUCE else node.arg
+            done[node] = UOp(node.op, node.dtype, tuple(srcs), arg)
+        return Kernel(done[self.ast], axes, self.name)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return tuple(1 if a.kind is AxisKind.REDUCE else a.size for a in self.axes)
+
+    @property
+    def reduce(self) -> UOp | None:
+        return next((n for n in self.ast.toposort() if n.op is Ops.REDUCE), None)
+
+
+class LOps(Enum):
+    """The steps of a linear program: what a renderer turns into lines of source."""
+    PARAM = auto()      # arg: (buffer number, is output); dtype: element type
+    LOOP = auto()       # arg: (variable name, size)
+    ENDLOOP = auto()
+    CONST = auto()      # arg: the value
+    LOAD = auto()       # src: (PARAM,); arg: (index Expr, valid Expr); 0 where not valid
+    VALID = auto()      # arg: a validity Expr; a bool
+    ALU = auto()        # arg: the Ops of the operation; src: its operands
+    ACC = auto()        # an accumulator; arg: its initial value
+    UPDATE = auto()     # src: (ACC, value); arg: Ops.ADD or Ops.MAX
+    STORE = auto()      # src: (PARAM, value); arg: index Expr
+
+
+@dataclass(frozen=True)
+class Step:
+    op: LOps
+    dtype: DType
+    src: tuple[int, ...] = ()
+    arg: Any = None
+
+
+@dataclass
+class Program:
+    """A kernel as a list of steps; a step refers to earlier steps by their position."""
+    name: str
+    steps: list[Step] = field(default_factory=list)
+    params: list[int] = field(default_factory=list)   # the PARAM steps, buffer 0 first
+    global_size: tuple[int, ...] = ()
+
+    def add(self, op: LOps, dtype: DType, src: tuple[int, ...] = (), arg: Any = None) -> int:
+        self.steps.append(Step(op, dtype, src, arg))
+        return len(self.steps) - 1
+
+
+def accumulator_dtype(dtype: DType) -> DType:
+    """float16 sums accumulate in float32, as the reference does."""
+    return dtypes.float32 if dtype == dtypes.float16 else dtype
+
+
+def identity(op: Ops, dtype: DType) -> float | int | bool:
+    """The value a reduce starts from: 0 for a sum, the smallest value for a max."""
+    return (False if dtype.is_bool else 0) if op is Ops.ADD else dtypes.min(dtype)
+
+
+def lower(kernel: Kernel) -> Program:
+    """The kernel as loops: one loop per GLOBAL axis around, if there is a reduce, an
+    accumulator and one loop per REDUCE axis; loads read through their views' index
+    expressions; the result is stored in row-major order of the output shape."""
+    # TODO 05.lower: write this part. The chapter explains it:
+    #   chapters/05_codegen/README.md#from-a-kernel-to-loops
+    raise NotImplementedError("not done yet: 05.lower")
+
+
+def _order_below(root: UOp, stop: Callable[[UOp], bool]) -> list[UOp]:
+    """Nodes below root, sources first, not looking below nodes where stop is true."""
+    order: list[UOp] = []
+    seen: set[UOp] = set()
+    stack: list[tuple[UOp, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+        elif node not in seen:
+            seen.add(node)
+            stack.append((node, True))
+            if not stop(node):
+                stack.extend((s, False) for s in node.src if s not in seen)
+    return order
+
+
+def flops_and_bytes(kernel: Kernel, input_bytes: int) -> tuple[int, int]:
+    """Rough work of a kernel: ALU operations times iterations, and bytes read and written."""
+    alu = sum(1 for n in kernel.ast.toposort() if n.op not in
+              (Ops.LOAD, Ops.CONST, Ops.VIEW, Ops.STORE, Ops.CAST))
+    out_bytes = prod(kernel.output_shape) * kernel.ast.dtype.itemsize
+    return alu * prod(kernel.full_shape), input_bytes + out_bytes
+
