@@ -127,7 +127,8 @@ class DerivedOps:
     def binary_crossentropy_logits(self: Tensor, target: Tensor,
                                    reduction: str = "mean") -> Tensor:
         """binary_crossentropy of sigmoid(self), computed stably from the logits."""
-        loss = self.relu() - self * target + (-self.abs()).exp().log1p()
+        # max(x, 0) shares its tie at 0, so the gradient there is sigmoid(0) - target, as torch's
+        loss = self.maximum(0) - self * target + (-self.abs()).exp().log1p()
         return _reduce_loss(loss, reduction)
 
     def mse(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:

@@ -50,7 +50,8 @@ def gradient_rules() -> dict[Ops, GradRule]:
         Ops.LOG2: lambda grad, node: (grad / (node.src[0] * ln2),),
         Ops.SIN: lambda grad, node: (grad * (math.pi / 2 - node.src[0]).sin(),),
         Ops.MAX: max_gradient,
-        Ops.CAST: lambda grad, node: (grad.cast(node.src[0].dtype),),
+        Ops.CAST: lambda grad, node: (grad.cast(node.src[0].dtype) if node.dtype.is_float
+                                      else None,),
         Ops.WHERE: lambda grad, node: (None, node.src[0].where(grad, 0),
                                        node.src[0].where(0, grad)),
         Ops.REDUCE: reduce_gradient,

@@ -91,7 +91,8 @@ class MovementOps:
             return x._result(x.uop.pad(grow), x)
         inside = type(self).ones(*x.shape, dtype=dtypes.bool, device=self.device)
         inside = inside._result(inside.uop.pad(grow))
-        return inside.where(x._result(x.uop.pad(grow), x), value)
+        fill = bool(value) if x.dtype.is_bool else int(value) if x.dtype.is_int else value
+        return inside.where(x._result(x.uop.pad(grow), x), fill)  # the value takes x's dtype
 
     def shrink(self: Tensor, bounds: Sequence[tuple[int, int] | None]) -> Tensor:
         """Keep [start, end) of each axis (None keeps the whole axis)."""

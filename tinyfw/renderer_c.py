@@ -54,10 +54,11 @@ def render_const(value: float | int | bool, dtype: DType) -> str:
     if dtype.is_bool:
         return "1" if value else "0"
     if dtype.is_int:
-        if dtype != dtypes.int64:
-            return f"{int(value)}"
-        # -9223372036854775808LL would negate a constant too large for long long
-        return f"({int(value) + 1}LL-1)" if value == dtypes.min(dtype) else f"{int(value)}LL"
+        if dtype == dtypes.int64 and value == dtypes.min(dtype):
+            # -9223372036854775808LL would negate a constant too large for long long
+            return f"({int(value) + 1}LL-1)"
+        text = f"{int(value)}" + ("LL" if dtype == dtypes.int64 else "")
+        return f"({text})" if value < 0 else text  # so that -x of it is not a decrement
     if math.isnan(value):
         text = "NAN"
     elif math.isinf(value):

@@ -58,7 +58,8 @@ def c_const(value: Any, dtype: DType, float_suffix: str, inf: str, nan: str) -> 
     if dtype.is_int:
         if dtype == dtypes.int64 and value == dtypes.min(dtype):
             return f"({int(value) + 1}L-1)"  # the literal itself would not fit
-        return f"{int(value)}" + ("L" if dtype == dtypes.int64 else "")
+        text = f"{int(value)}" + ("L" if dtype == dtypes.int64 else "")
+        return f"({text})" if value < 0 else text  # so that -x of it is not a decrement
     if math.isnan(value):
         return nan
     if math.isinf(value):
@@ -159,7 +160,7 @@ def _wgsl_const(value: Any, dtype: DType) -> str:
     if dtype.is_bool:
         return "true" if value else "false"
     if dtype.is_int:
-        return f"{int(value)}i" if value != -2**31 else "i32(-2147483648)"
+        return f"({int(value)}i)" if value != -2**31 else "i32(-2147483648)"
     if math.isnan(value) or math.isinf(value):
         bits = struct.unpack("<I", struct.pack("<f", value))[0]
         return f"bitcast<f32>({bits}u)"

@@ -623,7 +623,11 @@ class Tensor(MovementOps, DerivedOps):
         return self._result(out.uop, self)
 
     def abs(self) -> Tensor:
-        return self * self.sign() if not self.dtype.is_bool else self
+        """|x|, as x * sign(x) (gradient 0 at 0, as torch); + 0 turns -0.0 into 0.0."""
+        if self.dtype.is_bool:
+            return self
+        out = self * self.sign()
+        return out + 0.0 if self.dtype.is_float else out
 
     def isnan(self) -> Tensor: return self != self
     def isinf(self) -> Tensor: return (self == math.inf) | (self == -math.inf)
@@ -633,9 +637,10 @@ class Tensor(MovementOps, DerivedOps):
     def sigmoid(self) -> Tensor:
         """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""
         x = self._floating()
-        e = (-x.abs()).exp()
+        positive = x >= 0
+        e = positive.where(-x, x).exp()  # exp(-|x|), with a gradient at 0 from the x >= 0 side
         s = (1 + e).reciprocal()
-        return (x >= 0).where(s, e * s)
+        return positive.where(s, e * s)
 
     def tanh(self) -> Tensor: return 2.0 * (2.0 * self).sigmoid() - 1.0
     def silu(self) -> Tensor: return self * self.sigmoid()
@@ -645,7 +650,8 @@ class Tensor(MovementOps, DerivedOps):
         return (self > 0).where(self, self * neg_slope)
 
     def elu(self, alpha: float = 1.0) -> Tensor:
-        return (self > 0).where(self, alpha * (self.minimum(0).exp() - 1))
+        below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
+        return (self > 0).where(self, alpha * (below.exp() - 1))
 
     def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
         """log(1 + exp(beta x)) / beta, linear past threshold like torch's."""
@@ -666,8 +672,9 @@ class Tensor(MovementOps, DerivedOps):
         """Values limited to [min_, max_]."""
         if min_ is None and max_ is None:
             raise RuntimeError("At least one of 'min' or 'max' must not be None")
-        out = self if min_ is None else self.maximum(min_)
-        return out if max_ is None else out.minimum(max_)
+        # where, not maximum/minimum: at a bound the gradient passes whole, as in torch.clamp
+        out = self if min_ is None else (self < min_).where(min_, self)
+        return out if max_ is None else (out > max_).where(max_, out)
 
     clamp = clip
 
