@@ -1,0 +1,1 @@
+"""Benchmarks of tinyfw against numpy and tinygrad (python -m bench.run)."""

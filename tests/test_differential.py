@@ -1,0 +1,1210 @@
+"""Random small programs give the same values and gradients on CPU (compiled C), on NUMPY (the
+reference interpreter) and in PyTorch (float32, with float64 to size the rounding error)."""
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tinyfw import Tensor, dtypes
+
+FLOAT, INT, BOOL = "f", "i", "b"
+EXACT_LIMIT = 2.0 ** 23    # a grid value needing fewer bits is exact in float32
+INT_LIMIT = 2.0 ** 24      # ints stay below this (no overflow, exact as floats)
+FLOAT_LIMIT = 1e30         # finite floats stay below this (no overflow to inf)
+MAX_NUMEL, MAX_NDIM = 200, 4
+TINY_DTYPES = {FLOAT: dtypes.float32, INT: dtypes.int32, BOOL: dtypes.bool}
+RANK = {BOOL: 0, INT: 1, FLOAT: 2}
+
+DIFF_SETTINGS = settings(max_examples=100, deadline=None, derandomize=True, database=None,
+                         suppress_health_check=list(HealthCheck))
+GRAD_SETTINGS = settings(DIFF_SETTINGS, max_examples=60)
+
+Draw = Callable[[st.SearchStrategy], Any]
+
+
+# ---------------------------------------------------------------------------------------------
+# what the generator knows of each value
+
+
+@dataclass(frozen=True)
+class Meta:
+    """A value of a program as the generator sees it: shape, kind, a bound on its finite values
+    and whether it was computed without rounding (only such values may meet a comparison, a
+    cast to int or a rounding op, where a last-bit difference would flip the result)."""
+    shape: tuple[int, ...]
+    kind: str
+    mag: float = 1.0
+    frac: int = 0
+    exact: bool = True
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+def meta(shape: tuple[int, ...], kind: str, mag: float, frac: int = 0,
+         exact: bool = True) -> Meta | None:
+    """A Meta, or None when the value could overflow (the generator then skips the op)."""
+    shape = tuple(shape)
+    if len(shape) > MAX_NDIM or math.prod(shape) > MAX_NUMEL:
+        return None
+    if kind == BOOL:
+        return Meta(shape, BOOL)
+    if kind == INT:
+        return Meta(shape, INT, float(mag)) if mag < INT_LIMIT else None
+    if mag > FLOAT_LIMIT:
+        return None
+    exact = exact and mag * 2.0 ** frac < EXACT_LIMIT
+    return Meta(shape, FLOAT, float(mag), frac if exact else 0, exact)
+
+
+def promote(*kinds: str) -> str:
+    return max(kinds, key=RANK.__getitem__)
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A Python number used as an operand."""
+    value: bool | int | float
+
+    @property
+    def meta(self) -> Meta:
+        v = self.value
+        kind = BOOL if isinstance(v, bool) else INT if isinstance(v, int) else FLOAT
+        return Meta((), kind, abs(float(v)), 2 if kind == FLOAT else 0)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+@dataclass(frozen=True)
+class Step:
+    op: str
+    srcs: tuple[int, ...]
+    arg: Any = None
+
+
+@dataclass(frozen=True)
+class Program:
+    """Inputs (metas, filled from seed) and steps; each step's value is v{len(inputs) + i}."""
+    inputs: tuple[Meta, ...]
+    steps: tuple[Step, ...]
+    seed: int
+    metas: tuple[Meta, ...]
+    grad: bool = False  # a gradient program: its inputs require grad
+
+    @property
+    def out(self) -> Meta:
+        return self.metas[-1]
+
+    def arrays(self) -> list[np.ndarray]:
+        """The input values: floats on a grid of quarters, small ints, bools."""
+        rng = np.random.default_rng(self.seed)
+        out = []
+        for m in self.inputs:
+            if m.kind == FLOAT:
+                out.append((rng.integers(-16, 17, m.shape) / 4).astype(np.float32))
+            elif m.kind == INT:
+                out.append(rng.integers(-5, 6, m.shape).astype(np.int32))
+            else:
+                out.append(rng.integers(0, 2, m.shape).astype(np.bool_))
+        return out
+
+    def __repr__(self) -> str:
+        """The program as tinyfw code (a repro to paste)."""
+        lines = ["import numpy as np", "from tinyfw import Tensor", "dev = 'CPU'  # or 'NUMPY'"]
+        grad = ", requires_grad=True" if self.grad else ""
+        for i, a in enumerate(self.arrays()):
+            lines.append(f"v{i} = Tensor(np.array({a.tolist()!r}, dtype=np.{a.dtype}), "
+                         f"device=dev{grad})")
+        for i, s in enumerate(self.steps):
+            names = [f"v{j}" for j in s.srcs]
+            lines.append(f"v{len(self.inputs) + i} = {OPS[s.op].text(names, s.arg)}")
+        out = f"v{len(self.metas) - 1}"
+        lines.append(f"print({out}.numpy())")
+        if self.grad:
+            lines.append(f"w = Tensor(np.array({weights(self).tolist()!r}, dtype=np.float32), "
+                         "device=dev)")
+            lines.append(f"({out} * w).sum().backward()")
+            lines += [f"print(None if v{i}.grad is None else v{i}.grad.numpy())"
+                      for i in range(len(self.inputs))]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """Hypothesis prints a failing example this way: as the repro."""
+        p.text("\n" + repr(self) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# the two libraries a program runs on
+
+
+class TinyLib:
+    """Runs program steps with tinyfw on one device."""
+
+    def __init__(self, device: str):
+        self.device = device
+
+    def tensor(self, arr: np.ndarray, grad: bool) -> Tensor:
+        return Tensor(arr, device=self.device, requires_grad=grad)
+
+    def operand(self, x: Any) -> Any:
+        return x.value if isinstance(x, Scalar) else x
+
+    def cast(self, x: Tensor, kind: str) -> Tensor:
+        return x.cast(TINY_DTYPES[kind])
+
+    def math(self, x: Tensor, name: str) -> Tensor:
+        return getattr(x, name)()
+
+    def relu(self, x: Tensor) -> Tensor:
+        return x.relu()
+
+    def where(self, c: Tensor, a: Any, b: Any) -> Tensor:
+        return c.where(a, b)
+
+    def maximum(self, a: Tensor, b: Any) -> Tensor:
+        return a.maximum(b)
+
+    def minimum(self, a: Tensor, b: Any) -> Tensor:
+        return a.minimum(b)
+
+    def reduce(self, x: Tensor, name: str, axis: Any, keepdim: bool) -> Tensor:
+        return getattr(x, name)(axis, keepdim=keepdim)
+
+    def pad(self, x: Tensor, pairs: tuple, flat: bool, value: Any) -> Tensor:
+        return x.pad(flat_padding(pairs) if flat else pairs, value=value)
+
+    def shrink(self, x: Tensor, bounds: tuple) -> Tensor:
+        return x.shrink(bounds)
+
+    def flip(self, x: Tensor, axes: tuple[int, ...]) -> Tensor:
+        return x.flip(axes)
+
+    def getitem(self, x: Tensor, index: tuple) -> Tensor:
+        return x[index]
+
+    def cat(self, xs: list[Tensor], dim: int) -> Tensor:
+        return Tensor.cat(*xs, dim=dim)
+
+    def matmul(self, a: Tensor, b: Tensor) -> Tensor:
+        return a @ b
+
+    def clip(self, x: Tensor, lo: float, hi: float) -> Tensor:
+        return x.clip(lo, hi)
+
+    def realize(self, x: Tensor) -> Tensor:
+        return x.realize()
+
+    def round_trip(self, x: Tensor) -> Tensor:
+        """x copied to the other device and back."""
+        return x.to("NUMPY" if self.device == "CPU" else "CPU").to(self.device)
+
+
+class TorchLib(TinyLib):
+    """Runs program steps with PyTorch, floats in float32 or float64 (the default dtype)."""
+
+    def __init__(self, float_dtype: torch.dtype):
+        self.float_dtype = float_dtype
+
+    def tensor(self, arr: np.ndarray, grad: bool) -> torch.Tensor:
+        t = torch.tensor(arr)
+        t = t.to(self.float_dtype) if t.is_floating_point() else t
+        return t.requires_grad_(grad)
+
+    def cast(self, x: torch.Tensor, kind: str) -> torch.Tensor:
+        return x.to({FLOAT: self.float_dtype, INT: torch.int32, BOOL: torch.bool}[kind])
+
+    def floating(self, x: torch.Tensor) -> torch.Tensor:
+        return x if x.is_floating_point() else x.to(self.float_dtype)
+
+    def math(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        return getattr(self.floating(x), name)()
+
+    def relu(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.where(x > 0, x, 0)  # tinyfw (like tinygrad) gives 0 for nan, torch nan
+
+    def where(self, c: torch.Tensor, a: Any, b: Any) -> torch.Tensor:
+        return torch.where(c, a, b)
+
+    def maximum(self, a: torch.Tensor, b: Any) -> torch.Tensor:
+        return torch.maximum(a, b if isinstance(b, torch.Tensor) else torch.tensor(b))
+
+    def minimum(self, a: torch.Tensor, b: Any) -> torch.Tensor:
+        return torch.minimum(a, b if isinstance(b, torch.Tensor) else torch.tensor(b))
+
+    def reduce(self, x: torch.Tensor, name: str, axis: Any, keepdim: bool) -> torch.Tensor:
+        dims = tuple(range(x.ndim)) if axis is None else axis
+        if name == "mean":
+            return self.floating(x).mean(dims, keepdim=keepdim) if x.ndim else self.floating(x)
+        fn = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[name]
+        return fn(x, dims, keepdim=keepdim) if x.ndim else fn(x)
+
+    def pad(self, x: torch.Tensor, pairs: tuple, flat: bool, value: Any) -> torch.Tensor:
+        return F.pad(x, flat_padding(pairs), value=value)
+
+    def shrink(self, x: torch.Tensor, bounds: tuple) -> torch.Tensor:
+        return x[tuple(slice(b, e) for b, e in bounds)]
+
+    def flip(self, x: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
+        return torch.flip(x, axes)
+
+    def getitem(self, x: torch.Tensor, index: tuple) -> torch.Tensor:
+        """numpy-style indexing (negative steps too), one axis at a time."""
+        dim = 0
+        for i in index:
+            if i is None:
+                x, dim = x.unsqueeze(dim), dim + 1
+            elif i is Ellipsis:
+                continue  # only generated last, where it keeps the remaining axes
+            elif isinstance(i, int):
+                x = x.select(dim, i)
+            else:
+                picked = torch.tensor(list(range(*i.indices(x.shape[dim]))), dtype=torch.long)
+                x, dim = x.index_select(dim, picked), dim + 1
+        return x
+
+    def cat(self, xs: list[torch.Tensor], dim: int) -> torch.Tensor:
+        return torch.cat(xs, dim)
+
+    def matmul(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        dt = torch.promote_types(a.dtype, b.dtype)
+        return a.to(dt) @ b.to(dt)
+
+    def realize(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def round_trip(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+def flat_padding(pairs: tuple) -> tuple[int, ...]:
+    """((before, after), ...) per axis as torch's flat list, last axis first."""
+    return tuple(v for b, a in reversed(pairs) for v in (b, a))
+
+
+@contextmanager
+def torch_default_float(dtype: torch.dtype) -> Iterator[None]:
+    """Within the block, ints promote to dtype (as tinyfw's to its default float32)."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+def run_program(prog: Program, lib: TinyLib, grad: bool = False) -> tuple[Any, list[Any]]:
+    """Every step of prog on lib: the last value and the input tensors."""
+    inputs = [lib.tensor(a, grad) for a in prog.arrays()]
+    values: list[Any] = list(inputs)
+    for s in prog.steps:
+        xs = [values[j] for j in s.srcs]
+        values.append(OPS[s.op].run(lib, xs, s.arg))
+    return values[-1], inputs
+
+
+# ---------------------------------------------------------------------------------------------
+# the ops: how to pick operands and arguments, the result's Meta, how to run, how to print
+
+
+Built = tuple[tuple[int, ...], Any, Meta] | None
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    build: Callable[[Draw, list[Meta], bool], Built]
+    run: Callable[[TinyLib, list[Any], Any], Any]
+    text: Callable[[list[str], Any], str]
+    in_grad: bool = True   # used in gradient programs
+
+
+def pick(draw: Draw, metas: list[Meta], ok: Callable[[Meta], bool]) -> int | None:
+    """The index of a value that satisfies ok: half the time the latest one (so programs are
+    chains more than piles of unused values), else any (shrinks to the latest)."""
+    found = [i for i in reversed(range(len(metas))) if ok(metas[i])]
+    if not found:
+        return None
+    return found[0] if draw(st.booleans()) else draw(st.sampled_from(found))
+
+
+def broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        return None
+
+
+def scalar_for(draw: Draw, kind: str, nonzero: bool = False) -> Scalar:
+    """A Python number of kind (a quarter-grid float, a small int, a bool)."""
+    if kind == FLOAT:
+        k = draw(st.sampled_from([2, -3, 1, 6, -8, 0, 9]))
+        return Scalar(k / 4 if k or not nonzero else 1.5)
+    if kind == INT:
+        return Scalar(draw(st.sampled_from([2, -1, 3] if nonzero else [2, -1, 0, 3])))
+    return Scalar(draw(st.booleans()))
+
+
+def partner(draw: Draw, metas: list[Meta], a: Meta, ok: Callable[[Meta], bool],
+            kinds: tuple[str, ...]) -> tuple[int | None, Scalar | None]:
+    """A second operand for a: a value that broadcasts with it, or a Python scalar."""
+    def fits(m: Meta) -> bool:
+        out = broadcast(a.shape, m.shape)
+        return out is not None and len(out) <= MAX_NDIM and math.prod(out) <= MAX_NUMEL \
+            and ok(m)
+    if draw(st.integers(0, 3)) > 0:
+        j = pick(draw, metas, fits)
+        if j is not None:
+            return j, None
+    s = scalar_for(draw, draw(st.sampled_from(kinds)))
+    return (None, s) if ok(s.meta) else (None, None)
+
+
+def unary(kinds: str, result: Callable[[Meta], Meta | None], call: Callable[[TinyLib, Any], Any],
+          text: str, in_grad: bool = True, needs_exact: bool = False) -> OpSpec:
+    """An elementwise op of one operand of the given kinds."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind in kinds and (m.exact or not needs_exact))
+        if i is None:
+            return None
+        out = result(metas[i])
+        return None if out is None else ((i,), None, out)
+    return OpSpec(build, lambda L, xs, arg: call(L, xs[0]), lambda n, arg: text.format(*n),
+                  in_grad)
+
+
+def _float_of(m: Meta, mag: float, exact: bool = False, frac: int = 0) -> Meta | None:
+    return meta(m.shape, FLOAT, mag, frac, exact)
+
+
+def _same(m: Meta, mag: float | None = None, frac: int | None = None) -> Meta | None:
+    return meta(m.shape, m.kind, m.mag if mag is None else mag, m.frac if frac is None else frac,
+                m.exact)
+
+
+def _math(name: str, result: Callable[[Meta], Meta | None], needs_exact: bool,
+          in_grad: bool = True) -> OpSpec:
+    return unary("fib", result, lambda L, x: L.math(x, name), f"{{}}.{name}()", in_grad,
+                 needs_exact)
+
+
+def _bounded_exp(m: Meta) -> Meta | None:
+    return _float_of(m, math.exp(m.mag)) if m.mag <= 20 else None
+
+
+def _bounded_trig(m: Meta) -> Meta | None:
+    return _float_of(m, 1.0) if m.mag <= 64 else None
+
+
+def _safe(name: str, result: Callable[[Meta], Meta | None]) -> OpSpec:
+    """name(x*x + 1): a domain-limited op kept finite, with finite gradients."""
+    def call(L: TinyLib, x: Any) -> Any:
+        return L.math(x * x + 1, name)
+    return unary("f", result, call, f"({{0}}*{{0}}+1).{name}()")
+
+
+UNARY: dict[str, OpSpec] = {
+    "neg": unary("fi", _same, lambda L, x: -x, "-{}"),
+    "abs": unary("fi", _same, lambda L, x: x.abs(), "{}.abs()"),
+    "relu": unary("fi", _same, lambda L, x: L.relu(x), "{}.relu()"),
+    "square": unary("fi", lambda m: _same(m, m.mag ** 2, m.frac * 2), lambda L, x: x.square(),
+                    "{}.square()"),
+    "sign": unary("fi", lambda m: _same(m, 1.0, 0), lambda L, x: x.sign(), "{}.sign()"),
+    "trunc": unary("fi", lambda m: _same(m, frac=0), lambda L, x: x.trunc(), "{}.trunc()",
+                   needs_exact=True),
+    "floor": unary("fi", lambda m: _same(m, m.mag + 1, 0), lambda L, x: x.floor(),
+                   "{}.floor()", needs_exact=True),
+    "ceil": unary("fi", lambda m: _same(m, m.mag + 1, 0), lambda L, x: x.ceil(), "{}.ceil()",
+                  needs_exact=True),
+    "round": unary("fi", lambda m: _same(m, m.mag + 1, 0), lambda L, x: x.round(),
+                   "{}.round()", needs_exact=True),
+    "logical_not": unary("b", _same, lambda L, x: x.logical_not(), "{}.logical_not()"),
+    "exp": _math("exp", _bounded_exp, False),
+    "sin": _math("sin", _bounded_trig, False),
+    "cos": _math("cos", _bounded_trig, False),
+    "sigmoid": _math("sigmoid", lambda m: _float_of(m, 1.0), False),
+    "tanh": _math("tanh", lambda m: _float_of(m, 1.0), False),
+    "log": _math("log", lambda m: _float_of(m, max(math.log(m.mag + 1), m.frac) + 1), True,
+                 False),
+    "sqrt": _math("sqrt", lambda m: _float_of(m, math.sqrt(m.mag)), True, False),
+    # + 0.0 turns -0.0 into 0.0: the sign of a zero differs between frameworks (-2.0 % 2.0 is
+    # -0.0 in torch, 0.0 in tinyfw and Python) and 1 / x would turn it into an inf of each sign
+    "reciprocal": unary("fib", lambda m: _float_of(m, 2.0 ** m.frac),
+                        lambda L, x: L.math(x + 0.0, "reciprocal"), "({} + 0.0).reciprocal()",
+                        False, True),
+    "log_s": _safe("log", lambda m: _float_of(m, 2 * math.log(m.mag + 1) + 1)),
+    "sqrt_s": _safe("sqrt", lambda m: _float_of(m, m.mag + 1)),
+    "reciprocal_s": _safe("reciprocal", lambda m: _float_of(m, 1.0)),
+    "clip": unary("f", lambda m: _same(m, min(m.mag, 1.25)),
+                  lambda L, x: L.clip(x, -1.25, 0.5), "{}.clip(-1.25, 0.5)"),
+    "contiguous": unary("fib", _same, lambda L, x: x.contiguous(), "{}.contiguous()"),
+    "realize": unary("fib", _same, lambda L, x: L.realize(x), "{}.realize()"),
+    "to_and_back": unary("fib", _same, lambda L, x: L.round_trip(x),
+                         "{}.to('NUMPY' if dev == 'CPU' else 'CPU').to(dev)"),
+}
+
+
+def cast_op(kind: str) -> OpSpec:
+    """x.float(), x.int() or x.bool(); float to int only from exact (finite) values."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind != kind and (m.exact or kind != INT))
+        if i is None:
+            return None
+        m = metas[i]
+        out = meta(m.shape, kind, m.mag if kind != BOOL else 1, 0, m.exact)
+        return None if out is None else ((i,), None, out)
+    name = {FLOAT: "float", INT: "int", BOOL: "bool"}[kind]
+    return OpSpec(build, lambda L, xs, arg: L.cast(xs[0], kind), lambda n, a: f"{n[0]}.{name}()")
+
+
+def binary(result: Callable[[Meta, Meta], Meta | None], call: Callable[[TinyLib, Any, Any], Any],
+           text: str, ok_a: Callable[[Meta], bool], ok_b: Callable[[Meta, Meta], bool],
+           in_grad: bool = True) -> OpSpec:
+    """An elementwise op of a value and a second value (broadcast) or a Python scalar."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, ok_a)
+        if i is None:
+            return None
+        a = metas[i]
+        kinds = (FLOAT,) if grad else (FLOAT, INT, BOOL)
+        j, s = partner(draw, metas, a, lambda m: ok_b(a, m), kinds)
+        if j is None and s is None:
+            return None
+        b = metas[j] if j is not None else s.meta
+        out = result(a, b)
+        if out is None:
+            return None
+        shape = broadcast(a.shape, b.shape)
+        out = meta(shape, out.kind, out.mag, out.frac, out.exact)
+        return None if out is None else (((i, j) if j is not None else (i,)), s, out)
+
+    def run(L: TinyLib, xs: list[Any], s: Scalar | None) -> Any:
+        return call(L, xs[0], xs[1] if s is None else L.operand(s))
+
+    def show(n: list[str], s: Scalar | None) -> str:
+        return text.format(n[0], n[1] if s is None else repr(s))
+    return OpSpec(build, run, show, in_grad)
+
+
+def _arith(mag: Callable[[Meta, Meta], float], frac: Callable[[Meta, Meta], int]
+           ) -> Callable[[Meta, Meta], Meta | None]:
+    return lambda a, b: meta((), promote(a.kind, b.kind), mag(a, b), frac(a, b),
+                             a.exact and b.exact)
+
+
+_any = lambda m: True  # noqa: E731
+_numeric = lambda m: m.kind != BOOL  # noqa: E731
+_exact = lambda m: m.exact  # noqa: E731
+_bits = lambda m: m.kind != FLOAT  # noqa: E731
+_bool_result = lambda a, b: Meta((), BOOL)  # noqa: E731
+_sum_mag = lambda a, b: a.mag + b.mag  # noqa: E731
+_max_frac = lambda a, b: max(a.frac, b.frac)  # noqa: E731
+
+
+def _div_result(a: Meta, b: Meta) -> Meta | None:
+    return meta((), FLOAT, a.mag * 2.0 ** b.frac, 0, False)
+
+
+SYMBOLS: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge, "==": operator.eq,
+    "!=": operator.ne, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    "//": operator.floordiv, "%": operator.mod,
+}
+
+
+def _compare(sym: str) -> OpSpec:
+    return binary(_bool_result, lambda L, a, b: SYMBOLS[sym](a, b), f"({{}} {sym} {{}})",
+                  _exact, lambda a, m: m.exact)
+
+
+def _bitwise(sym: str) -> OpSpec:
+    res = lambda a, b: meta((), promote(a.kind, b.kind), 2 * max(a.mag, b.mag) + 1)  # noqa: E731
+    return binary(res, lambda L, a, b: SYMBOLS[sym](a, b), f"({{}} {sym} {{}})", _bits,
+                  lambda a, m: _bits(m), False)
+
+
+def _divmod(sym: str) -> OpSpec:
+    """x // d and x % d for a nonzero int d (ints) or a power of two (exact floats)."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind in "fi" and m.exact)
+        if i is None:
+            return None
+        a = metas[i]
+        d = draw(st.sampled_from([2, 3, -2, -3] if a.kind == INT else [2.0, 0.5, -4.0]))
+        mag = a.mag / min(abs(d), 1) + 1 if sym == "//" else abs(d)
+        out = meta(a.shape, a.kind, mag, a.frac + (1 if d == 0.5 else 0), True)
+        return None if out is None else ((i,), d, out)
+    return OpSpec(build, lambda L, xs, d: SYMBOLS[sym](xs[0], d),
+                  lambda n, d: f"({n[0]} {sym} {d!r})", False)
+
+
+def _pow() -> OpSpec:
+    """x ** p: small integer powers (exact), or 0.5 and 1.5 of exact values."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        p = draw(st.sampled_from([2, 3, 0.5, 1.5]))
+        i = pick(draw, metas, lambda m: m.kind == FLOAT and (m.exact or isinstance(p, int)))
+        if i is None:
+            return None
+        a = metas[i]
+        if isinstance(p, int):
+            out = meta(a.shape, FLOAT, a.mag ** p, a.frac * p, a.exact)
+        else:
+            out = meta(a.shape, FLOAT, a.mag ** p, 0, False)
+        return None if out is None else ((i,), p, out)
+    return OpSpec(build, lambda L, xs, p: xs[0] ** p, lambda n, p: f"({n[0]} ** {p!r})", False)
+
+
+BINARY: dict[str, OpSpec] = {
+    "add": binary(_arith(_sum_mag, _max_frac), lambda L, a, b: a + b, "({} + {})", _any,
+                  lambda a, m: True),
+    "sub": binary(_arith(_sum_mag, _max_frac), lambda L, a, b: a - b, "({} - {})", _numeric,
+                  lambda a, m: _numeric(m)),
+    "mul": binary(_arith(lambda a, b: a.mag * b.mag, lambda a, b: a.frac + b.frac),
+                  lambda L, a, b: a * b, "({} * {})", _any, lambda a, m: True),
+    "div": binary(_div_result, lambda L, a, b: a / (b + 0.0), "({} / ({} + 0.0))", _any,
+                  lambda a, m: m.exact, False),
+    "div_s": binary(lambda a, b: meta((), FLOAT, a.mag, 0, False),
+                    lambda L, a, b: a / (b * b + 1), "({0} / ({1} * {1} + 1))",
+                    _any, lambda a, m: m.kind == FLOAT),
+    "maximum": binary(_arith(lambda a, b: max(a.mag, b.mag), _max_frac),
+                      lambda L, a, b: L.maximum(a, b), "{}.maximum({})", _numeric,
+                      lambda a, m: _numeric(m)),
+    "minimum": binary(_arith(lambda a, b: max(a.mag, b.mag), _max_frac),
+                      lambda L, a, b: L.minimum(a, b), "{}.minimum({})", _numeric,
+                      lambda a, m: _numeric(m)),
+    "lt": _compare("<"), "gt": _compare(">"), "le": _compare("<="), "ge": _compare(">="),
+    "eq": _compare("=="), "ne": _compare("!="),
+    "and": _bitwise("&"), "or": _bitwise("|"), "xor": _bitwise("^"),
+    "floordiv": _divmod("//"), "mod": _divmod("%"), "pow": _pow(),
+}
+
+
+def _where() -> OpSpec:
+    """cond.where(a, b): cond a bool value; a and b values or scalars, all broadcast."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        c = pick(draw, metas, lambda m: m.kind == BOOL)
+        if c is None:
+            return None
+        cm = metas[c]
+        kinds = (FLOAT,) if grad else (FLOAT, INT, BOOL)
+        j1, s1 = partner(draw, metas, cm, lambda m: not grad or m.kind == FLOAT, kinds)
+        if j1 is None and s1 is None:
+            return None
+        m1 = metas[j1] if j1 is not None else s1.meta
+        shape = broadcast(cm.shape, m1.shape)
+        j2, s2 = partner(draw, metas, Meta(shape, FLOAT), lambda m: not grad or m.kind == FLOAT,
+                         kinds)
+        if j2 is None and s2 is None:
+            return None
+        m2 = metas[j2] if j2 is not None else s2.meta
+        if s1 is not None and s2 is not None and s1.meta.kind != s2.meta.kind:
+            return None  # torch gives int64 or float64 for two Python numbers of two kinds
+        out = meta(broadcast(shape, m2.shape), promote(m1.kind, m2.kind), max(m1.mag, m2.mag),
+                   max(m1.frac, m2.frac), m1.exact and m2.exact)
+        srcs = (c,) + tuple(j for j in (j1, j2) if j is not None)
+        return None if out is None else (srcs, (s1, s2), out)
+
+    def run(L: TinyLib, xs: list[Any], arg: tuple) -> Any:
+        rest = iter(xs[1:])
+        a, b = (L.operand(s) if s is not None else next(rest) for s in arg)
+        return L.where(xs[0], a, b)
+
+    def show(n: list[str], arg: tuple) -> str:
+        rest = iter(n[1:])
+        a, b = (repr(s) if s is not None else next(rest) for s in arg)
+        return f"{n[0]}.where({a}, {b})"
+    return OpSpec(build, run, show)
+
+
+def _reduce(name: str) -> OpSpec:
+    """sum, max, min or mean over None, one axis or several, keepdim or not."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        kinds = "fib" if name in ("sum", "mean") else "fi"
+        i = pick(draw, metas, lambda m: m.kind in kinds)
+        if i is None:
+            return None
+        m = metas[i]
+        nd = len(m.shape)
+        how = draw(st.sampled_from(["one", "several", "one", "all"])) if nd else "all"
+        size = 1 if how == "one" else draw(st.integers(1, nd)) if how == "several" else 0
+        axes = sorted(draw(st.lists(st.integers(0, nd - 1), min_size=size, max_size=size,
+                                    unique=True))) if size else []
+        axis: Any = None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
+        if isinstance(axis, int) and draw(st.booleans()):
+            axis -= nd  # a negative axis
+        keep = draw(st.booleans())
+        axes_n = range(len(m.shape)) if axis is None else \
+            [a % len(m.shape) for a in ((axis,) if isinstance(axis, int) else axis)]
+        count = math.prod(m.shape[a] for a in axes_n)
+        if name in ("max", "min") and count == 0:
+            return None  # torch raises on an empty max
+        shape = tuple(1 if k in axes_n else s for k, s in enumerate(m.shape)) if keep else \
+            tuple(s for k, s in enumerate(m.shape) if k not in axes_n)
+        if name == "sum":
+            kind = INT if m.kind == BOOL else m.kind
+            out = meta(shape, kind, m.mag * max(count, 1), m.frac, m.exact)
+        elif name == "mean":
+            out = meta(shape, FLOAT, m.mag, 0, False)
+        else:
+            out = meta(shape, m.kind, m.mag, m.frac, m.exact)
+        return None if out is None else ((i,), (axis, keep), out)
+    return OpSpec(build, lambda L, xs, a: L.reduce(xs[0], name, a[0], a[1]),
+                  lambda n, a: f"{n[0]}.{name}({a[0]!r}, keepdim={a[1]})")
+
+
+@functools.cache
+def shapes_of(numel: int, ndim: int) -> tuple[tuple[int, ...], ...]:
+    """Every shape of ndim axes holding numel elements."""
+    if ndim == 0:
+        return ((),) if numel == 1 else ()
+    if numel == 0:
+        return tuple(s for k in range(ndim) for s in [(1,) * k + (0,) + (1,) * (ndim - k - 1)])
+    return tuple((d,) + rest for d in range(1, numel + 1) if numel % d == 0
+                 for rest in shapes_of(numel // d, ndim - 1))
+
+
+def _movement(build_arg: Callable[[Draw, Meta], tuple[Any, tuple[int, ...]] | None],
+              call: Callable[[TinyLib, Any, Any], Any], text: Callable[[str, Any], str],
+              kinds: str = "fib") -> OpSpec:
+    """A view op: build_arg gives its argument and the new shape (or None: not possible)."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind in kinds)
+        if i is None:
+            return None
+        m = metas[i]
+        got = build_arg(draw, m)
+        if got is None:
+            return None
+        arg, shape = got
+        out = meta(shape, m.kind, m.mag, m.frac, m.exact)
+        return None if out is None else ((i,), arg, out)
+    return OpSpec(build, lambda L, xs, arg: call(L, xs[0], arg), lambda n, a: text(n[0], a))
+
+
+def _reshape_arg(draw: Draw, m: Meta) -> tuple[Any, tuple[int, ...]] | None:
+    options = [s for nd in range(4) for s in shapes_of(m.numel, nd)]
+    shape = draw(st.sampled_from(options))
+    arg = shape
+    if shape and m.numel and draw(st.booleans()):
+        k = draw(st.integers(0, len(shape) - 1))
+        arg = shape[:k] + (-1,) + shape[k + 1:]
+    return arg, shape
+
+
+def _permute_arg(draw: Draw, m: Meta) -> tuple[Any, tuple[int, ...]] | None:
+    order = tuple(draw(st.permutations(range(len(m.shape)))))
+    return order, tuple(m.shape[o] for o in order)
+
+
+def _expand_arg(draw: Draw, m: Meta) -> tuple[Any, tuple[int, ...]] | None:
+    lead = tuple(draw(st.lists(st.integers(1, 3), max_size=1)))
+    arg, shape = list(lead), list(lead)
+    for s in m.shape:
+        new = draw(st.integers(1, 4)) if s == 1 else s
+        arg.append(-1 if new == s and draw(st.booleans()) else new)
+        shape.append(new)
+    return tuple(arg), tuple(shape)
+
+
+def _pad_arg(draw: Draw, m: Meta) -> tuple[Any, tuple[int, ...]] | None:
+    if not m.shape:
+        return None
+    pairs = []
+    for s in m.shape:
+        b = draw(st.integers(-min(s, 2), 2))
+        a = draw(st.integers(-min(s - max(-b, 0), 2), 2))
+        pairs.append((b, a))
+    value = {FLOAT: scalar_for(draw, FLOAT), INT: scalar_for(draw, INT),
+             BOOL: scalar_for(draw, BOOL)}[m.kind] if draw(st.booleans()) else Scalar(0)
+    if m.kind == BOOL and not isinstance(value.value, bool):
+        value = Scalar(False)
+    shape = tuple(s + b + a for s, (b, a) in zip(m.shape, pairs))
+    return (tuple(pairs), draw(st.booleans()), value), shape
+
+
+def _pad_run(L: TinyLib, x: Any, arg: tuple) -> Any:
+    pairs, flat, value = arg
+    return L.pad(x, pairs, flat, value.value)
+
+
+def _pad_text(n: str, arg: tuple) -> str:
+    pairs, flat, value = arg
+    return f"{n}.pad({flat_padding(pairs) if flat else pairs!r}, value={value!r})"
+
+
+def _shrink_arg(draw: Draw, m: Meta) -> tuple[Any, tuple[int, ...]] | None:
+    bounds = []
+    for s in m.shape:
+        b = draw(st.integers(0, s))
+        bounds.append((b, draw(st.integers(b, s))))
+    return tuple(bounds), tuple(e - b for b, e in bounds)
+
+
+def _flip_arg(draw: Draw, m: Meta) -> tuple[Any, tuple[int, ...]] | None:
+    if not m.shape:
+        return None
+    axes = draw(st.lists(st.integers(0, len(m.shape) - 1), min_size=1, unique=True))
+    return tuple(axes), m.shape
+
+
+def _index_arg(draw: Draw, m: Meta) -> tuple[Any, tuple[int, ...]] | None:
+    index: list[Any] = []
+    for s in m.shape[:draw(st.integers(0, len(m.shape)))]:
+        how = draw(st.sampled_from(["slice", "int", "none", "all"]))
+        if how == "none":
+            index.append(None)
+        if how == "int" and s > 0:
+            index.append(draw(st.integers(-s, s - 1)))
+            continue
+        if how == "all":
+            index.append(slice(None))
+            continue
+        step = draw(st.sampled_from([1, 2, 3, -1, -2]))
+        start = draw(st.one_of(st.none(), st.integers(-s - 1, s)))
+        stop = draw(st.one_of(st.none(), st.integers(-s - 1, s)))
+        index.append(slice(start, stop, step))
+    if draw(st.booleans()):
+        index.append(Ellipsis)
+    shape = np.zeros(m.shape)[tuple(index)].shape
+    return tuple(index), shape
+
+
+def _index_text(n: str, index: tuple) -> str:
+    def one(i: Any) -> str:
+        if isinstance(i, slice):
+            return ":".join("" if v is None else str(v) for v in (i.start, i.stop, i.step))
+        return "..." if i is Ellipsis else repr(i)
+    return f"{n}[{', '.join(one(i) for i in index)}{',' if len(index) == 1 else ''}]"
+
+
+def _cat() -> OpSpec:
+    """Tensor.cat of a value and one or two values that match it except along dim."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: len(m.shape) > 0)
+        if i is None:
+            return None
+        a = metas[i]
+        d = draw(st.integers(0, len(a.shape) - 1))
+        same = lambda m: len(m.shape) == len(a.shape) and all(  # noqa: E731
+            x == y for k, (x, y) in enumerate(zip(m.shape, a.shape)) if k != d) and \
+            (m.kind == FLOAT or not grad)
+        others = [pick(draw, metas, same) for _ in range(draw(st.integers(1, 2)))]
+        srcs = (i, *[j for j in others if j is not None])
+        ms = [metas[j] for j in srcs]
+        shape = a.shape[:d] + (sum(m.shape[d] for m in ms),) + a.shape[d + 1:]
+        out = meta(shape, promote(*(m.kind for m in ms)), max(m.mag for m in ms),
+                   max(m.frac for m in ms), all(m.exact for m in ms))
+        return None if out is None else (srcs, d, out)
+    return OpSpec(build, lambda L, xs, d: L.cat(xs, d),
+                  lambda n, d: f"Tensor.cat({', '.join(n)}, dim={d})")
+
+
+def _matmul() -> OpSpec:
+    """a @ b for a value b that fits (broadcast batch axes, 1-D operands), else a @ a.T."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: len(m.shape) > 0 and m.kind in "fi")
+        if i is None:
+            return None
+        a = metas[i]
+
+        def fits(m: Meta) -> bool:
+            try:
+                np.matmul(np.zeros(a.shape), np.zeros(m.shape))
+            except ValueError:
+                return False
+            return m.kind in "fi" and len(m.shape) > 0
+        j = pick(draw, metas, fits) if draw(st.booleans()) else None
+        if j is not None:
+            b = metas[j]
+        else:  # a @ a.transpose(-1, -2), or a dot product of a 1-D a with itself
+            b = a if len(a.shape) == 1 else Meta(a.shape[:-2] + a.shape[:-3:-1], a.kind,
+                                                 a.mag, a.frac, a.exact)
+        shape = np.matmul(np.zeros(a.shape), np.zeros(b.shape)).shape
+        k = a.shape[-1]
+        out = meta(shape, promote(a.kind, b.kind), a.mag * b.mag * max(k, 1), a.frac + b.frac,
+                   a.exact and b.exact)
+        return None if out is None else (((i, j) if j is not None else (i,)), None, out)
+
+    def run(L: TinyLib, xs: list[Any], arg: Any) -> Any:
+        if len(xs) == 2:
+            return L.matmul(xs[0], xs[1])
+        x = xs[0]
+        return L.matmul(x, x if x.ndim == 1 else x.transpose(-1, -2))
+
+    def show(n: list[str], arg: Any) -> str:
+        return f"({n[0]} @ {n[1] if len(n) == 2 else n[0] + '.transpose(-1, -2)'})"
+    return OpSpec(build, run, show)
+
+
+OPS: dict[str, OpSpec] = {
+    **UNARY, **BINARY,
+    "float": cast_op(FLOAT), "int": cast_op(INT), "bool": cast_op(BOOL),
+    "where": _where(),
+    "sum": _reduce("sum"), "max": _reduce("max"), "min": _reduce("min"), "mean": _reduce("mean"),
+    "reshape": _movement(_reshape_arg, lambda L, x, a: x.reshape(a),
+                         lambda n, a: f"{n}.reshape({a!r})"),
+    "permute": _movement(_permute_arg, lambda L, x, a: x.permute(a),
+                         lambda n, a: f"{n}.permute({a!r})"),
+    "expand": _movement(_expand_arg, lambda L, x, a: x.expand(a),
+                        lambda n, a: f"{n}.expand({a!r})"),
+    "pad": _movement(_pad_arg, _pad_run, _pad_text),
+    "shrink": _movement(_shrink_arg, lambda L, x, a: L.shrink(x, a),
+                        lambda n, a: f"{n}.shrink({a!r})"),
+    "flip": _movement(_flip_arg, lambda L, x, a: L.flip(x, a), lambda n, a: f"{n}.flip({a!r})"),
+    "index": _movement(_index_arg, lambda L, x, a: L.getitem(x, a), _index_text),
+    "cat": _cat(),
+    "matmul": _matmul(),
+}
+MOVEMENT_OPS = ("reshape", "permute", "expand", "pad", "shrink", "flip", "index", "cat")
+REDUCE_OPS = ("sum", "max", "min", "mean", "matmul")
+OTHER_OPS = ("float", "int", "bool", "where", "contiguous", "realize", "to_and_back")
+GROUPS = {"movement": MOVEMENT_OPS, "reduce": REDUCE_OPS, "other": OTHER_OPS,
+          "binary": tuple(BINARY), "unary": tuple(n for n in UNARY if n not in OTHER_OPS)}
+
+
+def ops_of(group: str, grad: bool) -> list[str]:
+    """The ops of a group used in value programs (grad False) or gradient programs."""
+    return [n for n in GROUPS[group] if (OPS[n].in_grad if grad else not n.endswith("_s"))]
+
+
+@st.composite
+def programs(draw: Draw, grad: bool = False, max_steps: int = 8) -> Program:
+    """A random program: 1 to 3 inputs of broadcast-compatible shapes, then up to max_steps
+    ops, each on earlier values (the last one is the result)."""
+    ndim = draw(st.integers(0, 3))
+    base = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
+    inputs = []
+    for k in range(draw(st.integers(1, 3))):
+        keep = draw(st.integers(0, ndim)) if k else 0
+        shape = tuple(1 if draw(st.integers(0, 3)) == 0 else s for s in base[keep:])
+        kind = FLOAT if grad else draw(st.sampled_from([FLOAT, FLOAT, INT, BOOL]))
+        inputs.append(Meta(shape, kind, {FLOAT: 4.0, INT: 5.0, BOOL: 1.0}[kind],
+                           2 if kind == FLOAT else 0))
+    metas, steps = list(inputs), []
+    for _ in range(draw(st.integers(2, max_steps))):
+        name = draw(st.sampled_from(ops_of(draw(st.sampled_from(sorted(GROUPS))), grad)))
+        built = OPS[name].build(draw, metas, grad)
+        if built is not None:
+            srcs, arg, out = built
+            steps.append(Step(name, srcs, arg))
+            metas.append(out)
+    if grad:  # the result is the last float value (later bools only fed a where, or nothing)
+        last = max(i for i, m in enumerate(metas) if m.kind == FLOAT)
+        steps, metas = steps[:max(last - len(inputs) + 1, 0)], metas[:last + 1]
+    return Program(tuple(inputs), tuple(steps), draw(st.integers(0, 2 ** 16)), tuple(metas),
+                   grad)
+
+
+# ---------------------------------------------------------------------------------------------
+# comparing
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().numpy()
+    return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
+
+
+def assert_agree(got: np.ndarray, ref32: np.ndarray, ref64: np.ndarray, exact: bool,
+                 what: str) -> None:
+    """got equals the reference: exactly for exact values; else the same nan and inf positions,
+    and finite values within the rounding error float32 can make (float64 as the truth)."""
+    __tracebackhide__ = True
+    assert got.shape == ref32.shape, f"{what}: shape {got.shape}, expected {ref32.shape}"
+    g = got.astype(np.float64)
+    r32, r64 = ref32.astype(np.float64), ref64.astype(np.float64)
+    if exact:
+        np.testing.assert_array_equal(g, r64, err_msg=what)
+        return
+    for name, test in (("nan", np.isnan), ("+inf", np.isposinf), ("-inf", np.isneginf)):
+        np.testing.assert_array_equal(test(g), test(r32), err_msg=f"{what}: {name} positions")
+    finite = np.isfinite(g) & np.isfinite(r64)
+    with np.errstate(invalid="ignore"):
+        tol = 1e-5 + 1e-4 * np.abs(r64) + 16 * np.abs(np.nan_to_num(r32 - r64))
+        bad = finite & ~(np.abs(g - r64) <= tol)
+    assert not bad.any(), (f"{what}: {int(bad.sum())} values differ; first at "
+                           f"{np.argwhere(bad)[0].tolist()}: got {g[bad][0]!r}, expected "
+                           f"{r64[bad][0]!r} (float32 torch: {r32[bad][0]!r})")
+
+
+def run_torch(prog: Program, dtype: torch.dtype, grad: bool) -> tuple[Any, list[Any]]:
+    with torch_default_float(dtype):
+        return run_program(prog, TorchLib(dtype), grad)
+
+
+def check_values(prog: Program) -> None:
+    """prog's result on CPU and on NUMPY equals PyTorch's (dtype, shape, values)."""
+    ref32 = to_numpy(run_torch(prog, torch.float32, False)[0])
+    ref64 = to_numpy(run_torch(prog, torch.float64, False)[0])
+    out = prog.out
+    for device in ("CPU", "NUMPY"):
+        got, _ = run_program(prog, TinyLib(device))
+        assert got.dtype == TINY_DTYPES[out.kind], f"{device}: dtype {got.dtype}"
+        assert got.device == device
+        assert_agree(got.numpy(), ref32, ref64, out.exact, f"{device} value")
+
+
+def weights(prog: Program) -> np.ndarray:
+    """The random weights of the loss sum(out * w): nonzero quarter-grid values."""
+    rng = np.random.default_rng(prog.seed + 1)
+    sign = rng.integers(0, 2, prog.out.shape) * 2 - 1
+    return (sign * rng.integers(1, 9, prog.out.shape) / 4).astype(np.float32)
+
+
+def check_gradients(prog: Program) -> None:
+    """The gradient of sum(out * w) for each input, on CPU and NUMPY, equals PyTorch's."""
+    w = weights(prog)
+    refs = []
+    for dtype in (torch.float32, torch.float64):
+        with torch_default_float(dtype):
+            out, inputs = run_program(prog, TorchLib(dtype), True)
+            loss = (out * torch.tensor(w, dtype=dtype)).sum()
+            if loss.requires_grad:
+                loss.backward()
+        refs.append([to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape)
+                     for t in inputs])
+    for device in ("CPU", "NUMPY"):
+        out, inputs = run_program(prog, TinyLib(device), True)
+        loss = (out * Tensor(w, device=device)).sum()
+        if loss.requires_grad:
+            loss.backward()
+        for k, t in enumerate(inputs):
+            got = t.grad.numpy() if t.grad is not None else np.zeros(t.shape)
+            assert got.dtype == np.float32 if t.grad is not None else True
+            assert_agree(got, refs[0][k], refs[1][k], False, f"{device} gradient of v{k}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the tests
+
+
+@DIFF_SETTINGS
+@given(programs())
+def test_random_programs_values(prog: Program) -> None:
+    """A random program computes the same on CPU, on NUMPY and in PyTorch."""
+    check_values(prog)
+
+
+@GRAD_SETTINGS
+@given(programs(grad=True))
+def test_random_programs_gradients(prog: Program) -> None:
+    """A random float program has the same gradients on CPU, on NUMPY and in PyTorch."""
+    check_values(prog)
+    check_gradients(prog)
+
+
+# ---------------------------------------------------------------------------------------------
+# targeted cases: stacked views, padded computed values, deep chains
+
+Fn = Callable[..., Any]
+
+
+def check_fn(fn: Fn, *shapes: tuple[int, ...], grad: bool = True, seed: int = 0) -> None:
+    """fn(lib, *inputs) on CPU and NUMPY equals torch's, values and (for grad) gradients."""
+    rng = np.random.default_rng(seed)
+    arrays = [(rng.integers(-16, 17, s) / 4).astype(np.float32) for s in shapes]
+    refs: list[tuple[np.ndarray, list[np.ndarray]]] = []
+    for dtype in (torch.float32, torch.float64):
+        with torch_default_float(dtype):
+            lib = TorchLib(dtype)
+            xs = [lib.tensor(a, grad) for a in arrays]
+            out = fn(lib, *xs)
+            if grad:
+                (out * torch.arange(out.numel(), dtype=dtype).reshape(out.shape).sin()).sum() \
+                    .backward()
+            refs.append((to_numpy(out), [to_numpy(x.grad) for x in xs] if grad else []))
+    for device in ("CPU", "NUMPY"):
+        xs = [Tensor(a, device=device, requires_grad=grad) for a in arrays]
+        out = fn(TinyLib(device), *xs)
+        assert_agree(out.numpy(), refs[0][0], refs[1][0], False, f"{device} value")
+        if grad:
+            w = Tensor(np.sin(np.arange(out.numel())).astype(np.float32), device=device)
+            (out * w.reshape(out.shape)).sum().backward()
+            for k, x in enumerate(xs):
+                assert x.grad is not None, f"{device}: no gradient for input {k}"
+                assert_agree(x.grad.numpy(), refs[0][1][k], refs[1][1][k], False,
+                             f"{device} gradient of input {k}")
+
+
+STACKED_VIEWS: dict[str, tuple[Fn, tuple[tuple[int, ...], ...]]] = {
+    "permute_reshape": (lambda L, x: x.permute(2, 0, 1).reshape(4, 6) * 2 + 1, ((2, 3, 4),)),
+    "permute_reshape_permute": (lambda L, x: (x.permute(1, 0, 2).reshape(3, 8).permute(1, 0)
+                                              .reshape(6, 4) + x.reshape(6, 4)), ((2, 3, 4),)),
+    "expand_reshape": (lambda L, x, y: x.expand(3, 4).reshape(12) * y, ((3, 1), (12,))),
+    "expand_permute_reshape": (lambda L, x: x.expand(2, 3, 4).permute(2, 1, 0).reshape(4, 6),
+                               ((1, 3, 1),)),
+    "flip_permute_reshape": (lambda L, x: L.flip(x, (0, 2)).permute(1, 2, 0).reshape(-1),
+                             ((2, 3, 4),)),
+    "pad_reshape_permute": (lambda L, x: L.pad(x, ((1, 0), (0, 2)), False, 0.0).reshape(2, 12)
+                            .permute(1, 0), ((3, 4),)),
+    "shrink_permute_reshape": (lambda L, x: L.shrink(x, ((1, 3), (0, 4))).permute(1, 0)
+                               .reshape(8), ((4, 5),)),
+    "steps_then_reshape": (lambda L, x: L.getitem(x, (slice(None, None, 2),
+                                                      slice(None, None, -2))).reshape(-1),
+                           ((5, 5),)),
+    "stacked_pads_with_value": (lambda L, x: L.pad(L.pad(x, ((1, 1), (0, 0)), False, 1.5),
+                                                   ((0, 0), (2, 1)), False, -2.0).reshape(-1),
+                                ((2, 3),)),
+    "reshape_split_merge": (lambda L, x: x.reshape(2, 2, 3, 2).permute(0, 2, 1, 3)
+                            .reshape(6, 4).sum(0), ((4, 6),)),
+}
+
+PADDED_COMPUTED: dict[str, tuple[Fn, tuple[tuple[int, ...], ...]]] = {
+    "pad_alu": (lambda L, x: L.pad(x * 2 + 1, ((1, 1), (2, 0)), False, 0.0), ((3, 4),)),
+    "pad_exp_value": (lambda L, x: L.pad(x.exp(), ((0, 2),), True, 3.0), ((4,),)),
+    "pad_reduce": (lambda L, x: L.pad(L.reduce(x, "sum", 1, True), ((1, 0), (1, 1)), False, 0.0),
+                   ((3, 4),)),
+    "pad_permuted_alu": (lambda L, x: L.pad((x + 1).permute(1, 0), ((1, 1), (0, 1)), False, 0.0),
+                         ((3, 4),)),
+    "pad_expanded_reduce": (lambda L, x: L.pad(L.reduce(x, "max", 1, True).expand(3, 4),
+                                               ((0, 1), (1, 0)), False, 0.0), ((3, 4),)),
+    "cat_computed": (lambda L, x: L.cat([x + 1, x.exp(), L.reduce(x, "sum", 0, True)], 0),
+                     ((2, 3),)),
+    "pad_then_reduce": (lambda L, x: L.reduce(L.pad(x.sin(), ((1, 1), (1, 1)), False, 0.0) + 1,
+                                              "sum", 1, False), ((3, 4),)),
+    "crop_computed": (lambda L, x: L.pad(x * x, ((-1, 1), (1, -2)), False, 0.0), ((3, 4),)),
+}
+
+
+def _deep_elementwise(L: TinyLib, x: Any, y: Any) -> Any:
+    for k in range(60):
+        x = (x * 0.5 + y).sin() if k % 3 == 0 else x * y + 0.25 if k % 3 == 1 else x - y * 0.5
+    return x
+
+
+def _deep_movement(L: TinyLib, x: Any) -> Any:
+    for k in range(12):
+        x = x.permute(1, 2, 0).reshape(4, 3, 2) if k % 3 == 0 else \
+            L.flip(x, (1,)).reshape(2, 4, 3) if k % 3 == 1 else \
+            L.pad(L.shrink(x, ((0, 2), (1, 4), (0, 3))), ((0, 0), (0, 1), (0, 0)), False, 0.0) + 1
+    return x
+
+
+def _deep_reductions(L: TinyLib, x: Any) -> Any:
+    for _ in range(5):  # a layer norm, repeated: each reduce is read through an expand
+        centered = x - L.reduce(x, "mean", 1, True)
+        x = centered / (L.reduce(centered * centered, "mean", 1, True) + 1).sqrt() + x * 0.5
+    return L.reduce(x, "max", 0, False)
+
+
+DEEP_CHAINS: dict[str, tuple[Fn, tuple[tuple[int, ...], ...]]] = {
+    "elementwise_60": (_deep_elementwise, ((3, 4), (4,))),
+    "movement_12": (_deep_movement, ((2, 3, 4),)),
+    "reductions_5": (_deep_reductions, ((3, 5),)),
+    "matmul_chain": (lambda L, a, b: L.matmul(L.matmul(a, b).sin(), b.permute(1, 0)) + a,
+                     ((3, 4), (4, 4))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STACKED_VIEWS))
+def test_stacked_views(name: str) -> None:
+    """Views that don't merge into one (permute then reshape, pad then reshape, ...)."""
+    fn, shapes = STACKED_VIEWS[name]
+    check_fn(fn, *shapes)
+
+
+@pytest.mark.parametrize("name", sorted(PADDED_COMPUTED))
+def test_padded_computed_values(name: str) -> None:
+    """A pad of a computed value reads 0 (or the pad value) outside, not f(0)."""
+    fn, shapes = PADDED_COMPUTED[name]
+    check_fn(fn, *shapes)
+
+
+@pytest.mark.parametrize("name", sorted(DEEP_CHAINS))
+def test_deep_chains(name: str) -> None:
+    """Long chains of ops fuse, schedule and differentiate like short ones."""
+    fn, shapes = DEEP_CHAINS[name]
+    check_fn(fn, *shapes)
+
+
+def test_max_gradient_of_recomputed_value() -> None:
+    """The gradient of a max finds the maximum again in a value computed in another kernel: the
+    same expression gives the same bits in every kernel (gcc once fused a*b+c into an fma in one
+    kernel and not in another, and the CPU gradient was nan)."""
+    grads = []
+    for device in ("CPU", "NUMPY"):
+        x = Tensor([[0.1, 0.7], [0.3, -0.2]], device=device, requires_grad=True)
+        y = Tensor([[1.3, 0.9], [2.1, 0.5]], device=device)
+        z = x * y - (x * y).mean(1, keepdim=True)
+        z.max(0).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)  # CPU gave nan
+
+
+# ---------------------------------------------------------------------------------------------
+# regressions: minimal repros of the bugs these tests found (all fixed)
+
+
+@pytest.mark.parametrize("device", ["CPU", "NUMPY"])
+def test_cast_stops_gradient(device: str) -> None:
+    """No gradient flows through x.int() or x.bool() (as in torch): d/dx of x is all."""
+    x = Tensor([1.5, -2.0, 3.0], device=device, requires_grad=True)
+    (x.int().float() * 2 + x.bool().float() * 3 + x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0, 1.0])  # the CAST rule gave 4
+
+
+def _bce_logits(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return F.binary_cross_entropy_with_logits(x, torch.ones(x.shape), reduction="sum")
+    return x.binary_crossentropy_logits(x.ones_like(), reduction="sum")
+
+
+KINKS: dict[str, tuple[Fn, str]] = {
+    "sigmoid": (lambda x: x.sigmoid(), "d/dx of exp(-|x|) was 0 at 0: sigmoid'(0) was 0"),
+    "tanh": (lambda x: x.tanh(), "through sigmoid: tanh'(0) was 0, not 1"),
+    "elu": (lambda x: F.elu(x) if isinstance(x, torch.Tensor) else x.elu(),
+            "minimum(x, 0) shared a tie: elu'(0) was 0.5, not 1"),
+    "clip": (lambda x: x.clip(-1.0, 0.0), "maximum/minimum shared a tie: 0.5 at a bound"),
+    "bce_logits": (_bce_logits, "relu'(0) and |x|'(0) are 0: the gradient at 0 was -1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KINKS))
+def test_gradient_at_kinks(name: str) -> None:
+    """At 0 and at clip's bounds the gradient is torch's (the one-sided value torch picks);
+    KINKS says what tinyfw gave before."""
+    fn = KINKS[name][0]
+    data = np.array([-1.0, 0.0, 0.5], dtype=np.float32)
+    t = torch.tensor(data, requires_grad=True)
+    fn(t).sum().backward()
+    for device in ("CPU", "NUMPY"):
+        x = Tensor(data, device=device, requires_grad=True)
+        fn(x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6,
+                                   err_msg=device)
+
+
+def test_pad_value_keeps_dtype() -> None:
+    """pad keeps the tensor's dtype whatever the value, as torch casts the value (it used to
+    promote: an int32 tensor padded with 2.5 became float32)."""
+    x = Tensor(np.array([1, 2], dtype=np.int32))
+    out = x.pad((1, 1), value=2.5)
+    ref = F.pad(torch.tensor([1, 2], dtype=torch.int32), (1, 1), value=2.5)
+    assert out.dtype == dtypes.int32
+    np.testing.assert_array_equal(out.numpy(), ref.numpy())
+    assert Tensor([True, False]).pad((1, 0), value=1).dtype == dtypes.bool
+
+
+def test_abs_of_negative_zero() -> None:
+    """abs clears the sign of zero, as torch's does (x * sign(x) kept -0.0: 1 / it was -inf)."""
+    x = -Tensor([0.0])
+    assert x.abs().reciprocal().numpy()[0] == math.inf
+
+
+def test_minus_negative_int() -> None:
+    """An int tensor minus a negative Python int compiles and runs on CPU (NEG of the constant -1
+    was rendered (--1), a decrement)."""
+    x = Tensor(np.array([4, -2], dtype=np.int32), device="CPU")
+    np.testing.assert_array_equal((x - -1).numpy(), [5, -1])
