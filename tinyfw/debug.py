@@ -49,9 +49,7 @@ def print_kernel_details(item: Any, runtime: Any) -> None:
         for i, step in enumerate(lower(kernel).steps):
             print(f"  {i:3d} {describe(step)}")
     if level >= 4:
-        source = runtime.source(item) if hasattr(runtime, "source") else \
-            "(the NUMPY device interprets the kernel's AST; it has no source)"
-        print(source)
+        print(runtime.source(item))
     if level >= 5:
         print_ast(item.ast)
 

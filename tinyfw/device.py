@@ -66,13 +66,37 @@ class Buffer:
 
 
 class Runtime:
-    """A device: its name, its allocator, and how it runs a kernel."""
+    """A device: its name, its allocator, and how it runs a kernel. A compiling device also
+    renders a kernel's source (`source`) and builds a program from it (`build`); `prepare`
+    builds each distinct source once and remembers which program each kernel uses."""
 
     def __init__(self, name: str, allocator: Allocator):
         self.name, self.allocator = name, allocator
+        self.programs: dict[str, Any] = {}              # source -> built program
+        self.by_kernel: dict[tuple[Any, ...], Any] = {}  # kernel -> its program
 
-    def prepare(self, item: Any) -> None:
-        """Get a scheduled kernel ready to run (compile it, if the device compiles)."""
+    def source(self, item: Any) -> str:
+        """The kernel's source in this device's language."""
+        raise NotImplementedError(f"{self.name} has no kernel source")
+
+    def build(self, item: Any, source: str) -> Any:
+        """Compile and load a kernel's source into something that can be called."""
+        raise NotImplementedError(f"{self.name} does not compile kernels")
+
+    def code(self) -> tuple[Any, ...]:
+        """The functions that make the source (part of the key of a kernel's program, so that
+        code swapped in later, a learner's, takes effect at once)."""
+        return ()
+
+    def prepare(self, item: Any) -> Any:
+        """The program that runs a kernel, built once per distinct source."""
+        key = (item.ast, item.name, *self.code())
+        if key not in self.by_kernel:
+            src = self.source(item)
+            if src not in self.programs:
+                self.programs[src] = self.build(item, src)
+            self.by_kernel[key] = self.programs[src]
+        return self.by_kernel[key]
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         """Run one scheduled kernel, writing out from inputs."""
@@ -84,6 +108,12 @@ class NumpyRuntime(Runtime):
 
     def __init__(self) -> None:
         super().__init__("NUMPY", NumpyAllocator())
+
+    def source(self, item: Any) -> str:
+        return "(the NUMPY device interprets the kernel's AST; it has no source)"
+
+    def prepare(self, item: Any) -> None:
+        """Nothing to build: the interpreter reads the kernel's AST as it is."""
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         from tinyfw import interpreter

@@ -89,17 +89,13 @@ class CLRuntime(Runtime):
         cl_context()  # fail now, with the reason, if OpenCL is not there
         super().__init__("CL", CLAllocator())
         self.compiler = CLCompiler()
-        self.programs: dict[str, CLProgram] = {}
 
     def source(self, item: Any) -> str:
         from tinyfw.renderer_gpu import OPENCL, render_gpu
         return render_gpu(item, OPENCL)
 
-    def prepare(self, item: Any) -> CLProgram:
-        src = self.source(item)
-        if src not in self.programs:
-            self.programs[src] = CLProgram(item.name, self.compiler.compile(src))
-        return self.programs[src]
+    def build(self, item: Any, source: str) -> CLProgram:
+        return CLProgram(item.name, self.compiler.compile(source))
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         from tinyfw.renderer_gpu import launch_size

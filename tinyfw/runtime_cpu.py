@@ -77,10 +77,6 @@ class CPURuntime(Runtime):
     def __init__(self) -> None:
         super().__init__("CPU", NumpyAllocator())
         self.compiler = ClangStyleCompiler()
-        self.programs: dict[str, CPUProgram] = {}
-        # kernel -> program, so running a kernel again neither lowers nor renders it; the key
-        # holds lower and render too, so code patched in later (a learner's) is used at once
-        self.by_kernel: dict[tuple[Any, ...], CPUProgram] = {}
 
     def source(self, item: Any) -> str:
         """The C source of a scheduled kernel."""
@@ -89,15 +85,11 @@ class CPURuntime(Runtime):
     def program(self, item: Any) -> Program:
         return lower(Kernel.from_ast(item.ast, item.name))
 
-    def prepare(self, item: Any) -> CPUProgram:
-        """The compiled program of a kernel (compiled once per distinct source)."""
-        key = (item.ast, item.name, lower, render)
-        if key not in self.by_kernel:
-            src = self.source(item)
-            if src not in self.programs:
-                self.programs[src] = CPUProgram(item.name, self.compiler.compile(src))
-            self.by_kernel[key] = self.programs[src]
-        return self.by_kernel[key]
+    def code(self) -> tuple[Any, ...]:
+        return (lower, render)
+
+    def build(self, item: Any, source: str) -> CPUProgram:
+        return CPUProgram(item.name, self.compiler.compile(source))
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         program = self.prepare(item)

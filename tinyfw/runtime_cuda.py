@@ -117,17 +117,13 @@ class CUDARuntime(Runtime):
     def __init__(self) -> None:
         cuda_context()
         super().__init__("CUDA", CUDAAllocator())
-        self.programs: dict[str, CUDAProgram] = {}
 
     def source(self, item: Any) -> str:
         from tinyfw.renderer_gpu import CUDA, render_gpu
         return render_gpu(item, CUDA)
 
-    def prepare(self, item: Any) -> CUDAProgram:
-        src = self.source(item)
-        if src not in self.programs:
-            self.programs[src] = CUDAProgram(item.name, nvrtc_compile(src))
-        return self.programs[src]
+    def build(self, item: Any, source: str) -> CUDAProgram:
+        return CUDAProgram(item.name, nvrtc_compile(source))
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         from tinyfw.renderer_gpu import BLOCK, launch_size
@@ -182,21 +178,16 @@ class CUDAEmulatorRuntime(Runtime):
 
     def __init__(self) -> None:
         super().__init__("CUDAEMU", NumpyAllocator())
-        self.programs: dict[str, EmulatedCUDAProgram] = {}
-        self.ptx: dict[str, bytes] = {}
+        self.ptx: dict[str, bytes] = {}  # what NVRTC made of each source
 
     def source(self, item: Any) -> str:
         from tinyfw.renderer_gpu import CUDA, render_gpu
         return render_gpu(item, CUDA)
 
-    def prepare(self, item: Any) -> EmulatedCUDAProgram:
-        src = self.source(item)
-        if src not in self.programs:
-            self.ptx[src] = nvrtc_compile(src)
-            kinds = [item.output.dtype] + [n.dtype for n in item.inputs]
-            self.programs[src] = EmulatedCUDAProgram(item.name,
-                                                     emulation_source(src, item.name, kinds))
-        return self.programs[src]
+    def build(self, item: Any, source: str) -> EmulatedCUDAProgram:
+        self.ptx[source] = nvrtc_compile(source)
+        kinds = [item.output.dtype] + [n.dtype for n in item.inputs]
+        return EmulatedCUDAProgram(item.name, emulation_source(source, item.name, kinds))
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         from tinyfw.renderer_gpu import BLOCK, launch_size

@@ -118,17 +118,13 @@ class WebGPURuntime(Runtime):
     def __init__(self) -> None:
         wgpu_device()
         super().__init__("WEBGPU", WebGPUAllocator())
-        self.programs: dict[str, WebGPUProgram] = {}
 
     def source(self, item: Any) -> str:
         from tinyfw.renderer_gpu import WGSL, render_gpu
         return render_gpu(item, WGSL)
 
-    def prepare(self, item: Any) -> WebGPUProgram:
-        src = self.source(item)
-        if src not in self.programs:
-            self.programs[src] = WebGPUProgram(item.name, src, len(item.inputs) + 1)
-        return self.programs[src]
+    def build(self, item: Any, source: str) -> WebGPUProgram:
+        return WebGPUProgram(item.name, source, len(item.inputs) + 1)
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         from tinyfw.renderer_gpu import wgsl_groups
