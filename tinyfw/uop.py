@@ -5,7 +5,7 @@ import math
 import struct
 import weakref
 from enum import Enum, auto
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -131,8 +131,9 @@ class UOp(metaclass=_HashConsed):
     def numel(self) -> int:
         return prod(self.shape)
 
-    def toposort(self) -> list[UOp]:
-        """Every node this one depends on, sources before users, without recursion."""
+    def toposort(self, stop: Callable[[UOp], bool] | None = None) -> list[UOp]:
+        """Every node this one depends on, sources before users, without recursion; nodes for
+        which stop is true are listed, but what is below them is not."""
         order: list[UOp] = []
         seen: set[UOp] = set()
         stack: list[tuple[UOp, bool]] = [(self, False)]
@@ -145,7 +146,8 @@ class UOp(metaclass=_HashConsed):
                 continue
             seen.add(node)
             stack.append((node, True))
-            stack.extend((s, False) for s in reversed(node.src) if s not in seen)
+            if stop is None or not stop(node):
+                stack.extend((s, False) for s in reversed(node.src) if s not in seen)
         return order
 
     def walk(self) -> Iterator[UOp]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum, auto
-from typing import Any, Callable
+from typing import Any
 
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import prod
@@ -139,23 +139,6 @@ def lower(kernel: Kernel) -> Program:
     # TODO 05.lower: write this part. The chapter explains it:
     #   chapters/05_codegen/README.md#from-a-kernel-to-loops
     raise NotImplementedError("not done yet: 05.lower")
-
-
-def _order_below(root: UOp, stop: Callable[[UOp], bool]) -> list[UOp]:
-    """Nodes below root, sources first, not looking below nodes where stop is true."""
-    order: list[UOp] = []
-    seen: set[UOp] = set()
-    stack: list[tuple[UOp, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-        elif node not in seen:
-            seen.add(node)
-            stack.append((node, True))
-            if not stop(node):
-                stack.extend((s, False) for s in node.src if s not in seen)
-    return order
 
 
 def flops_and_bytes(kernel: Kernel, input_bytes: int) -> tuple[int, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum, auto
-from typing import Any, Callable
+from typing import Any
 
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import prod
@@ -162,7 +162,7 @@ def lower(kernel: Kernel) -> Program:
 
     def emit(node: UOp, idxs: list[Expr]) -> int:
         """Steps computing node (sources first); node's index variables are idxs."""
-        for n in _order_below(node, stop=lambda n: n in done or n.op is Ops.REDUCE):
+        for n in node.toposort(stop=lambda n: n in done or n.op is Ops.REDUCE):
             if n in done or n.op is Ops.VIEW:
                 continue
             if n.op is Ops.LOAD:
@@ -208,23 +208,6 @@ def lower(kernel: Kernel) -> Program:
             prog.add(LOps.ENDLOOP, dtypes.int32)
     return prog
     # <<< exercise
-
-
-def _order_below(root: UOp, stop: Callable[[UOp], bool]) -> list[UOp]:
-    """Nodes below root, sources first, not looking below nodes where stop is true."""
-    order: list[UOp] = []
-    seen: set[UOp] = set()
-    stack: list[tuple[UOp, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-        elif node not in seen:
-            seen.add(node)
-            stack.append((node, True))
-            if not stop(node):
-                stack.extend((s, False) for s in node.src if s not in seen)
-    return order
 
 
 def flops_and_bytes(kernel: Kernel, input_bytes: int) -> tuple[int, int]:
