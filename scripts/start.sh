@@ -6,12 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repo root, wherever the clone live
 
 bash scripts/setup.sh
 
-# A private runtime dir (Vulkan wants one), removed on exit.
-XDG_RUNTIME_DIR="$(mktemp -d /tmp/tinyfw-xdg.XXXXXX)"  # mktemp makes it 0700
-export XDG_RUNTIME_DIR
-trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
-export WGPU_BACKEND_TYPE=Vulkan
-export NO_MKDOCS_2_WARNING=1
+source scripts/env.sh
 PORT="${PORT:-8000}"
 
 # 1. The tour: a short look at what tinyfw does.

@@ -6,12 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repo root, wherever the clone live
 
 bash scripts/setup.sh
 
-# A private runtime dir (Vulkan and chromium want one), removed on exit.
-XDG_RUNTIME_DIR="$(mktemp -d /tmp/tinyfw-xdg.XXXXXX)"  # mktemp makes it 0700
-export XDG_RUNTIME_DIR
-trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
-export WGPU_BACKEND_TYPE=Vulkan  # WebGPU chapters run on mesa's CPU Vulkan
-export NO_MKDOCS_2_WARNING=1
+source scripts/env.sh
 
 echo "test: running .venv/bin/python -m pytest tests -q -ra $*"
 status=0
