@@ -283,11 +283,8 @@ def render_gpu(item: Any, lang: Language) -> str:
 
 
 def launch_size(item: Any) -> int:
-    """How many threads a kernel runs: one per output element."""
-    total = 1
-    for size in program_of(item).global_size:
-        total *= size
-    return max(total, 1)
+    """How many threads a kernel runs: one per output element (no lowering needed to know)."""
+    return max(item.output.numel, 1)
 
 
 def wgsl_groups(item: Any) -> tuple[int, int]:
