@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from chapters import learner
+from chapters.grading import NOT_GRADED
 from chapters.tasks import (CHAPTER_RE, Layout, Task, TaskError, chapter_dir, default_layout,
                             discover, display_path)
 
@@ -29,6 +30,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """Registers the task marker and the grader."""
     config.addinivalue_line("markers", "task(id): the exercise task (like 02.toposort) a test "
                                        "grades")
+    config.addinivalue_line("markers", "needs_device(name): runs only where the device works "
+                                       "(a GPU); elsewhere reported as not graded here")
     if not config.pluginmanager.has_plugin("tinyfw-grader"):
         config.pluginmanager.register(Grader(config), "tinyfw-grader")
 
@@ -187,6 +190,13 @@ class Grader:
         if self.load_error is not None:
             item.user_properties.append(("load_error", f"{chapter}: {self.load_error}"))
             raise learner.LearnerLoadError(str(self.load_error))
+        for marker in item.iter_markers(name="needs_device"):
+            from tinyfw.device import Device
+            try:
+                Device[marker.args[0]]  # starts the device: fails where its hardware is missing
+            except Exception as error:  # each backend fails in its own way; it says why
+                why = str(error).splitlines()[0]
+                pytest.skip(f"{NOT_GRADED} needs a working {marker.args[0]} device ({why})")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item,
@@ -230,6 +240,8 @@ class Grader:
                 entry["message"] = report.longreprtext[:4000]
         elif report.skipped and entry["outcome"] == "passed":
             entry["outcome"] = "xfailed" if hasattr(report, "wasxfail") else "skipped"
+            if isinstance(report.longrepr, tuple):  # (file, line, "Skipped: reason")
+                entry["message"] = str(report.longrepr[2]).removeprefix("Skipped: ")
         elif report.when == "call" and hasattr(report, "wasxfail"):
             entry["outcome"] = "xpassed"
 

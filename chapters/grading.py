@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 SHOWN_ELEMENTS = 24
+NOT_GRADED = "not graded here:"  # a test needing hardware this machine lacks
 
 
 def as_array(value: Any) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -10,10 +11,10 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CellType, FunctionType, ModuleType
-from typing import Any
+from typing import Any, Iterator
 
-from chapters.tasks import (ExerciseModule, Layout, chapter_dir, default_layout, display_path,
-                            exercise_modules, normalize_chapter)
+from chapters.tasks import (ExerciseModule, Layout, chapter_dir, default_layout, discover,
+                            display_path, exercise_modules, normalize_chapter)
 
 IMPL_ENV = "TINYFW_IMPL"
 MISSING = object()
@@ -252,3 +253,30 @@ def unuse() -> None:
 def active() -> tuple[str, Path] | None:
     """(chapter, implementation folder) now patched in, or None."""
     return None if _active is None else (_active.chapter, _active.impl_dir)
+
+
+@contextlib.contextmanager
+def reference(*task_ids: str) -> Iterator[None]:
+    """Runs tinyfw's own code for the named tasks of the active chapter inside the block, so a
+    test of one task does not depend on the learner's other tasks of the same chapter."""
+    if _active is None:
+        yield
+        return
+    tasks = {task.id: task for task in discover(default_layout(), _active.chapter)}
+    learner_code = []
+    for task_id in task_ids:
+        for unit in tasks[task_id].units:
+            owner: Any = importlib.import_module(unit.module)
+            *owners, name = unit.qualname.split(".")
+            for part in owners:
+                owner = owner.__dict__[part]
+            learner_code.append(owner.__dict__[name])
+    swapped = [(owner, name, owner.__dict__[name], old) for owner, name, old in _active.undo
+               if any(owner.__dict__.get(name) is code for code in learner_code)]
+    for owner, name, _current, old in swapped:
+        _assign(owner, name, old)
+    try:
+        yield
+    finally:
+        for owner, name, current, _old in reversed(swapped):
+            _assign(owner, name, current)

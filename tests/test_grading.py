@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from chapters.__main__ import run_chapter
+from chapters.grading import NOT_GRADED
 from chapters.tasks import chapter_dirs, default_layout, discover
 
 LAYOUT = default_layout()
@@ -43,12 +44,19 @@ def summary(progress: dict[str, Any]) -> str:
                      for test in progress["tests"]) + "\n" + str(progress["collect_errors"])
 
 
+def not_graded_here(test: dict[str, Any]) -> bool:
+    """A test that needs hardware this machine lacks (a GPU): reported, neither pass nor fail."""
+    return test["outcome"] == "skipped" and test["message"].startswith(NOT_GRADED)
+
+
 @pytest.mark.parametrize("number, folder", CHAPTERS, ids=IDS)
 def test_solutions_pass_every_test(number: str, folder: Path) -> None:
-    """With --impl=solutions every test of the chapter passes (none skipped or xfailed)."""
+    """With --impl=solutions every test of the chapter passes (none skipped or xfailed, except
+    the ones reported as not graded here for want of hardware)."""
     code, progress, output = graded(folder, "solutions")
     assert progress["tests"], f"chapter {number} has no tests\n{output}"
-    failing = [test for test in progress["tests"] if test["outcome"] != "passed"]
+    failing = [test for test in progress["tests"]
+               if test["outcome"] != "passed" and not not_graded_here(test)]
     assert code == 0 and not failing and not progress["collect_errors"], (
         output[-4000:] + summary({"tests": failing, "collect_errors": progress["collect_errors"]}))
 
@@ -58,8 +66,8 @@ def test_stubs_fail_every_test(number: str, folder: Path, stubs: Path) -> None:
     """Against fresh stubs every test fails (no pass, skip or error) saying 'not done yet:'."""
     code, progress, output = graded(folder, str(stubs))
     assert progress["tests"] and not progress["collect_errors"], output[-4000:]
-    unexpected = [test for test in progress["tests"]
-                  if test["outcome"] != "failed" or "not done yet:" not in test["message"]]
+    unexpected = [test for test in progress["tests"] if not not_graded_here(test) and
+                  (test["outcome"] != "failed" or "not done yet:" not in test["message"])]
     assert code == 1 and not unexpected, output[-4000:] + summary(
         {"tests": unexpected, "collect_errors": []})
 

@@ -1,12 +1,15 @@
-"""Rendering a linear program as C: mostly a table of templates, one per op."""
+"""Rendering a linear program as C, and the walk every C-like language shares: a language is a
+class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable, ClassVar
 
 from tinyfw.codegen import LOps, Program, Step
 from tinyfw.dtype import DType, dtypes
 from tinyfw.uop import Ops
+
+Template = Callable[[DType, list[str]], str]
 
 C_TYPES: dict[DType, str] = {
     dtypes.bool: "bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char",
@@ -15,7 +18,7 @@ C_TYPES: dict[DType, str] = {
 }
 
 
-def _math(name: str) -> Callable[[DType, list[str]], str]:
+def _math(name: str) -> Template:
     """A libm call in the precision of dtype (float16 computes in float)."""
     def render(dtype: DType, a: list[str]) -> str:
         if dtype == dtypes.float64:
@@ -26,7 +29,7 @@ def _math(name: str) -> Callable[[DType, list[str]], str]:
 
 
 # One template per op: the dtype of the result and the operands' names give the C expression.
-OP_TEMPLATES: dict[Ops, Callable[[DType, list[str]], str]] = {
+OP_TEMPLATES: dict[Ops, Template] = {
     Ops.NEG: lambda dt, a: f"(!{a[0]})" if dt.is_bool else f"(-{a[0]})",
     Ops.EXP2: _math("exp2"), Ops.LOG2: _math("log2"), Ops.SIN: _math("sin"),
     Ops.SQRT: _math("sqrt"), Ops.TRUNC: _math("trunc"),
@@ -46,7 +49,9 @@ OP_TEMPLATES: dict[Ops, Callable[[DType, list[str]], str]] = {
     Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({C_TYPES[dt]}){a[0]})",
 }
 
-PRELUDE = "#include <math.h>\n#include <stdbool.h>\n"
+
+class NotSupportedError(RuntimeError):
+    """A dtype or an op that a target language cannot express."""
 
 
 def render_const(value: float | int | bool, dtype: DType) -> str:
@@ -68,58 +73,154 @@ def render_const(value: float | int | bool, dtype: DType) -> str:
     return f"(({C_TYPES[dtype]}){text})"
 
 
+class CStyleLanguage:
+    """C on the CPU, and the base of every C-like language: the tables (types, op templates)
+    and the small methods below are what a language changes; render() is the walk they share.
+    A language with threads (a GPU's) gives each output element its own thread: the global
+    loops disappear and their indices come from the thread's id."""
+
+    name: ClassVar[str] = "CPU"
+    types: ClassVar[dict[DType, str]] = C_TYPES      # a value's type
+    storage: ClassVar[dict[DType, str]] = C_TYPES    # an element's type in memory
+    ops: ClassVar[dict[Ops, Template]] = OP_TEMPLATES
+    prelude: ClassVar[str] = "#include <math.h>\n#include <stdbool.h>\n"
+    int_type: ClassVar[str] = "int"
+    has_threads: ClassVar[bool] = False
+
+    def type_of(self, dtype: DType) -> str:
+        """The type of a value of dtype, or NotSupportedError."""
+        if dtype not in self.types:
+            raise NotSupportedError(f"{dtype.name} is not supported on {self.name}")
+        return self.types[dtype]
+
+    def buffer_type(self, dtype: DType) -> str:
+        """The element type of a buffer of dtype, or NotSupportedError."""
+        if dtype not in self.storage:
+            raise NotSupportedError(f"{dtype.name} is not supported on {self.name}")
+        return self.storage[dtype]
+
+    def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
+        """The kernel's first line; params are (buffer number, element type, is output)."""
+        args = ", ".join(f"{'' if out else 'const '}{t}* restrict data{i}"
+                         for i, t, out in params)
+        return f"void {name}({args}) {{"
+
+    def thread_index(self) -> str:
+        """The flat index of the running thread (languages with threads only)."""
+        raise NotSupportedError(f"{self.name} runs no threads")
+
+    def decl(self, type_: str, name: str, value: str, mutable: bool) -> str:
+        """A statement declaring a variable (mutable: it is assigned again later)."""
+        return f"{type_} {name} = {value};"
+
+    def loop(self, var: str, size: int) -> str:
+        """The first line of `for var in range(size)`."""
+        return f"for (int {var} = 0; {var} < {size}; {var}++) {{"
+
+    def const(self, value: Any, dtype: DType) -> str:
+        """A literal of dtype."""
+        return render_const(value, dtype)
+
+    def load(self, buf: str, index: str, dtype: DType) -> str:
+        """An expression reading element index of buffer buf."""
+        return f"{buf}[{index}]"
+
+    def store(self, buf: str, index: str, value: str, dtype: DType) -> str:
+        """A statement writing value to element index of buffer buf."""
+        return f"{buf}[{index}] = {value};"
+
+    def ternary(self, cond: str, a: str, b: str) -> str:
+        """a where cond holds, else b."""
+        return f"({cond}?{a}:{b})"
+
+    def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
+        """The expression of an ALU op on operands already named."""
+        return self.ops[op](dtype, args)
+
+    def code(self) -> tuple[Any, ...]:
+        """The functions that shape this language's source (a key for caching programs, so
+        that code swapped in later, a learner's, takes effect at once)."""
+        names = ("render", "type_of", "buffer_type", "kernel_header", "thread_index", "decl",
+                 "loop", "const", "load", "store", "ternary", "op")
+        return tuple(getattr(type(self), n) for n in names)
+
+    def render(self, prog: Program) -> str:
+        """The program as one function (a kernel) of this language: parameters data0 (the
+        output), data1, ...; a loop per LOOP step, except global loops on a language with
+        threads, whose indices come from the thread index; one statement per step."""
+        # >>> exercise 05.render_c #rendering-c
+        names: dict[int, str] = {}
+        params = []
+        for i in prog.params:
+            number, is_output = prog.steps[i].arg
+            names[i] = f"data{number}"
+            params.append((number, self.buffer_type(prog.steps[i].dtype), is_output))
+        lines = [self.kernel_header(prog.name, params)]
+        if self.has_threads:
+            total = 1
+            for size in prog.global_size:
+                total *= size
+            lines.append("  " + self.decl(self.int_type, "gid", self.thread_index(), False))
+            lines.append(f"  if (gid >= {total}) {{ return; }}")
+            stride = total
+            for step in prog.steps:
+                if step.op is LOps.LOOP and step.arg[0].startswith("gidx"):
+                    var, size = step.arg
+                    stride //= size
+                    lines.append("  " + self.decl(self.int_type, var,
+                                                  f"((gid / {stride}) % {size})", False))
+        open_loops: list[bool] = []  # per open LOOP: whether it was written as a loop
+        depth = 1
+        for i, step in enumerate(prog.steps):
+            pad = "  " * depth
+            if step.op is LOps.LOOP:
+                written = not (self.has_threads and step.arg[0].startswith("gidx"))
+                open_loops.append(written)
+                if written:
+                    lines.append(pad + self.loop(*step.arg))
+                    depth += 1
+            elif step.op is LOps.ENDLOOP:
+                if open_loops.pop():
+                    depth -= 1
+                    lines.append("  " * depth + "}")
+            elif step.op is LOps.CONST:
+                names[i] = self.const(step.arg, step.dtype)
+            elif step.op is LOps.VALID:
+                names[i] = f"v{i}"
+                lines.append(pad + self.decl(self.type_of(dtypes.bool), names[i],
+                                             step.arg.render(), False))
+            elif step.op is LOps.LOAD:
+                index, valid = step.arg
+                read = self.load(names[step.src[0]], index.render(), step.dtype)
+                if not (valid.is_const and valid.vmin == 1):
+                    read = self.ternary(valid.render(), read, self.const(0, step.dtype))
+                names[i] = f"v{i}"
+                lines.append(pad + self.decl(self.type_of(step.dtype), names[i], read, False))
+            elif step.op is LOps.ALU:
+                expr = self.op(step.arg, step.dtype, [names[s] for s in step.src])
+                names[i] = f"v{i}"
+                lines.append(pad + self.decl(self.type_of(step.dtype), names[i], expr, False))
+            elif step.op is LOps.ACC:
+                names[i] = f"acc{i}"
+                lines.append(pad + self.decl(self.type_of(step.dtype), names[i],
+                                             self.const(step.arg, step.dtype), True))
+            elif step.op is LOps.UPDATE:
+                acc, value = names[step.src[0]], names[step.src[1]]
+                lines.append(f"{pad}{acc} = {self.op(step.arg, step.dtype, [acc, value])};")
+            elif step.op is LOps.STORE:
+                lines.append(pad + self.store(names[step.src[0]], step.arg.render(),
+                                              names[step.src[1]], step.dtype))
+        lines.append("}")
+        return self.prelude + "\n".join(lines) + "\n"
+        # <<< exercise
+
+
+C = CStyleLanguage()
+
+
 def render(prog: Program) -> str:
-    """The program as a C function `void name(T* data0, const T* data1, ...)`."""
-    # >>> exercise 05.render_c #rendering-c
-    names: dict[int, str] = {}
-    args = []
-    for i in prog.params:
-        number, is_output = prog.steps[i].arg
-        names[i] = f"data{number}"
-        const = "" if is_output else "const "
-        args.append(f"{const}{C_TYPES[prog.steps[i].dtype]}* restrict data{number}")
-    lines = [f"void {prog.name}({', '.join(args)}) {{"]
-    depth = 1
-    for i, step in enumerate(prog.steps):
-        pad = "  " * depth
-        ctype = C_TYPES[step.dtype]
-        if step.op is LOps.PARAM:
-            continue
-        if step.op is LOps.LOOP:
-            var, size = step.arg
-            lines.append(f"{pad}for (int {var} = 0; {var} < {size}; {var}++) {{")
-            depth += 1
-        elif step.op is LOps.ENDLOOP:
-            depth -= 1
-            lines.append("  " * depth + "}")
-        elif step.op is LOps.CONST:
-            names[i] = render_const(step.arg, step.dtype)
-        elif step.op is LOps.VALID:
-            names[i] = f"v{i}"
-            lines.append(f"{pad}bool v{i} = {step.arg.render()};")
-        elif step.op is LOps.LOAD:
-            index, valid = step.arg
-            read = f"{names[step.src[0]]}[{index.render()}]"
-            if not (valid.is_const and valid.vmin == 1):
-                read = f"({valid.render()}?{read}:({ctype})0)"
-            names[i] = f"v{i}"
-            lines.append(f"{pad}{ctype} v{i} = {read};")
-        elif step.op is LOps.ALU:
-            expr = OP_TEMPLATES[step.arg](step.dtype, [names[s] for s in step.src])
-            names[i] = f"v{i}"
-            lines.append(f"{pad}{ctype} v{i} = {expr};")
-        elif step.op is LOps.ACC:
-            names[i] = f"acc{i}"
-            lines.append(f"{pad}{ctype} acc{i} = {render_const(step.arg, step.dtype)};")
-        elif step.op is LOps.UPDATE:
-            acc, value = names[step.src[0]], names[step.src[1]]
-            lines.append(f"{pad}{acc} = {OP_TEMPLATES[step.arg](step.dtype, [acc, value])};")
-        elif step.op is LOps.STORE:
-            buf, value = names[step.src[0]], names[step.src[1]]
-            lines.append(f"{pad}{buf}[{step.arg.render()}] = {value};")
-    lines.append("}")
-    return PRELUDE + "\n".join(lines) + "\n"
-    # <<< exercise
+    """The program as a C function `void name(T* restrict data0, const T* restrict data1, ...)`."""
+    return C.render(prog)
 
 
 def describe(step: Step) -> str:

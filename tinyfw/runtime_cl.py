@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from tinyfw.codegen import launch_size, lower, program_of
 from tinyfw.device import Buffer, Runtime
 from tinyfw.dtype import DType
+from tinyfw.renderer_cl import OPENCL
 
 FIX_CL = ("install an OpenCL platform and pyopencl: `apt-get install pocl-opencl-icd "
           "ocl-icd-libopencl1` and `pip install -e '.[cl]'`")
@@ -35,51 +37,57 @@ class CLAllocator:
     """Device memory: cl.Buffer objects; copies go through the queue."""
 
     def alloc(self, size: int, dtype: DType) -> Any:
+        """A device buffer of size elements (at least one byte: OpenCL has no empty buffers)."""
+        # >>> exercise 06.cl_memory #memory-on-the-device
         import pyopencl as cl
         ctx, _ = cl_context()
         return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(size * dtype.itemsize, 1))
+        # <<< exercise
 
     def copyin(self, dest: Any, src: np.ndarray) -> None:
+        """Host to device; returns when the copy is done."""
+        # >>> exercise 06.cl_memory #memory-on-the-device
         import pyopencl as cl
         _, queue = cl_context()
         if src.size:
             cl.enqueue_copy(queue, dest, np.ascontiguousarray(src.reshape(-1)))
+        # <<< exercise
 
     def copyout(self, src: Any, size: int, dtype: DType) -> np.ndarray:
+        """Device to host: a new flat array of size elements."""
+        # >>> exercise 06.cl_memory #memory-on-the-device
         import pyopencl as cl
         _, queue = cl_context()
         out = np.empty(size, dtype=dtype.np)
         if size:
             cl.enqueue_copy(queue, out, src)
         return out
-
-
-class CLCompiler:
-    """OpenCL C source in, a built program's binary out."""
-
-    def compile(self, source: str) -> bytes:
-        import pyopencl as cl
-        ctx, _ = cl_context()
-        try:
-            program = cl.Program(ctx, source).build()
-        except cl.RuntimeError as error:
-            raise RuntimeError(f"OpenCL build failed:\n{error}\n--- source ---\n{source}") from None
-        return program.binaries[0]
+        # <<< exercise
 
 
 class CLProgram:
-    """A built kernel, launched with a global size (and the driver's choice of local size)."""
+    """A kernel built from OpenCL C source, launched with one work-item per output element
+    (the global size), in work-groups of the driver's choice."""
 
-    def __init__(self, name: str, binary: bytes):
+    def __init__(self, name: str, source: str):
+        """Builds the program for the context's device and finds the kernel called name."""
+        # >>> exercise 06.cl_launch #building-and-launching
         import pyopencl as cl
         ctx, _ = cl_context()
-        self.program = cl.Program(ctx, ctx.devices, [binary]).build()
+        try:
+            self.program = cl.Program(ctx, source).build()
+        except cl.RuntimeError as error:
+            raise RuntimeError(f"OpenCL build failed:\n{error}\n--- source ---\n{source}") from None
         self.kernel = getattr(self.program, name)
+        # <<< exercise
 
-    def __call__(self, buffers: list[Any], global_size: tuple[int, ...]) -> None:
+    def __call__(self, buffers: list[Any], global_size: int) -> None:
+        """Runs the kernel on the buffers (output first) and waits for it to finish."""
+        # >>> exercise 06.cl_launch #building-and-launching
         _, queue = cl_context()
-        self.kernel(queue, global_size, None, *buffers)
+        self.kernel(queue, (global_size,), None, *buffers)
         queue.finish()
+        # <<< exercise
 
 
 class CLRuntime(Runtime):
@@ -88,17 +96,17 @@ class CLRuntime(Runtime):
     def __init__(self) -> None:
         cl_context()  # fail now, with the reason, if OpenCL is not there
         super().__init__("CL", CLAllocator())
-        self.compiler = CLCompiler()
 
     def source(self, item: Any) -> str:
-        from tinyfw.renderer_gpu import OPENCL, render_gpu
-        return render_gpu(item, OPENCL)
+        return OPENCL.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *OPENCL.code())
 
     def build(self, item: Any, source: str) -> CLProgram:
-        return CLProgram(item.name, self.compiler.compile(source))
+        return CLProgram(item.name, source)
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        from tinyfw.renderer_gpu import launch_size
         program = self.prepare(item)
         buffers = [out.ensure_allocated()] + [b.ensure_allocated() for b in inputs]
-        program(buffers, (launch_size(item),))
+        program(buffers, launch_size(item))

@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from tinyfw.codegen import launch_size, lower, program_of
 from tinyfw.device import Buffer, NumpyAllocator, Runtime
 from tinyfw.dtype import DType
+from tinyfw.renderer_cuda import BLOCK, CUDA, cuda_type
 
 FIX_CUDA = ("install the NVIDIA driver (`nvidia-smi` must work) and `pip install -e '.[cuda]'`; "
             "without a GPU, the CUDAEMU device runs the same CUDA source on the CPU")
@@ -32,7 +34,9 @@ def _check(result: Any, what: str) -> Any:
 
 
 def nvrtc_compile(source: str, arch: str = "compute_80") -> bytes:
-    """CUDA C source to PTX with NVRTC (no GPU needed)."""
+    """CUDA C source to PTX with NVRTC (no GPU needed); a failed compile raises a
+    RuntimeError holding NVRTC's log and the source."""
+    # >>> exercise 07.nvrtc #compiling-with-nvrtc
     try:
         from cuda.bindings import nvrtc
     except ImportError as error:
@@ -51,6 +55,25 @@ def nvrtc_compile(source: str, arch: str = "compute_80") -> bytes:
     ptx = b" " * size
     _check(nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
     return ptx
+    # <<< exercise
+
+
+def launch_dims(n: int) -> tuple[int, int]:
+    """(blocks, threads per block) for n threads: BLOCK threads a block, enough blocks to
+    cover n (the last one partly idle: the kernel's `if (gid >= n) return;`), at least one."""
+    # >>> exercise 07.launch #launching-a-grid
+    return max(-(-n // BLOCK), 1), BLOCK
+    # <<< exercise
+
+
+def kernel_args(pointers: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """cuLaunchKernel's kernelParams: an array holding, for each argument, the address of the
+    argument's value; here each value is a device pointer (a 64-bit integer). Returns the
+    array and the arrays it points into, which must stay alive until the launch."""
+    # >>> exercise 07.launch #launching-a-grid
+    values = [np.array([p], dtype=np.uint64) for p in pointers]
+    return np.array([v.ctypes.data for v in values], dtype=np.uint64), values
+    # <<< exercise
 
 
 @functools.cache
@@ -104,8 +127,7 @@ class CUDAProgram:
 
     def __call__(self, buffers: list[Any], grid: int, block: int) -> None:
         import cuda.bindings.driver as drv
-        ptrs = [np.array([int(b)], dtype=np.uint64) for b in buffers]
-        args = np.array([p.ctypes.data for p in ptrs], dtype=np.uint64)
+        args, _alive = kernel_args([int(b) for b in buffers])
         _check(drv.cuLaunchKernel(self.fn, grid, 1, 1, block, 1, 1, 0, 0, args.ctypes.data, 0),
                "cuLaunchKernel")
         _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
@@ -119,25 +141,24 @@ class CUDARuntime(Runtime):
         super().__init__("CUDA", CUDAAllocator())
 
     def source(self, item: Any) -> str:
-        from tinyfw.renderer_gpu import CUDA, render_gpu
-        return render_gpu(item, CUDA)
+        return CUDA.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *CUDA.code())
 
     def build(self, item: Any, source: str) -> CUDAProgram:
         return CUDAProgram(item.name, nvrtc_compile(source))
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        from tinyfw.renderer_gpu import BLOCK, launch_size
         program = self.prepare(item)
-        n = launch_size(item)
         program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
-                max(-(-n // BLOCK), 1), BLOCK)
+                *launch_dims(launch_size(item)))
 
 
 # --- running CUDA source on the CPU ---
 def emulation_source(source: str, name: str, dtypes_: list[DType]) -> str:
     """The CUDA source, unchanged, after the emulation header, and a launcher that runs the
     grid: each block's threads run as real threads when the kernel synchronizes them."""
-    from tinyfw.renderer_gpu import cuda_type
     casts = ", ".join(f"({'const ' if i else ''}{cuda_type(dt)}*)args[{i}]"
                       for i, dt in enumerate(dtypes_))
     return (f'#include "{EMU_HEADER}"\n{source}\n'
@@ -181,8 +202,10 @@ class CUDAEmulatorRuntime(Runtime):
         self.ptx: dict[str, bytes] = {}  # what NVRTC made of each source
 
     def source(self, item: Any) -> str:
-        from tinyfw.renderer_gpu import CUDA, render_gpu
-        return render_gpu(item, CUDA)
+        return CUDA.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *CUDA.code())
 
     def build(self, item: Any, source: str) -> EmulatedCUDAProgram:
         self.ptx[source] = nvrtc_compile(source)
@@ -190,9 +213,7 @@ class CUDAEmulatorRuntime(Runtime):
         return EmulatedCUDAProgram(item.name, emulation_source(source, item.name, kinds))
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        from tinyfw.renderer_gpu import BLOCK, launch_size
         program = self.prepare(item)
-        n = launch_size(item)
         arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == self.name
                                              else b.numpy() for b in inputs]
-        program(arrays, max(-(-n // BLOCK), 1), BLOCK)
+        program(arrays, *launch_dims(launch_size(item)))

@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from tinyfw.codegen import lower, program_of
 from tinyfw.device import Buffer, Runtime
 from tinyfw.dtype import DType
+from tinyfw.renderer_wgsl import WGSL, WIDENED, wgsl_groups
 
 FIX_WEBGPU = ("install wgpu and a Vulkan driver: `pip install -e '.[webgpu]'` and "
               "`apt-get install mesa-vulkan-drivers` (set WGPU_BACKEND_TYPE=Vulkan on Linux)")
@@ -44,7 +46,6 @@ def _padded(nbytes: int) -> int:
 def _stored(dtype: DType) -> np.dtype:
     """How an element is kept in a storage buffer: WGSL has no 8- or 16-bit integers and no
     bool arrays, so those are widened to 32-bit ints."""
-    from tinyfw.renderer_gpu import WIDENED
     return np.dtype(np.int32) if dtype in WIDENED else dtype.np
 
 
@@ -65,6 +66,9 @@ class WebGPUAllocator:
                                                                     len(data)))
 
     def copyout(self, src: Any, size: int, dtype: DType) -> np.ndarray:
+        """A storage buffer cannot be mapped: copy it into a staging buffer that can (MAP_READ
+        | COPY_DST), map that for reading (which waits for the queue), copy the bytes out."""
+        # >>> exercise 08.readback #reading-results-back
         import wgpu
         device = wgpu_device()
         stored = _stored(dtype)
@@ -80,12 +84,16 @@ class WebGPUAllocator:
         staging.destroy()
         values = np.frombuffer(data, dtype=stored, count=size)
         return (values != 0) if dtype.is_bool else values.astype(dtype.np)
+        # <<< exercise
 
 
 class WebGPUProgram:
     """A compute pipeline, built once per kernel and reused by every launch."""
 
     def __init__(self, name: str, source: str, n_buffers: int):
+        """Shader module, bind group layout (binding 0 the output, read-write; the inputs
+        read-only), pipeline layout, compute pipeline with entry point name."""
+        # >>> exercise 08.pipeline #running-a-shader
         import wgpu
         device = wgpu_device()
         module = device.create_shader_module(code=source)
@@ -97,8 +105,12 @@ class WebGPUProgram:
         pipeline_layout = device.create_pipeline_layout(bind_group_layouts=[self.layout])
         self.pipeline = device.create_compute_pipeline(
             layout=pipeline_layout, compute={"module": module, "entry_point": name})
+        # <<< exercise
 
     def __call__(self, buffers: list[Any], groups: tuple[int, int]) -> None:
+        """A bind group of the buffers, one compute pass dispatching the workgroups, submitted
+        to the queue (not waited for: a later read waits)."""
+        # >>> exercise 08.pipeline #running-a-shader
         device = wgpu_device()
         bind = device.create_bind_group(layout=self.layout, entries=[
             {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
@@ -110,6 +122,7 @@ class WebGPUProgram:
         compute.dispatch_workgroups(*groups, 1)
         compute.end()
         device.queue.submit([encoder.finish()])
+        # <<< exercise
 
 
 class WebGPURuntime(Runtime):
@@ -120,14 +133,15 @@ class WebGPURuntime(Runtime):
         super().__init__("WEBGPU", WebGPUAllocator())
 
     def source(self, item: Any) -> str:
-        from tinyfw.renderer_gpu import WGSL, render_gpu
-        return render_gpu(item, WGSL)
+        return WGSL.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *WGSL.code())
 
     def build(self, item: Any, source: str) -> WebGPUProgram:
         return WebGPUProgram(item.name, source, len(item.inputs) + 1)
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        from tinyfw.renderer_gpu import wgsl_groups
         program = self.prepare(item)
         program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
                 wgsl_groups(item))

@@ -13,7 +13,7 @@ from chapters.grading import expect_close, expect_equal
 from tinyfw import dtypes
 from tinyfw.codegen import LOps, Program
 from tinyfw.dtype import DType
-from tinyfw.renderer_c import render
+from tinyfw.renderer_c import CStyleLanguage, render
 from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
 from tinyfw.symbolic import Const, Expr, Var, make_and
 from tinyfw.uop import Ops
@@ -299,3 +299,39 @@ def test_a_program_without_loops_and_an_empty_loop() -> None:
     b.store(b.const(1.0, dtypes.float32), i)
     b.end()
     expect_equal(run(b.prog, np.full(2, 7, np.float32)), [7.0, 7.0], what="no iteration")
+
+
+class ThreadedC(CStyleLanguage):
+    """C pretending to be a GPU language: one call of name_thread per thread, made by a loop
+    the test appends, with more threads than elements (as a GPU launches whole blocks)."""
+
+    has_threads = True
+
+    def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
+        args = ", ".join(f"{'' if out else 'const '}{t}* data{i}" for i, t, out in params)
+        return f"static void {name}_thread(int tf_thread, {args}) {{"
+
+    def thread_index(self) -> str:
+        return "tf_thread"
+
+
+def test_a_language_with_threads_gets_its_indices_from_the_thread() -> None:
+    """Global loops become gid = thread index, a guard, and gidxN unraveled from gid."""
+    b = Builder("threaded", dtypes.float32, dtypes.float32)
+    rows, cols = b.loop("gidx0", 3), b.loop("gidx1", 5)
+    index = rows * 5 + cols
+    b.store(b.alu(Ops.MUL, dtypes.float32, b.load(1, cols * 3 + rows),
+                  b.const(2.0, dtypes.float32)), index)
+    b.end()
+    b.end()
+    b.prog.global_size = (3, 5)
+    source = ThreadedC().render(b.prog)
+    assert "for (int gidx" not in source, \
+        f"with threads, the global loops are not written as loops:\n{source}"
+    driver = ("void threaded(float* data0, const float* data1) {\n"
+              "  for (int t = 0; t < 15 + 7; t++) threaded_thread(t, data0, data1);\n}\n")
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    out = np.full(15 + 7, -1.0, np.float32)  # past the 15 elements: untouched by the guard
+    CPUProgram("threaded", ClangStyleCompiler().compile(source + driver))(out, x)
+    expected = np.concatenate([(2 * x.T).reshape(-1), np.full(7, -1.0, np.float32)])
+    expect_close(out, expected, what=f"3x5 threads (and 7 spare) running\n{source}")

@@ -1,15 +1,18 @@
 # Exercises of chapter 05, generated from tinyfw/renderer_c.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/05_codegen
-"""Rendering a linear program as C: mostly a table of templates, one per op."""
+"""Rendering a linear program as C, and the walk every C-like language shares: a language is a
+class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable, ClassVar
 
 from tinyfw.codegen import LOps, Program, Step
 from tinyfw.dtype import DType, dtypes
 from tinyfw.uop import Ops
+
+Template = Callable[[DType, list[str]], str]
 
 C_TYPES: dict[DType, str] = {
     dtypes.bool: "bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char",
@@ -18,7 +21,7 @@ C_TYPES: dict[DType, str] = {
 }
 
 
-def _math(name: str) -> Callable[[DType, list[str]], str]:
+def _math(name: str) -> Template:
     """A libm call in the precision of dtype (float16 computes in float)."""
     def render(dtype: DType, a: list[str]) -> str:
         if dtype == dtypes.float64:
@@ -29,7 +32,7 @@ def _math(name: str) -> Callable[[DType, list[str]], str]:
 
 
 # One template per op: the dtype of the result and the operands' names give the C expression.
-OP_TEMPLATES: dict[Ops, Callable[[DType, list[str]], str]] = {
+OP_TEMPLATES: dict[Ops, Template] = {
     Ops.NEG: lambda dt, a: f"(!{a[0]})" if dt.is_bool else f"(-{a[0]})",
     Ops.EXP2: _math("exp2"), Ops.LOG2: _math("log2"), Ops.SIN: _math("sin"),
     Ops.SQRT: _math("sqrt"), Ops.TRUNC: _math("trunc"),
@@ -49,7 +52,9 @@ OP_TEMPLATES: dict[Ops, Callable[[DType, list[str]], str]] = {
     Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({C_TYPES[dt]}){a[0]})",
 }
 
-PRELUDE = "#include <math.h>\n#include <stdbool.h>\n"
+
+class NotSupportedError(RuntimeError):
+    """A dtype or an op that a target language cannot express."""
 
 
 def render_const(value: float | int | bool, dtype: DType) -> str:
@@ -71,11 +76,92 @@ def render_const(value: float | int | bool, dtype: DType) -> str:
     return f"(({C_TYPES[dtype]}){text})"
 
 
+class CStyleLanguage:
+    """C on the CPU, and the base of every C-like language: the tables (types, op templates)
+    and the small methods below are what a language changes; render() is the walk they share.
+    A language with threads (a GPU's) gives each output element its own thread: the global
+    loops disappear and their indices come from the thread's id."""
+
+    name: ClassVar[str] = "CPU"
+    types: ClassVar[dict[DType, str]] = C_TYPES      # a value's type
+    storage: ClassVar[dict[DType, str]] = C_TYPES    # an element's type in memory
+    ops: ClassVar[dict[Ops, Template]] = OP_TEMPLATES
+    prelude: ClassVar[str] = "#include <math.h>\n#include <stdbool.h>\n"
+    int_type: ClassVar[str] = "int"
+    has_threads: ClassVar[bool] = False
+
+    def type_of(self, dtype: DType) -> str:
+        """The type of a value of dtype, or NotSupportedError."""
+        if dtype not in self.types:
+            raise NotSupportedError(f"{dtype.name} is not supported on {self.name}")
+        return self.types[dtype]
+
+    def buffer_type(self, dtype: DType) -> str:
+        """The element type of a buffer of dtype, or NotSupportedError."""
+        if dtype not in self.storage:
+            raise NotSupportedError(f"{dtype.name} is not supported on {self.name}")
+        return self.storage[dtype]
+
+    def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
+        """The kernel's first line; params are (buffer number, element type, is output)."""
+        args = ", ".join(f"{'' if out else 'const '}{t}* restrict data{i}"
+                         for i, t, out in params)
+        return f"void {name}({args}) {{"
+
+    def thread_index(self) -> str:
+        """The flat index of the running thread (languages with threads only)."""
+        raise NotSupportedError(f"{self.name} runs no threads")
+
+    def decl(self, type_: str, name: str, value: str, mutable: bool) -> str:
+        """A statement declaring a variable (mutable: it is assigned again later)."""
+        return f"{type_} {name} = {value};"
+
+    def loop(self, var: str, size: int) -> str:
+        """The first line of `for var in range(size)`."""
+        return f"for (int {var} = 0; {var} < {size}; {var}++) {{"
+
+    def const(self, value: Any, dtype: DType) -> str:
+        """A literal of dtype."""
+        return render_const(value, dtype)
+
+    def load(self, buf: str, index: str, dtype: DType) -> str:
+        """An expression reading element index of buffer buf."""
+        return f"{buf}[{index}]"
+
+    def store(self, buf: str, index: str, value: str, dtype: DType) -> str:
+        """A statement writing value to element index of buffer buf."""
+        return f"{buf}[{index}] = {value};"
+
+    def ternary(self, cond: str, a: str, b: str) -> str:
+        """a where cond holds, else b."""
+        return f"({cond}?{a}:{b})"
+
+    def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
+        """The expression of an ALU op on operands already named."""
+        return self.ops[op](dtype, args)
+
+    def code(self) -> tuple[Any, ...]:
+        """The functions that shape this language's source (a key for caching programs, so
+        that code swapped in later, a learner's, takes effect at once)."""
+        names = ("render", "type_of", "buffer_type", "kernel_header", "thread_index", "decl",
+                 "loop", "const", "load", "store", "ternary", "op")
+        return tuple(getattr(type(self), n) for n in names)
+
+    def render(self, prog: Program) -> str:
+        """The program as one function (a kernel) of this language: parameters data0 (the
+        output), data1, ...; a loop per LOOP step, except global loops on a language with
+        threads, whose indices come from the thread index; one statement per step."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+
+C = CStyleLanguage()
+
+
 def render(prog: Program) -> str:
-    """The program as a C function `void name(T* data0, const T* data1, ...)`."""
-    # TODO 05.render_c: write this part. The chapter explains it:
-    #   chapters/05_codegen/README.md#rendering-c
-    raise NotImplementedError("not done yet: 05.render_c")
+    """The program as a C function `void name(T* restrict data0, const T* restrict data1, ...)`."""
+    return C.render(prog)
 
 
 def describe(step: Step) -> str:

@@ -1,0 +1,204 @@
+# Exercises of chapter 07, generated from tinyfw/runtime_cuda.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/07_cuda
+"""The CUDA device: NVRTC compiles the rendered CUDA C, the driver API loads and launches it.
+Without a GPU, CUDAEMU compiles the same source with NVRTC (to prove it compiles) and runs it
+on the CPU, as C++ against a small header that provides CUDA's built-ins and runs the grid."""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tinyfw.codegen import launch_size, lower, program_of
+from tinyfw.device import Buffer, NumpyAllocator, Runtime
+from tinyfw.dtype import DType
+from tinyfw.renderer_cuda import BLOCK, CUDA, cuda_type
+
+FIX_CUDA = ("install the NVIDIA driver (`nvidia-smi` must work) and `pip install -e '.[cuda]'`; "
+            "without a GPU, the CUDAEMU device runs the same CUDA source on the CPU")
+FIX_NVRTC = "install NVRTC: `pip install -e '.[cuda]'` (cuda-python[all] bundles it)"
+EMU_HEADER = Path(__file__).with_name("cuda_emu.h")
+
+
+def _check(result: Any, what: str) -> Any:
+    """Unpack a cuda-python (error, value...) tuple, raising on an error code."""
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        raise RuntimeError(f"{what} failed: {err}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def nvrtc_compile(source: str, arch: str = "compute_80") -> bytes:
+    """CUDA C source to PTX with NVRTC (no GPU needed); a failed compile raises a
+    RuntimeError holding NVRTC's log and the source."""
+    # TODO 07.nvrtc: write this part. The chapter explains it:
+    #   chapters/07_cuda/README.md#compiling-with-nvrtc
+    raise NotImplementedError("not done yet: 07.nvrtc")
+
+
+def launch_dims(n: int) -> tuple[int, int]:
+    """(blocks, threads per block) for n threads: BLOCK threads a block, enough blocks to
+    cover n (the last one partly idle: the kernel's `if (gid >= n) return;`), at least one."""
+    # TODO 07.launch: write this part. The chapter explains it:
+    #   chapters/07_cuda/README.md#launching-a-grid
+    raise NotImplementedError("not done yet: 07.launch")
+
+
+def kernel_args(pointers: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """cuLaunchKernel's kernelParams: an array holding, for each argument, the address of the
+    argument's value; here each value is a device pointer (a 64-bit integer). Returns the
+    array and the arrays it points into, which must stay alive until the launch."""
+    # TODO 07.launch: write this part. The chapter explains it:
+    #   chapters/07_cuda/README.md#launching-a-grid
+    raise NotImplementedError("not done yet: 07.launch")
+
+
+@functools.cache
+def cuda_context() -> Any:
+    """The CUDA driver's context on GPU 0, or a RuntimeError that says what is missing."""
+    try:
+        import cuda.bindings.driver as drv
+    except ImportError as error:
+        raise RuntimeError(f"CUDA needs cuda-python ({error}): {FIX_CUDA}") from None
+    try:
+        _check(drv.cuInit(0), "cuInit")
+    except Exception as error:  # cuda.pathfinder's DynamicLibNotFoundError when no driver
+        if isinstance(error, RuntimeError) and "failed" in str(error):
+            raise RuntimeError(f"CUDA found no usable GPU ({error}): {FIX_CUDA}") from None
+        raise RuntimeError(f"CUDA cannot load the NVIDIA driver ({type(error).__name__}): "
+                           f"{FIX_CUDA}") from None
+    device = _check(drv.cuDeviceGet(0), "cuDeviceGet")
+    return _check(drv.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+
+
+class CUDAAllocator:
+    """GPU memory through the driver: cuMemAlloc, and copies to and from the host."""
+
+    def alloc(self, size: int, dtype: DType) -> Any:
+        import cuda.bindings.driver as drv
+        _check(drv.cuCtxSetCurrent(cuda_context()), "cuCtxSetCurrent")
+        return _check(drv.cuMemAlloc(max(size * dtype.itemsize, 1)), "cuMemAlloc")
+
+    def copyin(self, dest: Any, src: np.ndarray) -> None:
+        import cuda.bindings.driver as drv
+        data = np.ascontiguousarray(src.reshape(-1))
+        if data.size:
+            _check(drv.cuMemcpyHtoD(dest, data.ctypes.data, data.nbytes), "cuMemcpyHtoD")
+
+    def copyout(self, src: Any, size: int, dtype: DType) -> np.ndarray:
+        import cuda.bindings.driver as drv
+        out = np.empty(size, dtype=dtype.np)
+        if size:
+            _check(drv.cuMemcpyDtoH(out.ctypes.data, src, out.nbytes), "cuMemcpyDtoH")
+        return out
+
+
+class CUDAProgram:
+    """A PTX module loaded by the driver; launched on a 1-D grid of 1-D blocks."""
+
+    def __init__(self, name: str, ptx: bytes):
+        import cuda.bindings.driver as drv
+        _check(drv.cuCtxSetCurrent(cuda_context()), "cuCtxSetCurrent")
+        self.module = _check(drv.cuModuleLoadData(ptx), "cuModuleLoadData")
+        self.fn = _check(drv.cuModuleGetFunction(self.module, name.encode()), "cuModuleGetFunction")
+
+    def __call__(self, buffers: list[Any], grid: int, block: int) -> None:
+        import cuda.bindings.driver as drv
+        args, _alive = kernel_args([int(b) for b in buffers])
+        _check(drv.cuLaunchKernel(self.fn, grid, 1, 1, block, 1, 1, 0, 0, args.ctypes.data, 0),
+               "cuLaunchKernel")
+        _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+class CUDARuntime(Runtime):
+    """The CUDA device on a machine with an NVIDIA GPU."""
+
+    def __init__(self) -> None:
+        cuda_context()
+        super().__init__("CUDA", CUDAAllocator())
+
+    def source(self, item: Any) -> str:
+        return CUDA.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *CUDA.code())
+
+    def build(self, item: Any, source: str) -> CUDAProgram:
+        return CUDAProgram(item.name, nvrtc_compile(source))
+
+    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        program = self.prepare(item)
+        program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
+                *launch_dims(launch_size(item)))
+
+
+# --- running CUDA source on the CPU ---
+def emulation_source(source: str, name: str, dtypes_: list[DType]) -> str:
+    """The CUDA source, unchanged, after the emulation header, and a launcher that runs the
+    grid: each block's threads run as real threads when the kernel synchronizes them."""
+    casts = ", ".join(f"({'const ' if i else ''}{cuda_type(dt)}*)args[{i}]"
+                      for i, dt in enumerate(dtypes_))
+    return (f'#include "{EMU_HEADER}"\n{source}\n'
+            f'TF_LAUNCHER({name}, {casts})\n')
+
+
+class EmulatedCUDAProgram:
+    """CUDA source compiled as C++ for the CPU, with the emulation header."""
+
+    def __init__(self, name: str, source: str):
+        key = hashlib.sha256((source + EMU_HEADER.read_text()).encode()).hexdigest()[:24]
+        from tinyfw.runtime_cpu import cache_dir, find_compiler
+        lib = cache_dir() / f"cudaemu-{key}.so"
+        if not lib.exists():
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "k.so"
+                cxx = os.getenv("CXX") or ("g++" if find_compiler() in ("cc", "gcc") else "c++")
+                cmd = [cxx, "-O1", "-fPIC", "-shared", "-pthread", "-x", "c++", "-", "-o",
+                       str(out)]
+                done = subprocess.run(cmd, input=source.encode(), capture_output=True)
+                if done.returncode != 0:
+                    raise RuntimeError("compiling CUDA source for the CPU failed:\n" +
+                                       done.stderr.decode() + "\n--- source ---\n" + source)
+                os.replace(out, lib)
+        self.threads = int("__syncthreads" in source)  # real threads only when they meet
+        self.lib = ctypes.CDLL(str(lib))
+        self.fn = getattr(self.lib, f"tf_launch_{name}")
+        self.fn.restype = None
+
+    def __call__(self, buffers: list[np.ndarray], grid: int, block: int) -> None:
+        args = (ctypes.c_void_p * len(buffers))(*[b.ctypes.data for b in buffers])
+        self.fn(args, ctypes.c_int(grid), ctypes.c_int(block), ctypes.c_int(self.threads))
+
+
+class CUDAEmulatorRuntime(Runtime):
+    """CUDAEMU: every kernel is rendered as CUDA C and compiled by NVRTC, exactly as for a GPU;
+    then the same source runs on the CPU through the emulation header."""
+
+    def __init__(self) -> None:
+        super().__init__("CUDAEMU", NumpyAllocator())
+        self.ptx: dict[str, bytes] = {}  # what NVRTC made of each source
+
+    def source(self, item: Any) -> str:
+        return CUDA.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *CUDA.code())
+
+    def build(self, item: Any, source: str) -> EmulatedCUDAProgram:
+        self.ptx[source] = nvrtc_compile(source)
+        kinds = [item.output.dtype] + [n.dtype for n in item.inputs]
+        return EmulatedCUDAProgram(item.name, emulation_source(source, item.name, kinds))
+
+    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        program = self.prepare(item)
+        arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == self.name
+                                             else b.numpy() for b in inputs]
+        program(arrays, *launch_dims(launch_size(item)))
