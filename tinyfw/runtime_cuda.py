@@ -21,7 +21,7 @@ from tinyfw.renderer_cuda import BLOCK, CUDA, cuda_type
 
 FIX_CUDA = ("install the NVIDIA driver (`nvidia-smi` must work) and `pip install -e '.[cuda]'`; "
             "without a GPU, the CUDAEMU device runs the same CUDA source on the CPU")
-FIX_NVRTC = "install NVRTC: `pip install -e '.[cuda]'` (cuda-python[all] bundles it)"
+FIX_NVRTC = "install NVRTC: `pip install -e '.[cuda]'` (it brings nvidia-cuda-nvrtc)"
 EMU_HEADER = Path(__file__).with_name("cuda_emu.h")
 
 
@@ -34,8 +34,10 @@ def _check(result: Any, what: str) -> Any:
 
 
 def nvrtc_compile(source: str, arch: str = "compute_80") -> bytes:
-    """CUDA C source to PTX with NVRTC (no GPU needed); a failed compile raises a
-    RuntimeError holding NVRTC's log and the source."""
+    """CUDA C source to PTX with NVRTC (no GPU needed), or, for an arch like "sm_90", to a
+    CUBIN (machine code for that GPU, which the driver loads without compiling). Fused
+    multiply-adds stay off, as on the CPU. A failed compile raises a RuntimeError holding
+    NVRTC's log and the source."""
     # >>> exercise 07.nvrtc #compiling-with-nvrtc
     try:
         from cuda.bindings import nvrtc
@@ -43,18 +45,26 @@ def nvrtc_compile(source: str, arch: str = "compute_80") -> bytes:
         raise RuntimeError(f"CUDA needs NVRTC ({error}): {FIX_NVRTC}") from None
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []),
                   "nvrtcCreateProgram")
-    opts = [f"--gpu-architecture={arch}".encode(), b"-default-device"]
-    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-    if int(err) != 0:
-        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        log = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        raise RuntimeError(f"NVRTC failed:\n{log.decode(errors='replace')}\n--- source ---\n"
-                           f"{source}")
-    size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-    ptx = b" " * size
-    _check(nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
-    return ptx
+    try:
+        opts = [f"--gpu-architecture={arch}".encode(), b"-default-device", b"--fmad=false"]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if int(err) != 0:
+            size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            text = log.rstrip(b"\0").decode(errors="replace")
+            raise RuntimeError(f"NVRTC failed:\n{text}\n--- source ---\n{source}")
+        if arch.startswith("sm_"):
+            size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+            code = b" " * size
+            _check(nvrtc.nvrtcGetCUBIN(prog, code), "nvrtcGetCUBIN")
+        else:
+            size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
+            code = b" " * size
+            _check(nvrtc.nvrtcGetPTX(prog, code), "nvrtcGetPTX")
+        return code
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
     # <<< exercise
 
 
@@ -82,7 +92,7 @@ def cuda_context() -> Any:
     try:
         import cuda.bindings.driver as drv
     except ImportError as error:
-        raise RuntimeError(f"CUDA needs cuda-python ({error}): {FIX_CUDA}") from None
+        raise RuntimeError(f"CUDA needs cuda-bindings ({error}): {FIX_CUDA}") from None
     try:
         _check(drv.cuInit(0), "cuInit")
     except Exception as error:  # cuda.pathfinder's DynamicLibNotFoundError when no driver
@@ -91,7 +101,24 @@ def cuda_context() -> Any:
         raise RuntimeError(f"CUDA cannot load the NVIDIA driver ({type(error).__name__}): "
                            f"{FIX_CUDA}") from None
     device = _check(drv.cuDeviceGet(0), "cuDeviceGet")
-    return _check(drv.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+    context = _check(drv.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+    _check(drv.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+    return context
+
+
+@functools.cache
+def gpu_arch() -> str:
+    """The GPU's own architecture, like "sm_90": kernels are compiled to its machine code, so
+    the driver needs no PTX compiler of NVRTC's version (an older driver rejects newer PTX)."""
+    import cuda.bindings.driver as drv
+    cuda_context()
+    device = _check(drv.cuDeviceGet(0), "cuDeviceGet")
+    attribute = drv.CUdevice_attribute
+    major = _check(drv.cuDeviceGetAttribute(
+        attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cuDeviceGetAttribute")
+    minor = _check(drv.cuDeviceGetAttribute(
+        attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cuDeviceGetAttribute")
+    return f"sm_{major}{minor}"
 
 
 class CUDAAllocator:
@@ -117,12 +144,13 @@ class CUDAAllocator:
 
 
 class CUDAProgram:
-    """A PTX module loaded by the driver; launched on a 1-D grid of 1-D blocks."""
+    """A module (a CUBIN, or PTX the driver compiles) loaded by the driver; launched on a 1-D
+    grid of 1-D blocks."""
 
-    def __init__(self, name: str, ptx: bytes):
+    def __init__(self, name: str, binary: bytes):
         import cuda.bindings.driver as drv
         _check(drv.cuCtxSetCurrent(cuda_context()), "cuCtxSetCurrent")
-        self.module = _check(drv.cuModuleLoadData(ptx), "cuModuleLoadData")
+        self.module = _check(drv.cuModuleLoadData(binary), "cuModuleLoadData")
         self.fn = _check(drv.cuModuleGetFunction(self.module, name.encode()), "cuModuleGetFunction")
 
     def __call__(self, buffers: list[Any], grid: int, block: int) -> None:
@@ -147,7 +175,7 @@ class CUDARuntime(Runtime):
         return (lower, *CUDA.code())
 
     def build(self, item: Any, source: str) -> CUDAProgram:
-        return CUDAProgram(item.name, nvrtc_compile(source))
+        return CUDAProgram(item.name, nvrtc_compile(source, gpu_arch()))
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         program = self.prepare(item)

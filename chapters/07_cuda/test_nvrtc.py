@@ -38,6 +38,20 @@ def test_the_architecture_is_an_option() -> None:
     assert ".target sm_75" in text, "nvrtc_compile(source, 'compute_75') targets sm_75"
 
 
+def test_an_sm_architecture_gives_machine_code() -> None:
+    """For a GPU's own architecture, NVRTC returns a CUBIN: an ELF file the driver loads as is."""
+    cubin = nvrtc_compile(AXPY, "sm_80")
+    assert isinstance(cubin, bytes) and cubin.startswith(b"\x7fELF"), \
+        f"nvrtc_compile(source, 'sm_80') should return a CUBIN (ELF), got {cubin[:16]!r}"
+
+
+def test_multiply_adds_are_not_fused() -> None:
+    """x*y + 1 stays a multiply and an add (--fmad=false), rounded twice as on the CPU."""
+    text = ptx_text(nvrtc_compile(AXPY.replace("2.0f * x[i] + y[i]", "x[i] * y[i] + 1.0f")))
+    assert "fma." not in text and "mul.rn.f32" in text, \
+        "compile with --fmad=false: the PTX should multiply and add, not fma:\n" + text[-700:]
+
+
 def test_a_compile_error_shows_the_log_and_the_source() -> None:
     broken = AXPY.replace("2.0f * x[i]", "2.0f * undefined_name")
     try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+
 from tinyfw.dtype import DType, dtypes
 from tinyfw.renderer_c import OP_TEMPLATES, CStyleLanguage, Template, render_const
 from tinyfw.uop import Ops
@@ -37,14 +39,24 @@ class OpenCLLanguage(CStyleLanguage):
         Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _builtin("trunc"),
         Ops.RECIPROCAL: lambda dt, a: f"(({CL_TYPES[dt]})1/{a[0]})",
         Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({CL_TYPES[dt]}){a[0]})"}
-    prelude = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    prelude = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+               "float tf_round_half(float x) { ushort h; vstore_half(x, 0, (half*)&h); "
+               "return vload_half(0, (const half*)&h); }\n")
     has_threads = True
 
     def const(self, value: float | int | bool, dtype: DType) -> str:
-        """C's literals, except that a 64-bit integer is a long (L) and a float16 a float."""
+        """C's literals, except that a 64-bit integer is a long (L) and a float16 a float
+        (holding the value rounded to float16)."""
         if dtype == dtypes.int64:
             return render_const(value, dtype).replace("LL", "L")
-        return render_const(value, dtypes.float32 if dtype == dtypes.float16 else dtype)
+        if dtype == dtypes.float16:
+            return render_const(float(np.float16(value)), dtypes.float32)
+        return render_const(value, dtype)
+
+    def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
+        """A float16 result is computed in float, then rounded to float16, as numpy rounds."""
+        expr = super().op(op, dtype, args)
+        return f"tf_round_half({expr})" if dtype == dtypes.float16 else expr
 
     def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
         """`__kernel void name(__global T* restrict data0, __global const T* ...)`."""

@@ -9,6 +9,8 @@ import math
 import struct
 from typing import ClassVar
 
+import numpy as np
+
 from tinyfw.dtype import DType, dtypes
 from tinyfw.renderer_c import OP_TEMPLATES, CStyleLanguage, Template, render_const
 from tinyfw.uop import Ops
@@ -60,7 +62,14 @@ class CUDALanguage(CStyleLanguage):
         if dtype.is_float and (math.isinf(value) or math.isnan(value)):
             bits = struct.unpack("<I", struct.pack("<f", value))[0]
             return f"__int_as_float({bits:#010x})"
-        return render_const(value, dtypes.float32 if dtype == dtypes.float16 else dtype)
+        if dtype == dtypes.float16:  # a float holding the value rounded to float16
+            return render_const(float(np.float16(value)), dtypes.float32)
+        return render_const(value, dtype)
+
+    def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
+        """A float16 result is computed in float, then rounded to float16, as numpy rounds."""
+        expr = super().op(op, dtype, args)
+        return f"tf_h2f(tf_f2h({expr}))" if dtype == dtypes.float16 else expr
 
     def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
         """`extern "C" __global__ void name(T* __restrict__ data0, const T* ...)`."""

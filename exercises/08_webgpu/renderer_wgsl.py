@@ -9,8 +9,11 @@ import math
 import struct
 from typing import Any, ClassVar
 
-from tinyfw.codegen import launch_size
+import numpy as np
+
+from tinyfw.codegen import LOps, Program, Step, launch_size
 from tinyfw.dtype import DType, dtypes
+from tinyfw.interpreter import alu_rules, cast
 from tinyfw.renderer_c import OP_TEMPLATES, CStyleLanguage, Template
 from tinyfw.uop import Ops
 
@@ -29,6 +32,30 @@ def _builtin(name: str) -> Template:
     return lambda dt, a: f"{name}({a[0]})"
 
 
+def is_nan(x: str) -> str:
+    """Whether the f32 x is NaN, read from its bits: its exponent bits all ones and its mantissa
+    not zero, so its bits without the sign above 0x7f800000 (infinity). C's `x != x` does not
+    work here: WGSL's `!=` of floats is an ordered comparison (naga writes OpFOrdNotEqual),
+    false when either side is NaN, and WGSL lets a compiler assume no value is NaN anyway."""
+    return f"((bitcast<u32>({x}) & 0x7fffffffu) > 0x7f800000u)"
+
+
+def _max(dt: DType, a: list[str]) -> str:
+    """max(a, b) that returns a NaN from either side, as numpy's maximum does (a > b is false
+    when b is NaN). WGSL's built-in max() need not: lavapipe's gives the other side."""
+    if dt.is_bool:
+        return f"({a[0]}||{a[1]})"  # WGSL does not order bools
+    if dt.is_int:
+        return f"max({a[0]}, {a[1]})"
+    return f"select({a[1]}, {a[0]}, {is_nan(a[0])} || ({a[0]}>{a[1]}))"
+
+
+def _cmpne(dt: DType, a: list[str]) -> str:
+    """a != b. Its operands are floats where they are the same value (wgsl_program makes every
+    other x != x false), and that is the NaN test."""
+    return is_nan(a[0]) if a[0] == a[1] else f"({a[0]}!={a[1]})"
+
+
 class WGSLLanguage(CStyleLanguage):
     """WGSL. Its `?:` is select(if_false, if_true, cond); integer division by zero is
     defined (it gives the dividend), so tinyfw's rule (0) is written out with select."""
@@ -41,7 +68,7 @@ class WGSLLanguage(CStyleLanguage):
         Ops.EXP2: _builtin("exp2"), Ops.LOG2: _builtin("log2"), Ops.SIN: _builtin("sin"),
         Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _builtin("trunc"),
         Ops.RECIPROCAL: lambda dt, a: f"(1.0f/{a[0]})",
-        Ops.MAX: lambda dt, a: f"select({a[1]}, {a[0]}, ({a[0]}>{a[1]}) || ({a[0]}!={a[0]}))",
+        Ops.MAX: _max, Ops.CMPNE: _cmpne,
         Ops.MOD: lambda dt, a: (f"({a[0]} % {a[1]})" if dt.is_float else
                                 f"select({a[0]} % {a[1]}, 0i, {a[1]}==0i)"),
         Ops.IDIV: lambda dt, a: f"select({a[0]} / {a[1]}, 0i, {a[1]}==0i)",
@@ -51,6 +78,21 @@ class WGSLLanguage(CStyleLanguage):
     prelude = ""
     int_type = "i32"
     has_threads = True
+
+    def render(self, prog: Program) -> str:
+        """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it."""
+        return super().render(wgsl_program(prog))
+
+    def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
+        """Narrow integers compute in i32, so a result is wrapped to its own width (uint8 200 +
+        100 is 44, as in numpy): masked to 8 bits, or shifted up and back to keep the sign."""
+        expr = super().op(op, dtype, args)
+        if dtype == dtypes.uint8:
+            return f"({expr} & 255i)"
+        if dtype in (dtypes.int8, dtypes.int16):
+            shift = 32 - 8 * dtype.itemsize
+            return f"(({expr} << {shift}u) >> {shift}u)"
+        return expr
 
     def ternary(self, cond: str, a: str, b: str) -> str:
         return f"select({b}, {a}, {cond})"
@@ -97,6 +139,87 @@ class WGSLLanguage(CStyleLanguage):
 
 
 WGSL = WGSLLanguage()
+
+
+def _fold(step: Step, srcs: list[Step]) -> Any:
+    """The value of an ALU step whose operands are all constants, by the NUMPY device's rules."""
+    args = [np.array([s.arg], dtype=s.dtype.np) for s in srcs]
+    with np.errstate(all="ignore"):
+        value = cast(args[0], step.dtype) if step.arg is Ops.CAST else alu_rules()[step.arg](*args)
+    return np.asarray(value).astype(step.dtype.np)[0].item()
+
+
+def wgsl_program(prog: Program) -> Program:
+    """The program rewritten into steps that WGSL accepts and that keep NaN honest:
+
+    - WGSL evaluates an expression of constants when it creates the shader, and rejects one that
+      is infinite or NaN (`1.0f/0.0f`, `log2(0.0f)`): an ALU step whose operands are all
+      constants becomes a CONST, computed here by the NUMPY device's rules (its literal is then
+      the bits). A validity known in advance becomes `true` or `false` (WGSL's bool is not 0 or
+      1), a load that is never valid its 0, and a `where` of a known condition the chosen side.
+      A reduce over an empty axis leaves its accumulator a constant: its start.
+    - WGSL does not order bools: a < b of bools is where(a, false, b).
+    - `!=` of floats is false when either side is NaN (an ordered comparison, unlike C's):
+      a != b of floats also tests both sides for NaN, and x != x of ints and bools is false, so
+      that the template's x != x is always the NaN test on the bits (`is_nan`). (`<` is
+      ordered too, which is right: a comparison with NaN is false.)
+
+    Steps of a dtype WGSL lacks are left as they are: rendering them says so."""
+    out = Program(prog.name, global_size=prog.global_size)
+    new: dict[int, int] = {}  # step of prog -> the step of out that gives its value
+
+    def const(value: Any, dtype: DType) -> int:
+        return out.add(LOps.CONST, dtype, (), value)
+
+    def is_const(i: int) -> bool:
+        return out.steps[i].op is LOps.CONST
+
+    def alu(op: Ops, dtype: DType, src: tuple[int, ...]) -> int:
+        """An ALU step of operands already in out, folded when they are all constants."""
+        srcs = [out.steps[s] for s in src]
+        if all(s.op is LOps.CONST for s in srcs) and (op is Ops.CAST or op in alu_rules()) \
+                and all(d in WGSL_TYPES for d in [dtype] + [s.dtype for s in srcs]):
+            return const(_fold(Step(LOps.ALU, dtype, src, op), srcs), dtype)
+        if op is Ops.WHERE and is_const(src[0]):
+            return src[1] if out.steps[src[0]].arg else src[2]
+        return out.add(LOps.ALU, dtype, src, op)
+
+    def compare(op: Ops, a: int, b: int) -> int:
+        operand = out.steps[a].dtype
+        if op is Ops.CMPLT and operand.is_bool:
+            return alu(Ops.WHERE, dtypes.bool, (a, const(False, dtypes.bool), b))
+        if op is Ops.CMPNE and a == b and not operand.is_float:
+            return const(False, dtypes.bool)
+        nan_test = op is Ops.CMPNE and a != b and operand.is_float
+        if nan_test and any(is_const(x) and math.isnan(out.steps[x].arg) for x in (a, b)):
+            return const(True, dtypes.bool)
+        result = alu(op, dtypes.bool, (a, b))
+        for x in (a, b) if nan_test else ():
+            if not is_const(x):
+                result = alu(Ops.OR, dtypes.bool, (result, alu(op, dtypes.bool, (x, x))))
+        return result
+
+    empty = 0  # how deep inside a loop that runs no iteration (a reduce of an empty axis)
+    for i, step in enumerate(prog.steps):
+        if empty or (step.op is LOps.LOOP and step.arg[1] == 0):
+            empty += (step.op is LOps.LOOP) - (step.op is LOps.ENDLOOP)
+            if step.op is LOps.UPDATE:  # never runs: the accumulator keeps its first value
+                acc = out.steps[new[step.src[0]]]
+                out.steps[new[step.src[0]]] = Step(LOps.CONST, acc.dtype, (), acc.arg)
+            continue
+        src = tuple(new[s] for s in step.src)
+        if step.op is LOps.VALID and step.arg.is_const:
+            new[i] = const(bool(step.arg.vmin), dtypes.bool)
+        elif step.op is LOps.LOAD and step.arg[1].is_const and step.arg[1].vmin == 0:
+            new[i] = const(0, step.dtype)
+        elif step.op is LOps.ALU and step.arg in (Ops.CMPLT, Ops.CMPNE):
+            new[i] = compare(step.arg, *src)
+        elif step.op is LOps.ALU:
+            new[i] = alu(step.arg, step.dtype, src)
+        else:
+            new[i] = out.add(step.op, step.dtype, src, step.arg)
+    out.params = [new[p] for p in prog.params]
+    return out
 
 
 def wgsl_groups(item: Any) -> tuple[int, int]:

@@ -145,7 +145,7 @@ class CStyleLanguage:
         that code swapped in later, a learner's, takes effect at once)."""
         names = ("render", "type_of", "buffer_type", "kernel_header", "thread_index", "decl",
                  "loop", "const", "load", "store", "ternary", "op")
-        return tuple(getattr(type(self), n) for n in names)
+        return tuple(getattr(type(self), n) for n in names) + (CStyleLanguage.render,)
 
     def render(self, prog: Program) -> str:
         """The program as one function (a kernel) of this language: parameters data0 (the
