@@ -1,1 +1,2 @@
-"""Benchmarks of tinyfw against numpy and tinygrad (python -m bench.run)."""
+"""Benchmarks: tinyfw against numpy and tinygrad (python -m bench.run), and tinyfw's devices side
+by side (python -m bench.devices)."""

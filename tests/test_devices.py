@@ -4,6 +4,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
+import pytest
+
+from tinyfw import Tensor
 from tinyfw.device import Device
 from tinyfw.devices import probe
 
@@ -25,3 +29,19 @@ def test_the_listing_names_every_device() -> None:
     assert out.startswith(f"default device: {Device.DEFAULT}")
     for name in Device.names:
         assert f"  {name} " in out
+
+
+@pytest.mark.parametrize("device", ["CPU", "CL", "CUDAEMU", "WEBGPU"])
+def test_long_reductions(device: str) -> None:
+    """A reduce longer than a device lets one thread loop (WEBGPU on lavapipe: 65535 loop
+    iterations per shader, past which it stops silently) runs as two reduces, and gradients
+    flow through both."""
+    rng = np.random.default_rng(3)
+    x = rng.random((2, 100_003)).astype(np.float32)
+    t = Tensor(x, device=device, requires_grad=True)
+    total = (t * t).sum(1)
+    total.sum().backward()
+    np.testing.assert_allclose(total.numpy(), (x.astype(np.float64) ** 2).sum(1), rtol=1e-4)
+    np.testing.assert_allclose(t.grad.numpy(), 2 * x, rtol=1e-6)
+    assert t.max().item() == x.max() and (-t).min().item() == -x.max()
+    assert Tensor(np.ones(1 << 20, np.float32), device=device).sum().item() == 1 << 20

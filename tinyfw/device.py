@@ -70,6 +70,8 @@ class Runtime:
     renders a kernel's source (`source`) and builds a program from it (`build`); `prepare`
     builds each distinct source once and remembers which program each kernel uses."""
 
+    max_reduce: int | None = None  # the longest reduce one thread may run (None: no limit)
+
     def __init__(self, name: str, allocator: Allocator):
         self.name, self.allocator = name, allocator
         self.programs: dict[str, Any] = {}              # source -> built program
@@ -101,6 +103,9 @@ class Runtime:
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         """Run one scheduled kernel, writing out from inputs."""
         raise NotImplementedError(f"{self.name} cannot run kernels")
+
+    def synchronize(self) -> None:
+        """Waits until every kernel launched so far has finished (run() may only queue it)."""
 
 
 class NumpyRuntime(Runtime):

@@ -67,6 +67,7 @@ def run_schedule(items: list[ScheduleItem]) -> None:
         else:
             runtime.run(item, out, inputs)
         if level >= 2:
+            runtime.synchronize()  # a device that queues work (WEBGPU) has done it only now
             in_bytes = sum(b.size * b.dtype.itemsize for b in inputs)
             print_kernel_run(number, item, time.perf_counter() - start, in_bytes)
         _computed[item.output] = out

@@ -692,10 +692,32 @@ class Tensor(MovementOps, DerivedOps):
 
     def _reduce(self, op: Ops, axis: Axis, keepdim: bool) -> Tensor:
         axes = self._axes(axis)
+        limit = Device[self.device].max_reduce
+        if limit is not None and prod(self.shape[i] for i in axes) > limit:
+            return self._reduce_in_two(op, axes, keepdim, limit)
         out = self._result(self.uop.reduce(op, axes), self)
         if keepdim:
             return out
         return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+
+    def _reduce_in_two(self, op: Ops, axes: tuple[int, ...], keepdim: bool,
+                       limit: int) -> Tensor:
+        """A reduce longer than one thread of the device may loop (WEBGPU on lavapipe stops a
+        shader after 65535 loop iterations), as two: over groups of about sqrt(n) values
+        (padded with the reduce's identity), then over the groups' results."""
+        kept = [i for i in range(self.ndim) if i not in axes]
+        n = prod(self.shape[i] for i in axes)
+        inner = min(limit, math.isqrt(n - 1) + 1)
+        outer = -(-n // inner)
+        identity = 0 if op is Ops.ADD else dtypes.min(self.dtype)
+        flat = self.permute(tuple(kept + list(axes))).reshape(
+            tuple(self.shape[i] for i in kept) + (n,))
+        groups = flat.pad([(0, 0)] * len(kept) + [(0, outer * inner - n)], value=identity)
+        groups = groups.reshape(tuple(self.shape[i] for i in kept) + (outer, inner))
+        out = groups._reduce(op, -1, False)._reduce(op, -1, False)
+        if keepdim:
+            out = out.reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape)))
+        return out
 
     def sum(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
         """The sum over axis (all axes when None). Small ints and bools sum as int32."""
