@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Sets everything up, then runs every test (tests/ also grades each chapter, builds the site and
-# runs the browser test). Extra arguments go to pytest. Exits non-zero when anything fails.
+# Sets everything up, then runs every test: tests/ (the framework on the CPU device, every
+# chapter's grading, the site build and the browser test), then the op suite again on each
+# backend device of TINYFW_DEVICES (default: CL WEBGPU CUDAEMU; all run on the CPU here).
+# Extra arguments go to the first pytest run only, and then the device runs are left out.
+# Exits non-zero when anything fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repo root, wherever the clone lives
 
@@ -8,14 +11,41 @@ bash scripts/setup.sh
 
 source scripts/env.sh
 
-echo "test: running .venv/bin/python -m pytest tests -q -ra $*"
+devices="${TINYFW_DEVICES-CL WEBGPU CUDAEMU}"
+[ "$#" -eq 0 ] || devices=""
+results=()
 status=0
-.venv/bin/python -m pytest tests -q -ra "$@" || status=$?
-if [ "$status" -eq 5 ]; then
-  echo "test: FAILED, pytest collected no tests" >&2  # exit code 5: nothing ran
-elif [ "$status" -ne 0 ]; then
-  echo "test: FAILED (pytest exit code $status)" >&2
-else
-  echo "test: all tests passed"
-fi
+
+# run NAME COMMAND...: runs one pytest, remembers its outcome for the summary.
+run() {
+  local name="$1"; shift
+  echo "test: $name: $*"
+  local start=$SECONDS code=0
+  "$@" || code=$?
+  local took=$((SECONDS - start))
+  if [ "$code" -eq 0 ]; then
+    results+=("passed  $name (${took}s)")
+  elif [ "$code" -eq 5 ]; then
+    results+=("FAILED  $name: pytest collected no tests")  # exit code 5: nothing ran
+    status=1
+  else
+    results+=("FAILED  $name (pytest exit code $code, ${took}s)")
+    status=1
+  fi
+}
+
+# Two pytest workers (pytest-xdist), one per core: most of the time goes to compiling kernels,
+# one compiler run at a time per worker. In tests/ a module stays on one worker (--dist
+# loadfile: its fixtures, like the built site, are made once); the op suite's tests spread.
+workers=(-n "${TINYFW_WORKERS:-2}")
+run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --dist loadfile "$@"
+for device in $devices; do
+  run "op suite on $device" env DEVICE="$device" \
+    .venv/bin/python -m pytest tests/test_ops.py -q -ra "${workers[@]}" --dist load
+done
+
+echo
+echo "test: summary"
+printf '  %s\n' "${results[@]}"
+if [ "$status" -eq 0 ]; then echo "test: all tests passed"; else echo "test: FAILED" >&2; fi
 exit "$status"

@@ -45,3 +45,28 @@ def test_long_reductions(device: str) -> None:
     np.testing.assert_allclose(t.grad.numpy(), 2 * x, rtol=1e-6)
     assert t.max().item() == x.max() and (-t).min().item() == -x.max()
     assert Tensor(np.ones(1 << 20, np.float32), device=device).sum().item() == 1 << 20
+
+
+BACKENDS = ["CPU", "NUMPY", "CL", "CUDAEMU", "WEBGPU"]
+
+
+def test_a_value_travels_through_every_device() -> None:
+    """.to() copies between any two devices; each device computes on what it received, and
+    gradients flow back through the copies to the first device."""
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    t = Tensor(x, requires_grad=True)
+    y, expected = t, x.copy()
+    for device in BACKENDS[1:] + ["CPU"]:
+        y = (y.to(device) * 2 + 1).relu()
+        expected = np.maximum(expected * 2 + 1, 0)
+        assert y.device == device
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
+    y.sum().backward()
+    assert t.grad is not None and t.grad.device == "CPU"
+    np.testing.assert_allclose(t.grad.numpy(), np.where(x * 2 + 1 > 0, 2.0 ** 5, 0), rtol=1e-6)
+
+
+def test_mixing_devices_in_one_op_is_an_error() -> None:
+    a, b = Tensor([1.0], device="CL"), Tensor([2.0], device="WEBGPU")
+    with pytest.raises(RuntimeError, match="device"):
+        (a + b).numpy()

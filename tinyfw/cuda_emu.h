@@ -2,7 +2,14 @@
 // CUDA's built-in variables become thread-local variables; a launcher runs the grid block by
 // block. Threads of a block run one after another, unless the kernel calls __syncthreads(): then
 // each thread of the block is a real thread and __syncthreads() is a barrier between them.
-#include <math.h>
+// The C library's math functions the kernels call, declared here rather than by <math.h>: in C++,
+// <math.h> brings all of <cmath> with it, which costs more than the rest of each kernel's compile.
+extern "C" {
+float exp2f(float); double exp2(double); float log2f(float); double log2(double);
+float sinf(float); double sin(double); float sqrtf(float); double sqrt(double);
+float truncf(float); double trunc(double); float fmodf(float, float); double fmod(double, double);
+}
+static inline float fmod(float a, float b) { return fmodf(a, b); }  // CUDA's float overload
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -15,6 +22,7 @@ static thread_local pthread_barrier_t* tf_block_barrier;
 #define __device__ static inline
 #define __forceinline__
 #define __restrict__
+#define __shared__ static  // blocks run one after another: one copy serves each in turn
 static inline void __syncthreads(void) { pthread_barrier_wait(tf_block_barrier); }
 static inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
 

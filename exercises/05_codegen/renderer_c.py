@@ -39,7 +39,8 @@ OP_TEMPLATES: dict[Ops, Template] = {
     Ops.RECIPROCAL: lambda dt, a: f"(({C_TYPES[dt]})1/{a[0]})",
     Ops.ADD: lambda dt, a: f"({a[0]}||{a[1]})" if dt.is_bool else f"({a[0]}+{a[1]})",
     Ops.MUL: lambda dt, a: f"({a[0]}&&{a[1]})" if dt.is_bool else f"({a[0]}*{a[1]})",
-    Ops.MAX: lambda dt, a: f"(({a[0]}>{a[1]}||{a[0]}!={a[0]})?{a[0]}:{a[1]})",
+    Ops.MAX: lambda dt, a: (f"(({a[0]}>{a[1]}||{a[0]}!={a[0]})?{a[0]}:{a[1]})" if dt.is_float
+                            else f"(({a[0]}>{a[1]})?{a[0]}:{a[1]})"),  # a != a: a is NaN
     Ops.MOD: lambda dt, a: (f"fmod({a[0]},{a[1]})" if dt.is_float else
                             f"({a[1]}==0?0:{a[0]}%{a[1]})"),
     Ops.IDIV: lambda dt, a: f"({a[1]}==0?0:{a[0]}/{a[1]})",

@@ -97,6 +97,8 @@ class WebGPUProgram:
 class WebGPURuntime(Runtime):
     """The WEBGPU device: kernels rendered as WGSL, one pipeline per kernel."""
 
+    max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
+
     def __init__(self) -> None:
         wgpu_device()
         super().__init__("WEBGPU", WebGPUAllocator())
@@ -114,3 +116,15 @@ class WebGPURuntime(Runtime):
         program = self.prepare(item)
         program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
                 wgsl_groups(item))
+
+    def synchronize(self) -> None:
+        """Reads 4 bytes back: mapping a buffer waits for the queue (wgpu 0.32's
+        on_submitted_work_done_sync does not work)."""
+        import wgpu
+        device = wgpu_device()
+        probe = device.create_buffer(size=4, usage=wgpu.BufferUsage.MAP_READ |
+                                     wgpu.BufferUsage.COPY_DST)
+        device.queue.submit([])
+        probe.map_sync(wgpu.MapMode.READ)
+        probe.unmap()
+        probe.destroy()

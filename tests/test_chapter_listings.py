@@ -1,0 +1,35 @@
+"""The side-by-side listings of chapter 06 ("Four languages, one kernel") are what the four
+renderers print today for that kernel, byte for byte."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from tinyfw import Tensor
+from tinyfw.codegen import program_of
+from tinyfw.renderer_c import C
+from tinyfw.renderer_cl import OPENCL
+from tinyfw.renderer_cuda import CUDA
+from tinyfw.renderer_wgsl import WGSL
+
+README = Path(__file__).resolve().parents[1] / "chapters" / "06_opencl" / "README.md"
+
+
+def section(markdown: str, heading: str) -> str:
+    start = markdown.index(f"## {heading}\n")
+    end = markdown.find("\n## ", start + 1)
+    return markdown[start:end if end != -1 else None]
+
+
+def test_four_languages_one_kernel() -> None:
+    x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    w = Tensor([1.0, 2.0, 3.0])
+    prog = program_of((x * w).sum(1).schedule()[0])
+    text = section(README.read_text(encoding="utf-8"), "Four languages, one kernel")
+    listings = re.findall(r"```(?:c|cuda|wgsl)\n(.*?)```", text, flags=re.S)
+    expected = [language.render(prog) for language in (C, OPENCL, CUDA, WGSL)]
+    assert len(listings) == 4, f"expected 4 listings (c, c, cuda, wgsl), found {len(listings)}"
+    for shown, source, name in zip(listings, expected, ["C", "OpenCL", "CUDA", "WGSL"]):
+        assert shown == source, f"the {name} listing in {README.name} is stale; it is now:\n{source}"
