@@ -5,7 +5,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import pytest
 import torch
 
 from tinyfw import DType, Tensor, dtypes

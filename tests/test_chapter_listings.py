@@ -32,4 +32,4 @@ def test_four_languages_one_kernel() -> None:
     expected = [language.render(prog) for language in (C, OPENCL, CUDA, WGSL)]
     assert len(listings) == 4, f"expected 4 listings (c, c, cuda, wgsl), found {len(listings)}"
     for shown, source, name in zip(listings, expected, ["C", "OpenCL", "CUDA", "WGSL"]):
-        assert shown == source, f"the {name} listing in {README.name} is stale; it is now:\n{source}"
+        assert shown == source, f"the {name} listing of chapter 06 is stale; it is now:\n{source}"
