@@ -14,6 +14,7 @@ from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dtype
 from tinyfw.helpers import all_int, argfix, normalize_axis, prod, shape_str
 from tinyfw.movement import MovementOps
+from tinyfw.nn_ops import NNOps
 from tinyfw.uop import Ops, UOp, const
 
 Scalar = bool | int | float
@@ -39,7 +40,7 @@ def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
     return UOp(Ops.BUFFER, dtype, (), buf).reshape(data.shape)
 
 
-class Tensor(MovementOps, DerivedOps):
+class Tensor(MovementOps, DerivedOps, NNOps):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "__weakref__")

@@ -1,0 +1,1 @@
+"""Layers as plain classes holding tensors (chapter 10)."""
