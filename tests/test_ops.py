@@ -899,3 +899,19 @@ def test_one_hot() -> None:
 def test_one_hot_0d() -> None:
     """one_hot of one label is a row."""
     check([2], lambda t: F.one_hot(t, 5), lambda t: t.one_hot(5))
+
+
+def test_indexing_rows_with_a_tensor_or_a_list() -> None:
+    """x[idx] with an integer tensor or list picks rows of the first dimension, as in torch;
+    with a gradient to carry, the picked rows' gradients add up."""
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    idx = np.array([[3, 0], [-1, 1]])
+    np.testing.assert_array_equal(Tensor(x)[Tensor(idx)].numpy(), x[idx])
+    np.testing.assert_array_equal(Tensor(x)[[1, 1]].numpy(), x[[1, 1]])
+    w = Tensor(x, requires_grad=True)
+    w[Tensor([1, 1, 3])].sum().backward()
+    ref = torch.tensor(x, requires_grad=True)
+    ref[torch.tensor([1, 1, 3])].sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), ref.grad.numpy())
+    with pytest.raises(IndexError):
+        Tensor(x)[Tensor([4])]

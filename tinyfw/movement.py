@@ -205,11 +205,36 @@ class MovementOps:
         return out
 
     # --- indexing ---
+    def _take_rows(self: Tensor, index: Any) -> Tensor:
+        """x[idx] for an integer tensor or list idx: the rows idx names, in idx's shape, as
+        torch does. With a gradient to carry, a one-hot matmul picks them (differentiable);
+        otherwise (data, like a batch of images) they are picked on the host."""
+        from tinyfw.tensor import Tensor
+        picks = np.asarray(index.numpy() if hasattr(index, "uop") else index)
+        if picks.dtype.kind not in "iu":
+            raise IndexError("tensors used as indices must be of an integer dtype")
+        if self.ndim == 0:
+            raise IndexError("a 0-d tensor cannot be indexed")
+        rows = self.shape[0]
+        if picks.size and (picks.min() < -rows or picks.max() >= rows):
+            bad = picks[(picks < -rows) | (picks >= rows)].flat[0]
+            raise IndexError(f"index {bad} is out of bounds for dimension 0 with size {rows}")
+        picks = picks % max(rows, 1)
+        if self.requires_grad:
+            hot = Tensor(picks.reshape(-1), device=self.device).one_hot(rows).cast(self.dtype)
+            out = hot @ self.reshape(rows, -1)
+        else:
+            out = Tensor(self.numpy()[picks.reshape(-1)], device=self.device, dtype=self.dtype)
+        return out.reshape(picks.shape + self.shape[1:])
+
     def __getitem__(self: Tensor, index: Any) -> Tensor:
         """Indexing with ints, slices (any step), None and ..., as numpy and torch do."""
+        if hasattr(index, "uop") or isinstance(index, list):
+            return self._take_rows(index)
         index = index if isinstance(index, tuple) else (index,)
         if any(hasattr(i, "uop") for i in index) or any(isinstance(i, list) for i in index):
-            raise TypeError("indexing with tensors or lists is not supported yet")
+            raise TypeError("indexing with a tensor or a list is supported alone, as x[idx] (rows "
+                            "of the first dimension), not together with other indices")
         used = sum(1 for i in index if i is not None and i is not Ellipsis)
         if index.count(Ellipsis) > 1:
             raise IndexError("an index can only have a single ellipsis ('...')")
