@@ -155,10 +155,10 @@ def test_state_is_tensors() -> None:
 
 
 def test_buffers_are_realized_with_the_step() -> None:
-    """A tensor without requires_grad (a running statistic) is kept, not moved, and realized
-    by the step, as tinygrad does."""
+    """A tensor with requires_grad=False (a running statistic) is kept, not moved, and
+    realized by the step, as tinygrad does."""
     w = Tensor([1.0, 2.0], requires_grad=True)
-    running = Tensor([0.0, 0.0])
+    running = Tensor([0.0, 0.0], requires_grad=False)
     opt = optim.SGD([w, running], lr=0.5)
     assert opt.params == [w] and opt.buffers == [running]
     running.assign(running * 0.9 + 1.0)  # what BatchNorm does in training, lazily
@@ -167,6 +167,15 @@ def test_buffers_are_realized_with_the_step() -> None:
     assert realize.is_buffer_view(running.uop)
     np.testing.assert_allclose(running.numpy(), [1.0, 1.0])
     np.testing.assert_allclose(w.numpy(), [0.5, 1.5])
+
+
+def test_tensors_never_marked_become_parameters() -> None:
+    """As in tinygrad: a float tensor whose requires_grad was never set (None) given to an
+    optimizer becomes a parameter; one set to False stays a buffer."""
+    w, frozen = Tensor.kaiming_uniform(3, 2), Tensor([1.0], requires_grad=False)
+    assert w.requires_grad is None
+    opt = optim.Adam([w, frozen])
+    assert w.requires_grad is True and opt.params == [w] and opt.buffers == [frozen]
 
 
 def test_duplicates_are_stepped_once() -> None:
@@ -198,7 +207,7 @@ def test_errors() -> None:
     with pytest.raises(TypeError, match="item 1 is a ndarray"):
         optim.SGD([w, np.ones(2)])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="requires grad"):
-        optim.Adam([Tensor([1.0]), Tensor([2.0])])
+        optim.Adam([Tensor([1.0], requires_grad=False), Tensor([2.0], requires_grad=False)])
     with pytest.raises(ValueError, match="requires grad"):
         optim.Adam([])
     with pytest.raises(ValueError, match="non-leaf"):

@@ -130,8 +130,8 @@ def batches(X: Tensor, Y: Tensor, batch_size: int, shuffle: bool = True,
             for x, y in batches(X_train, Y_train, 128):
                 ...
 
-    (tinygrad samples a batch with X[Tensor.randint(BS, high=len(X))]; tinyfw's indexing does not
-    take tensors, so the rows are picked here, on the host.)"""
+    (tinygrad's way, X[Tensor.randint(BS, high=len(X))], works too: it samples with
+    replacement, where this goes through every row once per epoch.)"""
     from tinyfw.tensor import Tensor
     if len(X) != len(Y):
         raise ValueError(f"X has {len(X)} rows but Y has {len(Y)}")

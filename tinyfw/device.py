@@ -59,6 +59,14 @@ class Buffer:
         Device[self.device].allocator.copyin(self.ensure_allocated(), data.astype(self.dtype.np))
         return self
 
+    def host_view(self) -> np.ndarray:
+        """The buffer's memory as a flat numpy array to read: itself, with no copy, where the
+        device keeps its memory in numpy arrays (CPU, NUMPY, CUDAEMU), else a host copy."""
+        memory = self.ensure_allocated()
+        if isinstance(memory, np.ndarray) and memory.dtype == self.dtype.np:
+            return memory
+        return self.numpy()
+
     def numpy(self) -> np.ndarray:
         """A host copy of the buffer, flat."""
         return Device[self.device].allocator.copyout(self.ensure_allocated(), self.size,

@@ -224,7 +224,10 @@ class MovementOps:
             hot = Tensor(picks.reshape(-1), device=self.device).one_hot(rows).cast(self.dtype)
             out = hot @ self.reshape(rows, -1)
         else:
-            out = Tensor(self.numpy()[picks.reshape(-1)], device=self.device, dtype=self.dtype)
+            from tinyfw import realize
+            memory = realize.buffer_of(realize.realize(self.uop)).host_view()
+            rows_picked = memory.reshape(self.shape)[picks.reshape(-1)]
+            out = Tensor(rows_picked, device=self.device, dtype=self.dtype)
         return out.reshape(picks.shape + self.shape[1:])
 
     def __getitem__(self: Tensor, index: Any) -> Tensor:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from typing import Any
 
 from tinyfw.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
 from tinyfw.device import Buffer, Device
@@ -10,7 +11,8 @@ from tinyfw.schedule import ScheduleItem, create_schedule
 from tinyfw.uop import Ops, UOp
 
 # Lazy nodes already computed, with the buffer holding their value. Nodes are immutable and
-# buffers are never written twice, so a node's value never changes.
+# buffers are never written twice, so a node's value never changes (except where a TinyJit
+# replays the kernels that wrote them: see tinyfw/jit.py).
 _computed: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 
 
@@ -32,11 +34,52 @@ def buffer_of(node: UOp) -> Buffer:
     return _computed[node]
 
 
+def held_buffer(node: UOp) -> Buffer | None:
+    """The buffer holding node's value if it has one already (else None: it is still lazy)."""
+    return buffer_of(node) if is_buffer_view(node) or node in _computed else None
+
+
+def forget(buffers: set[Buffer]) -> None:
+    """Forget the nodes computed into these buffers: a TinyJit's replays overwrite them, so a
+    later realize must compute such a node again rather than trust the buffer."""
+    for node in [n for n, b in list(_computed.items()) if b in buffers]:
+        del _computed[node]
+
+
 def has_buffer(node: UOp) -> bool:
     """A node the scheduler reads from memory: a buffer in its own shape, or a value computed
     before. (Reshapes stacked on those stay in the graph, so they become views of the load.)"""
     direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
     return direct or node in _computed
+
+
+class Listener:
+    """Something told of what realize and Tensor do: a TinyJit (tinyfw/jit.py) records the
+    kernels launched while it captures, follows assigns and forbids reads of data."""
+
+    def launched(self, item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
+        """A kernel (or copy) just ran, writing out from inputs."""
+
+    def assigning(self, tensor: Any) -> None:
+        """Tensor.assign is about to give tensor a new value."""
+
+    def reading(self, tensor: Any) -> None:
+        """Tensor.numpy is about to copy tensor's value to the host."""
+
+
+listeners: list[Listener] = []
+
+
+def note_assign(tensor: Any) -> None:
+    """Called by Tensor.assign before it changes the tensor."""
+    for listener in listeners:
+        listener.assigning(tensor)
+
+
+def note_read(tensor: Any) -> None:
+    """Called by Tensor.numpy before it reads the tensor's data."""
+    for listener in listeners:
+        listener.reading(tensor)
 
 
 def schedule(*nodes: UOp) -> list[ScheduleItem]:
@@ -62,15 +105,22 @@ def run_schedule(items: list[ScheduleItem]) -> None:
         if item.ast is not None:
             runtime.prepare(item)  # compile now, so the time below is the kernel's alone
         start = time.perf_counter()
-        if item.ast is None:
-            out.copyin(inputs[0].numpy())
-        else:
-            runtime.run(item, out, inputs)
+        launch(item, out, inputs)
         if level >= 2:
             runtime.synchronize()  # a device that queues work (WEBGPU) has done it only now
             in_bytes = sum(b.size * b.dtype.itemsize for b in inputs)
             print_kernel_run(number, item, time.perf_counter() - start, in_bytes)
+        for listener in listeners:
+            listener.launched(item, out, inputs)
         _computed[item.output] = out
+
+
+def launch(item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
+    """Run one step of a schedule: its kernel on its device, or (ast None) a copy."""
+    if item.ast is None:
+        out.copyin(inputs[0].numpy())
+    else:
+        Device[item.device].run(item, out, inputs)
 
 
 def realize(node: UOp) -> UOp:

@@ -49,10 +49,12 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     _grad_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
     def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None,
-                 requires_grad: bool = False):
+                 requires_grad: bool | None = None):
         dt = to_dtype(dtype) if dtype is not None else None
         self.grad: Tensor | None = None
-        self._requires_grad, self._is_leaf = False, True
+        # None: not said. An optimizer given such a tensor makes it a parameter (as tinygrad).
+        self._requires_grad: bool | None = None
+        self._is_leaf = True
         if isinstance(data, UOp):
             self.uop = data if dt is None else data.cast(dt)
         elif isinstance(data, Tensor):
@@ -71,8 +73,8 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             else:
                 raise TypeError(f"can't make a Tensor from {type(data).__name__}")
             self.uop = _buffer_node(arr, device, dt)
-        if requires_grad:
-            self.requires_grad = True
+        if requires_grad is not None:
+            self.requires_grad = requires_grad
 
     # --- what a tensor is ---
     @property
@@ -103,11 +105,13 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return self.shape[0]
 
     @property
-    def requires_grad(self) -> bool:
+    def requires_grad(self) -> bool | None:
+        """True: gradients flow to this tensor; False: never; None: not said (falsy), and an
+        optimizer given the tensor turns it on, as in tinygrad."""
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
+    def requires_grad(self, value: bool | None) -> None:
         if not self._is_leaf:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         if value and not self.dtype.is_float:
@@ -117,7 +121,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             Tensor._grad_leaves[id(self)] = self
         elif not value:
             Tensor._grad_leaves.pop(id(self), None)
-        self._requires_grad = bool(value)
+        self._requires_grad = None if value is None else bool(value)
 
     @property
     def is_leaf(self) -> bool:
@@ -166,6 +170,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     def numpy(self) -> np.ndarray:
         """The value as a numpy array (a copy)."""
+        realize.note_read(self)  # a TinyJit capturing forbids it (tinyfw/jit.py)
         node = realize.realize(self.uop)
         return realize.buffer_of(node).numpy().reshape(self.shape).copy()
 
@@ -185,6 +190,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         if x.shape != self.shape:
             raise RuntimeError(f"assign of shape {shape_str(x.shape)} to a tensor of shape "
                                f"{shape_str(self.shape)}")
+        realize.note_assign(self)  # a TinyJit follows state (tinyfw/jit.py)
         self.uop = x.uop.detach().cast(self.dtype).copy_to(self.device)
         return self
 
@@ -254,7 +260,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     # --- creation ---
     @staticmethod
     def full(shape: int | Sequence[int], fill_value: Scalar, dtype: DType | str | None = None,
-             device: str | None = None, requires_grad: bool = False) -> Tensor:
+             device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """A tensor of shape filled with one value: a constant, expanded (no memory is filled)."""
         shape = argfix(shape)
         if not all_int(shape) or any(s < 0 for s in shape):
@@ -262,19 +268,19 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                                f"size: {shape}")
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
         out = Tensor(const(fill_value, dt, Device.canonicalize(device), shape))
-        if requires_grad:
-            out.requires_grad = True
+        if requires_grad is not None:
+            out.requires_grad = requires_grad
         return out
 
     @staticmethod
     def zeros(*shape: int, dtype: DType | str | None = None, device: str | None = None,
-              requires_grad: bool = False) -> Tensor:
+              requires_grad: bool | None = None) -> Tensor:
         return Tensor.full(argfix(*shape), 0.0, dtype or dtypes.default_float, device,
                            requires_grad)
 
     @staticmethod
     def ones(*shape: int, dtype: DType | str | None = None, device: str | None = None,
-             requires_grad: bool = False) -> Tensor:
+             requires_grad: bool | None = None) -> Tensor:
         return Tensor.full(argfix(*shape), 1.0, dtype or dtypes.default_float, device,
                            requires_grad)
 
@@ -294,13 +300,13 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     @staticmethod
     def eye(n: int, m: int | None = None, dtype: DType | str | None = None,
-            device: str | None = None, requires_grad: bool = False) -> Tensor:
+            device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """The n x m identity matrix."""
         out = (Tensor.arange(n, device=device).unsqueeze(1) ==
                Tensor.arange(m if m is not None else n, device=device))
         out = out.cast(dtype or dtypes.default_float)
-        if requires_grad:
-            out.requires_grad = True
+        if requires_grad is not None:
+            out.requires_grad = requires_grad
         return out
 
     @staticmethod
@@ -310,19 +316,19 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     @staticmethod
     def _random(sample: np.ndarray, dtype: DType | str | None, device: str | None,
-                requires_grad: bool) -> Tensor:
+                requires_grad: bool | None) -> Tensor:
         return Tensor(sample, device=device, dtype=dtype or dtypes.default_float,
                       requires_grad=requires_grad)
 
     @staticmethod
     def rand(*shape: int, dtype: DType | str | None = None, device: str | None = None,
-             requires_grad: bool = False) -> Tensor:
+             requires_grad: bool | None = None) -> Tensor:
         """Uniform samples in [0, 1)."""
         return Tensor._random(Tensor._rng.random(argfix(*shape)), dtype, device, requires_grad)
 
     @staticmethod
     def randn(*shape: int, dtype: DType | str | None = None, device: str | None = None,
-              requires_grad: bool = False) -> Tensor:
+              requires_grad: bool | None = None) -> Tensor:
         """Samples of the standard normal distribution."""
         return Tensor._random(Tensor._rng.standard_normal(argfix(*shape)), dtype, device,
                               requires_grad)
@@ -337,7 +343,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     @staticmethod
     def uniform(*shape: int, low: float = 0.0, high: float = 1.0,
                 dtype: DType | str | None = None, device: str | None = None,
-                requires_grad: bool = False) -> Tensor:
+                requires_grad: bool | None = None) -> Tensor:
         """Uniform samples in [low, high)."""
         sample = Tensor._rng.uniform(low, high, argfix(*shape))
         return Tensor._random(sample, dtype, device, requires_grad)

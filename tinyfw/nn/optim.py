@@ -25,14 +25,18 @@ class Optimizer:
     """Holds the parameters and the learning rate. A subclass says, in _update, how one
     parameter moves; step applies that rule to every parameter at once.
 
-    Tensors given without requires_grad (such as BatchNorm's running statistics) are kept as
-    buffers: not updated, but realized with each step, as tinygrad does."""
+    A float tensor whose requires_grad was never set (None) becomes a parameter, as in
+    tinygrad; tensors with requires_grad=False (such as BatchNorm's running statistics) are
+    kept as buffers: not updated, but realized with each step."""
 
     def __init__(self, params: Iterable[Tensor], lr: LearningRate):
         if isinstance(params, Tensor):
             raise TypeError("params should be an iterable of Tensors (a list, or "
                             "get_parameters(model)), not one Tensor")
         tensors = _unique(params)
+        for t in tensors:  # not said either way: a parameter (tinygrad's rule)
+            if t.requires_grad is None and t.dtype.is_float and t.is_leaf:
+                t.requires_grad = True
         self.params = [t for t in tensors if t.requires_grad]
         self.buffers = [t for t in tensors if not t.requires_grad]
         if not self.params:

@@ -1,0 +1,287 @@
+"""TinyJit: call 1 runs, call 2 captures, calls 3+ replay the kernels; state, pitfalls."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tinyfw import Tensor, dtypes
+from tinyfw.devices import probe
+from tinyfw.jit import JitError, TinyJit
+
+DEVICES = ["CPU", "NUMPY"] + (["CL"] if probe("CL")[0] else [])
+
+
+def data(*shape: int, seed: int = 0, device: str = "CPU") -> Tensor:
+    rng = np.random.default_rng(seed)
+    return Tensor(rng.standard_normal(shape).astype(np.float32), device=device)
+
+
+class Counted:
+    """A function that counts its calls."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn, self.calls = fn, 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.fn(*args, **kwargs)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_replays_give_the_unjitted_results_without_calling_the_function(device: str) -> None:
+    def f(x: Tensor, y: Tensor, scale: float) -> tuple[Tensor, Tensor]:
+        z = (x @ y).relu() * scale
+        return z, z.sum(axis=0) + x.max()
+
+    counted = Counted(f)
+    jit = TinyJit(counted)
+    for i in range(5):
+        x, y = data(4, 3, seed=i, device=device), data(3, 5, seed=10 + i, device=device)
+        got = [t.numpy() for t in jit(x, y, scale=2.0)]
+        want = [t.numpy() for t in f(x, y, 2.0)]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        assert jit.cnt == i + 1 and counted.calls == min(i + 1, 2)
+    assert len(jit.jit_cache) > 0
+
+
+def mlp(device: str, seed: int) -> list[Tensor]:
+    rng = np.random.default_rng(seed)
+    def param(*shape: int) -> Tensor:
+        return Tensor(rng.uniform(-0.5, 0.5, shape).astype(np.float32), device=device,
+                      requires_grad=True)
+    return [param(12, 16), param(16), param(16, 4)]
+
+
+def training_step(params: list[Tensor], velocity: list[Tensor]) -> Callable[..., Tensor]:
+    """Forward, cross-entropy, backward, SGD with momentum: state in params and velocity."""
+    w1, b1, w2 = params
+    def step(x: Tensor, labels: Tensor) -> Tensor:
+        logits = (x @ w1 + b1).relu() @ w2
+        top = logits.max(axis=1, keepdim=True)
+        lse = (logits - top).exp().sum(axis=1, keepdim=True).log() + top
+        loss = (lse - (logits * labels).sum(axis=1, keepdim=True)).mean()
+        loss.backward()
+        for p, v in zip(params, velocity):
+            v.assign(0.9 * v + p.grad)
+            p.assign(p - 0.1 * v)
+            p.grad = None
+        Tensor.realize_all(loss, *params, *velocity)
+        return loss
+    return step
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_jitted_training_step_gives_bit_identical_parameters(device: str) -> None:
+    plain_params, jit_params = mlp(device, 0), mlp(device, 0)
+    velocities = [[Tensor.zeros(*p.shape, device=device).realize() for p in ps]
+                  for ps in (plain_params, jit_params)]
+    plain = training_step(plain_params, velocities[0])
+    jitted = TinyJit(training_step(jit_params, velocities[1]))
+    rng = np.random.default_rng(1)
+    for _ in range(6):
+        x = Tensor(rng.standard_normal((8, 12)).astype(np.float32), device=device)
+        labels = Tensor(np.eye(4, dtype=np.float32)[rng.integers(0, 4, 8)], device=device)
+        want, got = plain(x, labels).numpy(), jitted(x, labels).numpy()
+        assert want.tobytes() == got.tobytes()
+        for a, b in zip(plain_params + velocities[0], jit_params + velocities[1]):
+            assert a.numpy().tobytes() == b.numpy().tobytes()
+    if device != "WEBGPU":  # the SGD updates write the parameters in place: few or no copies
+        assert sum(launch.item.ast is None for launch in jitted.jit_cache) < 6
+
+
+def test_state_read_again_after_its_update_is_kept_by_a_copy() -> None:
+    """A kernel after the update reads the old value: the update cannot write in place."""
+    p = data(5, seed=1).realize()
+    def f(x: Tensor) -> Tensor:
+        before = p * 3  # lazy: reads p's old buffer when realized below, after the update
+        p.assign(p + x)
+        p.realize()
+        return before.realize()
+    jit, value = TinyJit(f), p.numpy()
+    for i in range(5):
+        x = data(5, seed=i)
+        np.testing.assert_array_equal(jit(x).numpy(), value * 3)
+        value = value + x.numpy()
+        np.testing.assert_array_equal(p.numpy(), value)
+    assert jit.jit_cache[-1].item.ast is None  # the copy new -> old
+
+
+def test_pinned_tensors_assigned_outside_are_seen_by_replays() -> None:
+    lr = Tensor([0.5]).realize()
+    w = data(3, seed=2).realize()
+    jit = TinyJit(lambda x: (w.assign(w - lr * x).realize(), (w * 2).realize())[1])
+    expected = w.numpy()
+    for i in range(6):
+        if i == 4:
+            lr.assign(Tensor([0.25]))  # a learning rate schedule
+            w.assign(Tensor(np.ones(3, np.float32)))  # loading a checkpoint
+            expected = np.ones(3, np.float32)
+        x = data(3, seed=i)
+        out = jit(x).numpy()
+        expected = expected - np.float32(0.5 if i < 4 else 0.25) * x.numpy()
+        np.testing.assert_allclose(out, 2 * expected, rtol=1e-6)
+        np.testing.assert_allclose(w.numpy(), expected, rtol=1e-6)
+
+
+def test_values_computed_in_the_capture_are_not_trusted_after_replays() -> None:
+    x0, y0 = data(4, seed=0), data(4, seed=1)
+    jit = TinyJit(lambda x, y: x * y + 1)
+    for i in range(4):
+        jit(x0 if i < 2 else data(4, seed=i), y0)
+    np.testing.assert_array_equal((x0 * y0 + 1).numpy(), x0.numpy() * y0.numpy() + 1)
+
+
+def test_outputs_fed_back_and_inputs_assigned() -> None:
+    w = data(4, 4, seed=5)
+    jit = TinyJit(lambda h: (h @ w).tanh())  # h = step(h): reads the buffer it overwrites
+    h = want = data(2, 4, seed=6)
+    for _ in range(5):
+        h, want = jit(h), (want @ w).tanh()
+        np.testing.assert_allclose(h.numpy(), want.numpy(), rtol=1e-5)
+    def double_in_place(x: Tensor) -> None:
+        x.assign(x * 2 + 1).realize()
+    jit = TinyJit(double_in_place)
+    for i in range(4):
+        x = data(3, seed=i)
+        value = x.numpy()
+        jit(x)
+        np.testing.assert_array_equal(x.numpy(), value * 2 + 1)
+
+
+def test_dropout_with_a_mask_passed_in() -> None:
+    w = data(6, 6, seed=3)
+    jit = TinyJit(lambda x, mask: ((x @ w) * mask / 0.5).sum())
+    Tensor.manual_seed(0)
+    for i in range(4):
+        x, mask = data(2, 6, seed=i), Tensor.rand(2, 6) < 0.5
+        want = ((x.numpy() @ w.numpy()) * mask.numpy() / 0.5).sum()
+        np.testing.assert_allclose(jit(x, mask).numpy(), want, rtol=1e-5)
+
+
+def test_keyword_inputs_methods_and_reset() -> None:
+    class Model:
+        def __init__(self) -> None:
+            self.w = data(3, 2, seed=4)
+
+        @TinyJit
+        def forward(self, x: Tensor) -> Tensor:
+            return x @ self.w
+
+    model = Model()
+    for i in range(3):
+        x = data(5, 3, seed=i)
+        np.testing.assert_allclose(model.forward(x=x).numpy(), x.numpy() @ model.w.numpy(),
+                                   rtol=1e-6)
+    jit = Model.forward
+    assert jit.cnt == 3
+    jit.reset()
+    assert jit.cnt == 0 and jit.jit_cache == []
+    for i in range(3):  # captured anew, for another shape
+        x = data(7, 3, seed=i)
+        np.testing.assert_allclose(model.forward(x=x).numpy(), x.numpy() @ model.w.numpy(),
+                                   rtol=1e-6)
+
+
+def test_copies_between_devices_are_captured() -> None:
+    jit = TinyJit(lambda x: ((x.to("NUMPY") * 2).to("CPU") + 1).contiguous())
+    for i in range(4):
+        x = data(3, seed=i)
+        np.testing.assert_array_equal(jit(x).numpy(), x.numpy() * 2 + 1)
+    assert any(launch.item.ast is None for launch in jit.jit_cache)
+
+
+# --- pitfalls: each fails loudly, saying what to do ---
+def captured(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> TinyJit:
+    """A TinyJit of fn, called twice (run, capture) with these arguments."""
+    jit = TinyJit(fn)
+    jit(*args, **kwargs)
+    jit(*args, **kwargs)
+    return jit
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda jit: jit(data(5, 3), 2.0), r"input x has shape \[5, 3\].*\[4, 3\]"),
+    (lambda jit: jit(data(4, 3).cast(dtypes.float16), 2.0), "input x has dtype float16"),
+    (lambda jit: jit(data(4, 3, device="NUMPY"), 2.0), "input x has device NUMPY.*CPU"),
+    (lambda jit: jit(data(4, 3), 3.0), "argument scale is 3.0.*2.0.*pass a Tensor"),
+    (lambda jit: jit(data(4, 3), scale=data(1)), "called with tensor arguments"),
+])
+def test_a_call_unlike_the_captured_one(call: Callable[[TinyJit], Any], message: str) -> None:
+    jit = captured(lambda x, scale: (x * scale).sum(axis=1), data(4, 3), 2.0)
+    with pytest.raises(JitError, match=message):
+        call(jit)
+    with pytest.raises(JitError, match="reset"):
+        call(jit)
+
+
+def test_reading_data_while_captured() -> None:
+    def f(x: Tensor) -> Tensor:
+        y = x * 2
+        print(y.sum().item())
+        return y
+    jit = TinyJit(f)
+    jit(data(3))  # call 1 runs as usual
+    with pytest.raises(JitError, match=r"reads a tensor's data.*Return the tensor"):
+        jit(data(3))
+
+
+def test_returning_non_tensors() -> None:
+    with pytest.raises(JitError, match="returned a float.*Return a Tensor"):
+        TinyJit(lambda x: float(3))(data(3))
+    with pytest.raises(JitError, match="returned a str"):
+        TinyJit(lambda x: {"y": x + 1, "name": "y"})(data(3))
+
+
+def test_nothing_captured() -> None:
+    y = (data(3) + 1).realize()
+    with pytest.raises(JitError, match="launched no kernel"):
+        captured(lambda x: y, data(3))
+
+
+def test_nested_jits() -> None:
+    inner = TinyJit(lambda x: (x + 1).contiguous())
+    outer = TinyJit(lambda x: inner(x) * 2)
+    outer(data(3))
+    with pytest.raises(JitError, match=r"nested JITs are not supported"):
+        outer(data(3))
+
+
+def test_random_numbers_drawn_inside() -> None:
+    jit = TinyJit(lambda x: x * (Tensor.rand(3) < 0.5))
+    jit(data(3))
+    with pytest.raises(JitError, match="drew random numbers.*pass them in"):
+        jit(data(3))
+
+
+def test_other_pitfalls() -> None:
+    with pytest.raises(JitError, match="holding tensors"):
+        TinyJit(lambda xs: xs[0] + 1)([data(3)])
+    with pytest.raises(JitError, match="share one buffer"):
+        x = data(3)
+        captured(lambda a, b: a + b, x, x)
+    with pytest.raises(JitError, match="returned its input x"):
+        captured(lambda x: (x, x + 1), data(3))
+    lazy = Tensor.zeros(3)
+    with pytest.raises(JitError, match="still lazy"):
+        jit = TinyJit(lambda x: lazy.assign(lazy + x).contiguous())
+        jit(data(3))  # lazy is now computed but not realized: lazy.uop is a graph
+        jit(data(3))
+    w = Tensor(np.ones(3, np.float32), requires_grad=True)
+    def accumulates(x: Tensor) -> Tensor:
+        (w * x).sum().backward()  # w.grad is never reset: it accumulates
+        return w.grad * 1
+    with pytest.raises(JitError, match="zero_grad"):
+        captured(accumulates, data(3))
+
+
+def test_each_call_returns_new_tensors() -> None:
+    """A value returned by an earlier call keeps its value (tinygrad's replays overwrite the
+    same output tensors, a classic pitfall when losses are kept in a list)."""
+    jit = TinyJit(lambda x: (x * 2).sum())
+    kept = [jit(Tensor(np.full(4, float(i), np.float32))) for i in range(6)]
+    assert len({id(t) for t in kept}) == 6
+    assert [t.item() for t in kept] == [8.0 * i for i in range(6)]
