@@ -208,22 +208,32 @@ def _add_methods(patch: _Patch, learner_class: type, target_class: type) -> None
 def use(chapter: str | int, impl: str | os.PathLike[str] | None = None,
         layout: Layout | None = None) -> list[Path]:
     """Patches the learner's code of a chapter into tinyfw; returns the files loaded."""
+    return use_many([chapter], impl, layout)
+
+
+def use_many(chapters: list[str | int], impl: str | os.PathLike[str] | None = None,
+             layout: Layout | None = None) -> list[Path]:
+    """Patches the learner's code of several chapters into tinyfw at once (their own
+    framework, as far as they have written it); returns the files loaded."""
     global _active
     unuse()
     layout = layout or default_layout()
-    number = normalize_chapter(chapter)
+    numbers = [normalize_chapter(chapter) for chapter in chapters]
     impl_dir = resolve_impl(impl, layout)
-    folder = impl_dir / chapter_dir(number, layout).name
-    exercises = [module for module in exercise_modules(layout) if module.chapter == number]
-    patch = _Patch(chapter=number, impl_dir=impl_dir)
+    patch = _Patch(chapter=numbers[0] if len(numbers) == 1 else ",".join(numbers),
+                   impl_dir=impl_dir)
     loaded: list[tuple[ExerciseModule, ModuleType]] = []
     try:
-        for exercise in exercises:
-            name = f"_learner_{number}_{exercise.module.replace('.', '_')}"
-            path = folder / exercise.basename
-            loaded.append((exercise, load_file(path, name, layout)))
-            patch.module_names.append(name)
-            patch.files.append(path)
+        for number in numbers:
+            folder = impl_dir / chapter_dir(number, layout).name
+            for exercise in exercise_modules(layout):
+                if exercise.chapter != number:
+                    continue
+                name = f"_learner_{number}_{exercise.module.replace('.', '_')}"
+                path = folder / exercise.basename
+                loaded.append((exercise, load_file(path, name, layout)))
+                patch.module_names.append(name)
+                patch.files.append(path)
         for exercise, learner in loaded:
             _patch_module(patch, exercise, learner, layout)
     except BaseException:
@@ -262,7 +272,8 @@ def reference(*task_ids: str) -> Iterator[None]:
     if _active is None:
         yield
         return
-    tasks = {task.id: task for task in discover(default_layout(), _active.chapter)}
+    tasks = {task.id: task for chapter in _active.chapter.split(",")
+             for task in discover(default_layout(), chapter)}
     learner_code = []
     for task_id in task_ids:
         for unit in tasks[task_id].units:
