@@ -338,3 +338,18 @@ def test_parameters_made_alike_are_distinct() -> None:
     (c * 4 + d).sum().backward()
     np.testing.assert_allclose(c.grad.numpy(), [4.0, 4.0])
     np.testing.assert_allclose(d.grad.numpy(), [1.0, 1.0])
+
+
+def test_two_tensors_assigned_one_value_stay_two() -> None:
+    """Equal expressions share a graph node; assign gives each tensor a node of its own, so
+    each keeps its own gradient and, once realized, its own buffer."""
+    from tinyfw import realize
+    src = Tensor([1.0, 2.0])
+    a, b = Tensor([0.0, 0.0], requires_grad=True), Tensor([0.0, 0.0], requires_grad=True)
+    a.assign(src), b.assign(src)
+    (a * 2 + b * 3).sum().backward()
+    assert a.grad is not None and b.grad is not None
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [3.0, 3.0])
+    Tensor.realize_all(a, b)
+    assert realize.buffer_of(a.uop) is not realize.buffer_of(b.uop)

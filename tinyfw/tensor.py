@@ -1,6 +1,7 @@
 """The Tensor: a PyTorch-shaped front end that records a lazy graph of primitive ops."""
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from contextlib import contextmanager
@@ -19,6 +20,9 @@ from tinyfw.uop import Ops, UOp, const
 
 Scalar = bool | int | float
 TensorLike = "Tensor | Scalar"
+
+
+_assign_numbers = itertools.count()
 
 
 def _infer_list_dtype(data: Any) -> DType:
@@ -191,7 +195,11 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             raise RuntimeError(f"assign of shape {shape_str(x.shape)} to a tensor of shape "
                                f"{shape_str(self.shape)}")
         realize.note_assign(self)  # a TinyJit follows state (tinyfw/jit.py)
-        self.uop = x.uop.detach().cast(self.dtype).copy_to(self.device)
+        value = x.uop.detach().cast(self.dtype).copy_to(self.device)
+        # A node of its own (the DETACH's arg is a new number): graph nodes are shared between
+        # equal expressions, and two tensors given one value must stay two tensors, with their
+        # own gradients and buffers.
+        self.uop = UOp(Ops.DETACH, value.dtype, (value,), next(_assign_numbers))
         return self
 
     def detach(self) -> Tensor:
