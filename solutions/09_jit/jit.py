@@ -147,21 +147,15 @@ class TinyJit:
                 tensors: dict[str, Tensor], others: dict[str, Any]) -> Any:
         """Run the function while recording every launch into the jit cache, then keep each
         assigned tensor's state in one buffer so that the cache can run again and again."""
-        global _capturing
+        # >>> exercise 09.capture #capturing
         self.inputs = {name: InputSpec(_buffer(t), t.shape, t.dtype, t.device)
                        for name, t in tensors.items()}
         self.constants = others
         old_grads, rng = _leftover_grads(), _rng_state()
-        recorder = _Recorder(self.name)
-        _capturing = recorder
-        realize.listeners.append(recorder)
-        try:
+        with _Recorder(self.name) as recorder:
             ret = self.fn(*args, **kwargs)
             outputs = _output_tensors(ret, self.name)
             Tensor.realize_all(*outputs)
-        finally:
-            realize.listeners.remove(recorder)
-            _capturing = None
         self.jit_cache = recorder.launches
         self._check_capture(outputs, old_grads, rng)
         olds = {id(old): old for t, old in recorder.assigned if self._keep_in(t, old, outputs)}
@@ -179,6 +173,7 @@ class TinyJit:
             print(f"TinyJit({self.name}): captured {len(self.jit_cache)} launches ({copies} "
                   f"copies), {len(self.inputs)} inputs, {len(olds)} tensors of state")
         return ret
+        # <<< exercise
 
     def _keep_in(self, tensor: Tensor, old: Buffer, outputs: list[Tensor]) -> bool:
         """Make replays leave tensor's value in old, the buffer it held before the captured
@@ -292,11 +287,12 @@ class TinyJit:
         # <<< exercise
 
     def _fresh_outputs(self) -> dict[Buffer, Buffer]:
-        """A new buffer for each returned tensor's (except state kept in place), so that a
-        value returned by an earlier call is not overwritten by this one."""
+        """A new buffer for each returned tensor's that the cache writes (except state kept in
+        place), so that a value returned by an earlier call is not overwritten by this one. (A
+        returned tensor no kernel writes, computed before the call, comes back as it is.)"""
         outputs = [_buffer(t) for t in _output_tensors(self.ret, self.name)]
         return {buf: Buffer(buf.device, buf.size, buf.dtype)
-                for buf in outputs if buf not in self.pinned}
+                for buf in outputs if buf in self.written and buf not in self.pinned}
 
     def _input_buffer(self, name: str, t: Tensor) -> Buffer:
         """The buffer of input `name`; a copy if the cache writes it elsewhere (an output fed
@@ -310,12 +306,25 @@ class TinyJit:
 # --- listening to realize and Tensor ---
 class _Recorder(realize.Listener):
     """Listens while a function is captured: keeps each launch, and each tensor assigned with
-    the buffer it held before (its first assign); refuses reads of data."""
+    the buffer it held before (its first assign); refuses reads of data. `with _Recorder(name)
+    as recorder:` listens during the block (realize.listeners) and marks a capture under way
+    (_capturing), undoing both at its end, even when the block raises."""
 
     def __init__(self, name: str):
         self.name = name
         self.launches: list[Launch] = []
         self.assigned: list[tuple[Tensor, Buffer]] = []
+
+    def __enter__(self) -> _Recorder:
+        global _capturing
+        _capturing = self
+        realize.listeners.append(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        global _capturing
+        realize.listeners.remove(self)
+        _capturing = None
 
     def launched(self, item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
         self.launches.append(Launch(item, out, list(inputs)))
@@ -444,7 +453,8 @@ def _rebuilt(ret: Any, swap: dict[Buffer, Buffer]) -> Any:
     if isinstance(ret, dict):
         return {key: _rebuilt(value, swap) for key, value in ret.items()}
     if isinstance(ret, (tuple, list)):
-        return type(ret)(_rebuilt(value, swap) for value in ret)
+        values = [_rebuilt(value, swap) for value in ret]
+        return type(ret)(*values) if hasattr(ret, "_fields") else type(ret)(values)  # namedtuple
     return ret
 
 
