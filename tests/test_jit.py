@@ -285,3 +285,28 @@ def test_each_call_returns_new_tensors() -> None:
     kept = [jit(Tensor(np.full(4, float(i), np.float32))) for i in range(6)]
     assert len({id(t) for t in kept}) == 6
     assert [t.item() for t in kept] == [8.0 * i for i in range(6)]
+
+
+def test_values_computed_from_state_are_recomputed_after_replays() -> None:
+    """A node computed earlier from a buffer the replays change in place gives the new value."""
+    p = Tensor([1.0], requires_grad=False).realize()
+    step = TinyJit(lambda x: p.assign(p + x).realize() * 1)
+    for i in range(5):
+        step(Tensor([1.0]))
+        keep = p * 2  # a node of p's (pinned) buffer, computed now and kept alive
+        assert keep.numpy().item() == 2 * (2 + i)
+        assert (p * 2).numpy().item() == 2 * (2 + i)
+
+
+def test_inputs_read_through_values_computed_before_the_capture() -> None:
+    """A value computed from the input before the capture is recomputed in it, so replays
+    read the new input."""
+    step = TinyJit(lambda x: (x * 2 + 1).sum())
+    x1 = Tensor(np.ones(3, np.float32))
+    step(x1)
+    x2 = Tensor(np.full(3, 2.0, np.float32))
+    h = x2 * 2
+    kept = h + 5  # noqa: F841  holds the node x2 * 2, which realizing h computes
+    h.realize()
+    step(x2)
+    assert step(Tensor(np.full(3, 3.0, np.float32))).item() == 21.0

@@ -46,6 +46,17 @@ def forget(buffers: set[Buffer]) -> None:
         del _computed[node]
 
 
+def forget_readers(buffers: set[Buffer]) -> None:
+    """Forget the nodes computed from (or into) these buffers: their memory is about to change
+    or has changed in place (a TinyJit's state), so a computed value read from it is stale."""
+    if not buffers:
+        return
+    for node in list(_computed.keys()):
+        if _computed.get(node) in buffers or any(
+                n.op is Ops.BUFFER and n.arg in buffers for n in node.toposort()):
+            _computed.pop(node, None)
+
+
 def has_buffer(node: UOp) -> bool:
     """A node the scheduler reads from memory: a buffer in its own shape, or a value computed
     before. (Reshapes stacked on those stay in the graph, so they become views of the load.)"""

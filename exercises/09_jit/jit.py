@@ -135,10 +135,14 @@ class TinyJit:
             ret = self.fn(*args, **kwargs)
             Tensor.realize_all(*_output_tensors(ret, self.name))
         elif self.cnt == 1:
+            # values computed earlier from the inputs would be read, not recomputed: forgotten
+            realize.forget_readers({_buffer(t) for t in tensors.values()})
             ret = self.capture(args, kwargs, tensors, others)
         else:
             self._check_call(tensors, others)
             ret = self.replay(tensors)
+        if self.cnt >= 1:  # the state buffers changed in place: values computed from them are old
+            realize.forget_readers(self.written | self.pinned)
         self.cnt += 1
         return ret
 
@@ -343,6 +347,7 @@ def _copy_back_moved() -> None:
         value = realize.buffer_of(realize.realize(tensor.uop))
         if value is not pinned:
             pinned.copyin(value.numpy())
+            realize.forget_readers({pinned})
         tensor.uop = _view(pinned, tensor.shape)
 
 
