@@ -104,6 +104,7 @@ class NNOps:
         if cin * groups != cin_all or cout % groups:
             raise RuntimeError(f"input of shape {self.shape} and weight of shape {weight.shape} "
                                f"don't fit {groups} groups")
+        # >>> exercise 10.linear_conv #linear-and-convolution
         x = self.pad(pool_padding(padding, 2))._pool((kh, kw), stride, dilation)
         oh, ow = x.shape[2:4]  # x is (bs, groups * cin, oh, ow, kh, kw)
         rcout = cout // groups
@@ -113,6 +114,7 @@ class NNOps:
         w = weight.reshape(1, groups, rcout, 1, 1, cin, kh, kw)
         out = (x * w).sum((-3, -2, -1)).reshape(bs, cout, oh, ow)
         return out if bias is None else out + bias.reshape(1, cout, 1, 1)
+        # <<< exercise
 
     def max_pool2d(self: Tensor, kernel_size: IntOrTuple = (2, 2), stride: IntOrTuple | None = None,
                    dilation: IntOrTuple = 1, padding: IntOrTuple = 0) -> Tensor:
@@ -139,12 +141,14 @@ class NNOps:
         1 / (1 - p), so the expected value stays the same. Outside training: self."""
         if not 0 <= p <= 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        # >>> exercise 10.embedding_dropout #embedding-and-dropout
         if not type(self).training or p == 0:
             return self
         if p == 1:
             return self * 0
         keep = self.rand_like(dtype=dtypes.float32) >= p
         return keep.where(self, 0) * (1 / (1 - p))
+        # <<< exercise
 
     def layernorm(self: Tensor, axis: int | tuple[int, ...] = -1, eps: float = 1e-5) -> Tensor:
         """Each slice along axis shifted to mean 0 and scaled to variance 1 (no affine)."""

@@ -26,7 +26,9 @@ class Linear:
         self.bias = _uniform(out_features, bound=bound) if bias else None
 
     def __call__(self, x: Tensor) -> Tensor:
+        # >>> exercise 10.linear_conv #linear-and-convolution
         return x.linear(self.weight.T, self.bias)
+        # <<< exercise
 
 
 class Conv2d:
@@ -43,8 +45,10 @@ class Conv2d:
         self.bias = _uniform(out_channels, bound=bound) if bias else None
 
     def __call__(self, x: Tensor) -> Tensor:
+        # >>> exercise 10.linear_conv #linear-and-convolution
         return x.conv2d(self.weight, self.bias, self.groups, self.stride, self.dilation,
                         self.padding)
+        # <<< exercise
 
 
 class BatchNorm:
@@ -65,6 +69,7 @@ class BatchNorm:
             self.running_var = Tensor.ones(sz, requires_grad=False)
 
     def __call__(self, x: Tensor) -> Tensor:
+        # >>> exercise 10.normalization #normalization
         if self.track_running_stats and not Tensor.training:
             mean, var = self.running_mean, self.running_var
         else:
@@ -81,6 +86,7 @@ class BatchNorm:
                                         m * n / (n - 1) * var.detach())
                 self.num_batches_tracked.assign(self.num_batches_tracked + 1)
         return x.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
+        # <<< exercise
 
 
 BatchNorm2d = BatchNorm
@@ -103,6 +109,7 @@ class LayerNorm:
             self.bias = Tensor.zeros(*self.normalized_shape, requires_grad=True)
 
     def __call__(self, x: Tensor) -> Tensor:
+        # >>> exercise 10.normalization #normalization
         if x.shape[x.ndim - len(self.normalized_shape):] != self.normalized_shape:
             raise RuntimeError(f"LayerNorm over {self.normalized_shape} got an input of shape "
                                f"{x.shape}")
@@ -110,6 +117,7 @@ class LayerNorm:
         if not self.elementwise_affine:
             return out
         return out * self.weight + self.bias
+        # <<< exercise
 
 
 class Embedding:
@@ -121,8 +129,10 @@ class Embedding:
         self.weight = Tensor.glorot_uniform(vocab_size, embed_size, requires_grad=True)
 
     def __call__(self, idx: Tensor) -> Tensor:
+        # >>> exercise 10.embedding_dropout #embedding-and-dropout
         # a row of the table is a one-hot row times the table, so its gradient is too
         return idx.one_hot(self.vocab_size).cast(self.weight.dtype) @ self.weight
+        # <<< exercise
 
 
 class Dropout:
@@ -132,5 +142,7 @@ class Dropout:
         self.p = p
 
     def __call__(self, x: Tensor) -> Tensor:
+        # >>> exercise 10.embedding_dropout #embedding-and-dropout
         return x.dropout(self.p)
+        # <<< exercise
 

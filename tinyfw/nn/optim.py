@@ -95,12 +95,14 @@ class SGD(Optimizer):
         self.b = [p.zeros_like() for p in self.params] if momentum else []
 
     def _update(self, i: int, param: Tensor, grad: Tensor) -> Tensor:
+        # >>> exercise 10.sgd #sgd
         if self.weight_decay:  # L2 regularization: the gradient of weight_decay / 2 * |param|^2
             grad = grad + self.weight_decay * param
         if self.momentum:
             self.b[i].assign(self.momentum * self.b[i] + grad)
             grad = (grad + self.momentum * self.b[i]) if self.nesterov else self.b[i]
         return param - self.lr * grad
+        # <<< exercise
 
     def _state(self) -> list[Tensor]:
         return self.b
@@ -130,6 +132,7 @@ class Adam(Optimizer):
         return super().schedule_step()
 
     def _update(self, i: int, param: Tensor, grad: Tensor) -> Tensor:
+        # >>> exercise 10.adam #adam-and-adamw
         if self.decoupled_weight_decay:  # AdamW: shrink the weights, apart from the gradient
             param = param * (1 - self.lr * self.weight_decay)
         elif self.weight_decay:  # Adam: L2 regularization, through the gradient
@@ -139,6 +142,7 @@ class Adam(Optimizer):
         m_hat = self.m[i] / (1 - self.b1 ** self.t)  # m and v start at 0: undo that bias
         v_hat = self.v[i] / (1 - self.b2 ** self.t)
         return param - self.lr * m_hat / (v_hat.sqrt() + self.eps)
+        # <<< exercise
 
     def _state(self) -> list[Tensor]:
         return [*self.m, *self.v, self.t]
