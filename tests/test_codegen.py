@@ -236,3 +236,11 @@ def test_a_multiply_add_rounds_twice_as_numpy_does() -> None:
     z = np.full(64, a * a, np.float32)  # a * a rounded to float32: exactly 1 + 2**-11
     got = (Tensor(x) * Tensor(x) - Tensor(z)).numpy()
     np.testing.assert_array_equal(got, x * x - z)   # all 0; an fma would give 2**-24
+
+
+def test_flipped_reduce_is_not_miscompiled() -> None:
+    """gcc 12.2's loop vectorizer summed a flipped 5x2 array to 80 (tinyfw/runtime_cpu.py)."""
+    data = np.arange(1, 11, dtype=np.float32).reshape(5, 2)
+    for axis in (None, 0, 1):
+        got = Tensor(data).flip(1).sum(axis).numpy()
+        np.testing.assert_array_equal(got, np.flip(data, 1).sum(axis))

@@ -17,8 +17,19 @@ from tinyfw.device import Buffer, NumpyAllocator, Runtime
 from tinyfw.renderer_c import render
 
 # -ffp-contract=off: gcc would fuse a*b+c into one fma (rounded once) where it sees fit, so the same
-# expression could give different bits in two kernels (and differ from the NUMPY reference)
-COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off"]
+# expression could give different bits in two kernels (and differ from the NUMPY reference).
+# -fno-tree-loop-vectorize: gcc 12.2's loop vectorizer miscompiles tinyfw's reduces. Given a float
+# sum whose inner loop walks memory backwards (a flip: `acc += data1[ridx0*2 - ridx1 + 1]`), it
+# turns the unrolled inner loop into an in-order ("fold-left") reduction chain with the load
+# permutation {1 0}, adds both lanes of the vector load, and keeps one of the scalar adds it
+# replaced: every element but one per row is counted twice (-fdump-tree-vect-details shows
+# "using an in-order (fold-left) reduction"; 80 instead of 55 for a flipped 5x2 sum, at -O2
+# and at -O3, with or without -march=native). A float reduction may not be reordered
+# (no -ffast-math), so the loop vectorizer has little to gain in tinyfw's kernels anyway;
+# chapter 11 vectorizes explicitly (vector types), and the SLP vectorizer stays on.
+# tests/test_movement_exhaustive.py runs every small movement chain reduced over each axis.
+COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
+                 "-fno-tree-loop-vectorize"]
 
 
 def cache_dir() -> Path:
