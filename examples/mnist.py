@@ -106,7 +106,8 @@ def make_eval_step(model: Callable[[Tensor], Tensor],
     """How many images of a batch the model classifies right (a 0-d tensor)."""
 
     def eval_step(x: Tensor, y: Tensor) -> Tensor:
-        return (model(normalize(x)).argmax(axis=1) == y).sum()
+        # a count in int32: a sum of bools is int64 (as in torch), which WEBGPU cannot hold
+        return (model(normalize(x)).argmax(axis=1) == y).sum(dtype="int32")
 
     return TinyJit(eval_step) if jit else eval_step
 

@@ -1,7 +1,8 @@
 """dtypes follow PyTorch: the promotion table, scalars, casts and the dtypes ops return.
 
 tinyfw's default int is int32 where torch's is int64: wherever torch answers int64 only because
-that is its default (a Python int, a sum of bools, an index), tinyfw answers int32.
+that is its default (a Python int, an index), tinyfw answers int32. Sums of ints and bools are
+int64 in both: a sum must not overflow where torch's does not.
 """
 from __future__ import annotations
 
@@ -135,10 +136,10 @@ RESULTS = [
     ("eq_float", lambda x: x == 2, dtypes.float32, dtypes.bool),
     ("ne_float64", lambda x: x != 1.5, dtypes.float64, dtypes.bool),
     ("ge_bool", lambda x: x >= True, dtypes.bool, dtypes.bool),
-    ("sum_bool", lambda x: x.sum(), dtypes.bool, dtypes.int32),
-    ("sum_int8", lambda x: x.sum(), dtypes.int8, dtypes.int32),
-    ("sum_uint8", lambda x: x.sum(0), dtypes.uint8, dtypes.int32),
-    ("sum_int32", lambda x: x.sum(), dtypes.int32, dtypes.int32),
+    ("sum_bool", lambda x: x.sum(), dtypes.bool, dtypes.int64),
+    ("sum_int8", lambda x: x.sum(), dtypes.int8, dtypes.int64),
+    ("sum_uint8", lambda x: x.sum(0), dtypes.uint8, dtypes.int64),
+    ("sum_int32", lambda x: x.sum(), dtypes.int32, dtypes.int64),
     ("sum_int64", lambda x: x.sum(), dtypes.int64, dtypes.int64),
     ("sum_half", lambda x: x.sum(), dtypes.float16, dtypes.float16),
     ("max_bool", lambda x: x.max(), dtypes.bool, dtypes.bool),

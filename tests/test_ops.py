@@ -532,18 +532,26 @@ def test_any_all(axis, keepdim: bool) -> None:
 
 
 def test_int_and_bool_reductions() -> None:
-    """Reductions of ints keep them int; sums of bools count; means are float."""
+    """Reductions of ints keep them int; means are float."""
     ints = [[[3, -1, 4], [1, -5, 9]]]
-    check(ints, lambda x: x.sum())
-    check(ints, lambda x: x.sum(0))
     check(ints, lambda x: torch.amax(x, 1), lambda x: x.max(1))
     check(ints, lambda x: torch.amin(x, 1), lambda x: x.min(1))
-    check([[[True, False, True], [True, True, True]]], lambda x: x.sum(1))
-    check([[[True, False, True], [True, True, True]]], lambda x: x.sum())
+    check(ints, lambda x: x.sum(0, dtype=torch.int32), lambda x: x.sum(0, dtype=dtypes.int32))
     check([np.array([[3, 7], [255, 0]], np.uint8)], lambda x: torch.amin(x, 1),
           lambda x: x.min(1))
     check([np.array([[3, 7], [255, 0]], np.uint8)], lambda x: torch.amax(x, 0),
           lambda x: x.max(0))
+
+
+def test_int_and_bool_sums_are_int64(needs_dtypes: NeedsDtypesFixture) -> None:
+    """Sums of ints and bools are int64, as torch's: 3 * 2**30 does not overflow."""
+    with needs_dtypes(dtypes.int64):
+        ints = [[[3, -1, 4], [1, -5, 9]]]
+        check(ints, lambda x: x.sum())
+        check(ints, lambda x: x.sum(0))
+        check([[[True, False, True], [True, True, True]]], lambda x: x.sum(1))
+        check([[[True, False, True], [True, True, True]]], lambda x: x.sum())
+        check([np.array([2**30] * 3, np.int32)], lambda x: x.sum())
 
 
 def test_int_min_at_dtype_minimum() -> None:

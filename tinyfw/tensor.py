@@ -24,6 +24,12 @@ TensorLike = "Tensor | Scalar"
 
 _assign_numbers = itertools.count()
 
+# Float sums longer than SUM_SPLIT values are computed in two levels (Tensor._reduce_chunk),
+# unless that would keep more than SUM_PARTIALS_MAX partial sums (64 MiB of float32).
+SUM_SPLIT = 4096
+SUM_CHUNK = 256
+SUM_PARTIALS_MAX = 2**24
+
 
 def _infer_list_dtype(data: Any) -> DType:
     """The dtype PyTorch gives a nested list: bool if all bools, float if any float, else int."""
@@ -707,38 +713,57 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     def _reduce(self, op: Ops, axis: Axis, keepdim: bool) -> Tensor:
         axes = self._axes(axis)
-        limit = Device[self.device].max_reduce
-        if limit is not None and prod(self.shape[i] for i in axes) > limit:
-            return self._reduce_in_two(op, axes, keepdim, limit)
+        chunk = self._reduce_chunk(op, prod(self.shape[i] for i in axes))
+        if chunk is not None:
+            return self._reduce_in_chunks(op, axes, keepdim, chunk)
         out = self._result(self.uop.reduce(op, axes), self)
         if keepdim:
             return out
         return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
-    def _reduce_in_two(self, op: Ops, axes: tuple[int, ...], keepdim: bool,
-                       limit: int) -> Tensor:
-        """A reduce longer than one thread of the device may loop (WEBGPU on lavapipe stops a
-        shader after 65535 loop iterations), as two: over groups of about sqrt(n) values
-        (padded with the reduce's identity), then over the groups' results."""
+    def _reduce_chunk(self, op: Ops, n: int) -> int | None:
+        """How many values each partial reduce takes when a reduce of n values is split in
+        two levels (None: it is not). A float sum in one accumulator is off by about one
+        rounding per value (the sum of 2e7 ones stops at 2**24), so a long float sum is
+        made of partial sums of SUM_CHUNK values, recursively: each value then meets about
+        log(n)/log(SUM_CHUNK) roundings. A device may also limit how long one thread loops."""
+        if (op is Ops.ADD and self.dtype.is_float and n > SUM_SPLIT
+                and self.numel() // n * -(-n // SUM_CHUNK) <= SUM_PARTIALS_MAX):
+            return SUM_CHUNK
+        limit = Device[self.device].max_reduce
+        if limit is not None and n > limit:  # WEBGPU on lavapipe stops a shader at 65535
+            return min(limit, math.isqrt(n - 1) + 1)
+        return None
+
+    def _reduce_in_chunks(self, op: Ops, axes: tuple[int, ...], keepdim: bool,
+                          chunk: int) -> Tensor:
+        """A reduce over axes as two: over groups of chunk values (the last group padded with
+        the reduce's identity), then over the groups' results (which may split again)."""
         kept = [i for i in range(self.ndim) if i not in axes]
         n = prod(self.shape[i] for i in axes)
-        inner = min(limit, math.isqrt(n - 1) + 1)
-        outer = -(-n // inner)
+        groups = -(-n // chunk)
         identity = 0 if op is Ops.ADD else dtypes.min(self.dtype)
         flat = self.permute(tuple(kept + list(axes))).reshape(
             tuple(self.shape[i] for i in kept) + (n,))
-        groups = flat.pad([(0, 0)] * len(kept) + [(0, outer * inner - n)], value=identity)
-        groups = groups.reshape(tuple(self.shape[i] for i in kept) + (outer, inner))
-        out = groups._reduce(op, -1, False)._reduce(op, -1, False)
+        padded = flat.pad([(0, 0)] * len(kept) + [(0, groups * chunk - n)], value=identity)
+        padded = padded.reshape(tuple(self.shape[i] for i in kept) + (groups, chunk))
+        out = padded._reduce(op, -1, False)._reduce(op, -1, False)
         if keepdim:
             out = out.reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape)))
         return out
 
-    def sum(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
-        """The sum over axis (all axes when None). Small ints and bools sum as int32."""
-        x = self
-        if self.dtype.is_bool or (self.dtype.is_int and self.dtype.itemsize < 4):
-            x = self.cast(dtypes.default_int)
+    def sum(self, axis: Axis = None, keepdim: bool = False,
+            dtype: DType | str | None = None) -> Tensor:
+        """The sum over axis (all axes when None), as torch: ints and bools sum into int64,
+        float16 accumulates in float32; dtype casts the input first (as torch's dtype=)."""
+        if dtype is not None:
+            x = self.cast(to_dtype(dtype))
+        elif not self.dtype.is_float:
+            x = self.cast(dtypes.int64)
+        elif self.dtype.itemsize < 4:  # partial sums stay float32 between the two levels
+            return self.float().sum(axis, keepdim).cast(self.dtype)
+        else:
+            x = self
         return x._reduce(Ops.ADD, axis, keepdim)
 
     def max(self, axis: Axis = None, keepdim: bool = False) -> Tensor:

@@ -26,9 +26,12 @@ class DerivedOps:
     def var(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """The variance over axis, dividing by N - correction (1: the unbiased estimate)."""
         x = self if self.dtype.is_float else self.float()
-        sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim=keepdim)
+        wide = x.float() if x.dtype.itemsize < 4 else x  # float16 squares overflow early
+        # two passes (the squared distances to the mean) rather than E[x^2] - E[x]^2, which
+        # loses every digit when the mean is large against the spread
+        sq = (wide - wide.mean(axis, keepdim=True)).square().sum(axis, keepdim=keepdim)
         n = x.numel() // max(sq.numel(), 1) if x.numel() else 0
-        return sq / max(n - correction, 0)
+        return (sq / max(n - correction, 0)).cast(x.dtype)
 
     def std(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """The standard deviation over axis."""

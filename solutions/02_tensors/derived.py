@@ -21,17 +21,21 @@ class DerivedOps:
         """The average over axis (all axes when None): a sum divided by how many were summed."""
         # >>> exercise 02.mean #mean-as-a-composition
         x = self if self.dtype.is_float else self.float()
-        total = x.sum(axis, keepdim=keepdim)
+        wide = x.float() if x.dtype.itemsize < 4 else x  # a float16 sum can pass 65504
+        total = wide.sum(axis, keepdim=keepdim)
         count = x.numel() // max(total.numel(), 1) if x.numel() else 0
-        return total / count
+        return (total / count).cast(x.dtype)
         # <<< exercise
 
     def var(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """The variance over axis, dividing by N - correction (1: the unbiased estimate)."""
         x = self if self.dtype.is_float else self.float()
-        sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim=keepdim)
+        wide = x.float() if x.dtype.itemsize < 4 else x  # float16 squares overflow early
+        # two passes (the squared distances to the mean) rather than E[x^2] - E[x]^2, which
+        # loses every digit when the mean is large against the spread
+        sq = (wide - wide.mean(axis, keepdim=True)).square().sum(axis, keepdim=keepdim)
         n = x.numel() // max(sq.numel(), 1) if x.numel() else 0
-        return sq / max(n - correction, 0)
+        return (sq / max(n - correction, 0)).cast(x.dtype)
 
     def std(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """The standard deviation over axis."""
@@ -69,7 +73,8 @@ class DerivedOps:
         if x.shape[-1] != w.shape[-2]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[-2]}x"
                                f"{x.shape[-1]} and {w.shape[-2]}x{w.shape[-1]})")
-        out = (x.unsqueeze(-1) * w.unsqueeze(-3)).sum(-2)
+        products = x.unsqueeze(-1) * w.unsqueeze(-3)
+        out = products.sum(-2, dtype=products.dtype)  # int32 @ int32 is int32, as in torch
         if self.ndim == 1:
             out = out.squeeze(-2)
         return out.squeeze(-1) if other.ndim == 1 else out
