@@ -28,6 +28,33 @@ def _math(name: str) -> Template:
     return render
 
 
+# The unsigned type of the same width, per signed integer type that can trap in / and %.
+C_UNSIGNED: dict[DType, str] = {dtypes.int32: "unsigned int", dtypes.int64: "unsigned long long"}
+
+
+def c_idiv(types: dict[DType, str], unsigned: dict[DType, str]) -> Template:
+    """a / b of integers, rounding toward zero, that never traps: b == 0 gives 0 (tinyfw's rule),
+    and b == -1 gives -a wrapped to the type (MIN / -1 is MIN, as torch gives), where C's
+    MIN / -1 overflows, which x86 reports as SIGFPE like a division by zero. -a is taken in
+    the unsigned type of the same width, where it wraps rather than being undefined; int8 and
+    int16 promote to int in C, so their / cannot trap. types and unsigned: the language's type
+    names, and its unsigned ones for the types that can trap."""
+    def render(dt: DType, a: list[str]) -> str:
+        if dt not in unsigned:
+            return f"({a[1]}==0?0:{a[0]}/{a[1]})"
+        negated = f"({types[dt]})(0-({unsigned[dt]}){a[0]})"
+        return f"({a[1]}==0?0:{a[1]}==-1?{negated}:{a[0]}/{a[1]})"
+    return render
+
+
+def c_mod(dt: DType, a: list[str]) -> str:
+    """a % b of integers, with the sign of a, that never traps: 0 where b is 0 (tinyfw's rule)
+    or -1 (every remainder of a division by -1 is 0; C's MIN % -1 traps as MIN / -1 does)."""
+    if dt in C_UNSIGNED:
+        return f"(({a[1]}==0||{a[1]}==-1)?0:{a[0]}%{a[1]})"
+    return f"({a[1]}==0?0:{a[0]}%{a[1]})"
+
+
 # One template per op: the dtype of the result and the operands' names give the C expression.
 OP_TEMPLATES: dict[Ops, Template] = {
     Ops.NEG: lambda dt, a: f"(!{a[0]})" if dt.is_bool else f"(-{a[0]})",
@@ -39,8 +66,8 @@ OP_TEMPLATES: dict[Ops, Template] = {
     Ops.MAX: lambda dt, a: (f"(({a[0]}>{a[1]}||{a[0]}!={a[0]})?{a[0]}:{a[1]})" if dt.is_float
                             else f"(({a[0]}>{a[1]})?{a[0]}:{a[1]})"),  # a != a: a is NaN
     Ops.MOD: lambda dt, a: (f"fmod({a[0]},{a[1]})" if dt.is_float else
-                            f"({a[1]}==0?0:{a[0]}%{a[1]})"),
-    Ops.IDIV: lambda dt, a: f"({a[1]}==0?0:{a[0]}/{a[1]})",
+                            c_mod(dt, a)),
+    Ops.IDIV: c_idiv(C_TYPES, C_UNSIGNED),
     Ops.CMPLT: lambda dt, a: f"({a[0]}<{a[1]})",
     Ops.CMPNE: lambda dt, a: f"({a[0]}!={a[1]})",
     Ops.AND: lambda dt, a: f"({a[0]}&{a[1]})",
