@@ -2,6 +2,7 @@
 class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Callable, ClassVar
 
@@ -112,8 +113,11 @@ class CStyleLanguage:
     storage: ClassVar[dict[DType, str]] = C_TYPES    # an element's type in memory
     ops: ClassVar[dict[Ops, Template]] = OP_TEMPLATES
     prelude: ClassVar[str] = "#include <math.h>\n#include <stdbool.h>\n"
-    int_type: ClassVar[str] = "int"
     has_threads: ClassVar[bool] = False
+    # The type of loop variables and thread indices: int, or (see with_index) the language's
+    # 64-bit int for a kernel whose indices can pass 2**31 - 1.
+    index_dtype: DType = dtypes.int32
+    int_type: str = "int"
 
     def type_of(self, dtype: DType) -> str:
         """The type of a value of dtype, or NotSupportedError."""
@@ -141,9 +145,16 @@ class CStyleLanguage:
         """A statement declaring a variable (mutable: it is assigned again later)."""
         return f"{type_} {name} = {value};"
 
+    def with_index(self, dtype: DType) -> CStyleLanguage:
+        """This language with loop variables and thread indices of dtype (int64 for a kernel
+        whose indices can pass 2**31 - 1), or NotSupportedError where it has no such type."""
+        language = copy.copy(self)
+        language.index_dtype, language.int_type = dtype, self.type_of(dtype)
+        return language
+
     def loop(self, var: str, size: int) -> str:
         """The first line of `for var in range(size)`."""
-        return f"for (int {var} = 0; {var} < {size}; {var}++) {{"
+        return f"for ({self.int_type} {var} = 0; {var} < {size}; {var}++) {{"
 
     def const(self, value: Any, dtype: DType) -> str:
         """A literal of dtype."""
@@ -169,7 +180,7 @@ class CStyleLanguage:
         """The functions that shape this language's source (a key for caching programs, so
         that code swapped in later, a learner's, takes effect at once)."""
         names = ("render", "type_of", "buffer_type", "kernel_header", "thread_index", "decl",
-                 "loop", "const", "load", "store", "ternary", "op")
+                 "loop", "const", "load", "store", "ternary", "op", "with_index")
         return tuple(getattr(type(self), n) for n in names) + (CStyleLanguage.render,)
 
     def render(self, prog: Program) -> str:
@@ -177,6 +188,8 @@ class CStyleLanguage:
         output), data1, ...; a loop per LOOP step, except global loops on a language with
         threads, whose indices come from the thread index; one statement per step."""
         # >>> exercise 05.render_c #rendering-c
+        if prog.index_dtype != self.index_dtype:  # indices past 2**31 - 1: 64-bit ones
+            return self.with_index(prog.index_dtype).render(prog)
         names: dict[int, str] = {}
         params = []
         for i in prog.params:

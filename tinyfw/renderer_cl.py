@@ -66,9 +66,10 @@ class OpenCLLanguage(CStyleLanguage):
         # <<< exercise
 
     def thread_index(self) -> str:
-        """The work-item's id along dimension 0: one work-item per output element."""
+        """The work-item's id along dimension 0 (a size_t), as an index: one work-item per
+        output element."""
         # >>> exercise 06.opencl_language #the-opencl-dialect
-        return "(int)get_global_id(0)"
+        return f"({self.int_type})get_global_id(0)"
         # <<< exercise
 
     def load(self, buf: str, index: str, dtype: DType) -> str:
