@@ -7,8 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from tinyfw import DType, Tensor, dtypes
+from tinyfw import Device, DType, Tensor, dtypes
 from tinyfw.codegen import Kernel, Program, lower, program_of
+from tinyfw.devices import probe
 from tinyfw.renderer_c import C, NotSupportedError
 from tinyfw.renderer_cl import OPENCL
 from tinyfw.renderer_cuda import CUDA
@@ -91,3 +92,18 @@ def test_a_2_gb_uint8_tensor_is_written_and_read_on_cpu() -> None:
     (a segfault); the last three are read back by a second kernel at an index past 2**31."""
     x = Tensor.ones(2**31 + 100, dtype=dtypes.uint8, device="CPU").contiguous().realize()
     assert x[-3:].tolist() == [1, 1, 1] and x[:2].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("device", ["CL", "CUDAEMU"])
+def test_64_bit_index_source_compiles(device: str) -> None:
+    """The 64-bit source of a kernel past 2**31 builds (running 2**32 elements on a CPU
+    emulating a GPU would be too slow; the CPU runs such kernels above)."""
+    ok, why = probe(device)
+    if not ok:
+        pytest.skip(f"{device} is not available here: {why}")
+    x = Tensor.ones(65536, 65536, dtype=dtypes.uint8, device=device).contiguous()
+    item = (x.permute(1, 0) + 1).schedule()[-1]
+    runtime = Device[device]
+    source = runtime.source(item)
+    assert "long gid" in source  # long in OpenCL, long long in CUDA
+    assert runtime.build(item, source) is not None
