@@ -335,3 +335,21 @@ def test_a_language_with_threads_gets_its_indices_from_the_thread() -> None:
     CPUProgram("threaded", ClangStyleCompiler().compile(source + driver))(out, x)
     expected = np.concatenate([(2 * x.T).reshape(-1), np.full(7, -1.0, np.float32)])
     expect_close(out, expected, what=f"3x5 threads (and 7 spare) running\n{source}")
+
+
+def test_indices_past_2_31_are_64_bit() -> None:
+    """A loop of 2**31 + 5 iterations counts in a long long (an int would overflow: the loop
+    would never end); a small one keeps its int. (Rendered only: running it takes seconds.)"""
+    big = 2**31 + 5
+    b = Builder("count", dtypes.float32)
+    b.loop("i", big)
+    b.store(b.const(1.0, dtypes.float32), Const(0))
+    b.end()
+    source = render(b.prog)
+    assert f"for (long long i = 0; i < {big}; i++)" in source, \
+        f"a loop of {big} needs a 64-bit variable (see prog.index_dtype):\n{source}"
+    small = Builder("count", dtypes.float32)
+    small.loop("i", 5)
+    small.store(small.const(1.0, dtypes.float32), Const(0))
+    small.end()
+    assert "for (int i = 0; i < 5; i++)" in render(small.prog)

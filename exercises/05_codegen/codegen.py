@@ -10,7 +10,7 @@ from typing import Any
 
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import prod
-from tinyfw.symbolic import Const, Expr, Var
+from tinyfw.symbolic import Const, Expr, Sum, Var
 from tinyfw.uop import Ops, UOp
 
 
@@ -120,6 +120,43 @@ class Program:
     def add(self, op: LOps, dtype: DType, src: tuple[int, ...] = (), arg: Any = None) -> int:
         self.steps.append(Step(op, dtype, src, arg))
         return len(self.steps) - 1
+
+    @property
+    def index_dtype(self) -> DType:
+        """int32 where every loop variable, thread index and index expression (every part of
+        one, as C evaluates it) stays within int32; else int64, since a 32-bit index would
+        overflow: a loop that never ends, a negative index."""
+        return dtypes.int32 if self.index_extent() <= INT32_MAX else dtypes.int64
+
+    def index_extent(self) -> int:
+        """The largest magnitude a loop variable, a thread index or a part of an index
+        expression can take (a loop variable counts up to its loop's size)."""
+        extent = prod(self.global_size) + LAUNCH_SLACK if self.global_size else 0
+        for step in self.steps:
+            if step.op is LOps.LOOP:
+                extent = max(extent, step.arg[1])
+            elif step.op in (LOps.LOAD, LOps.VALID, LOps.STORE):
+                exprs = step.arg if step.op is LOps.LOAD else (step.arg,)
+                extent = max([extent] + [expr_extent(e) for e in exprs])
+        return extent
+
+
+INT32_MAX = 2**31 - 1
+# Threads a GPU may run past the last output element, which compute their index before the
+# guard sends them home: up to a block (CUDA, 128) or a row of workgroups (WGSL, 65535 * 64).
+LAUNCH_SLACK = 2**22
+
+
+def expr_extent(e: Expr) -> int:
+    """The largest magnitude of e and of every value met while evaluating it as rendered: each
+    part, and each running total of a sum (added left to right)."""
+    extent = max(abs(e.vmin), abs(e.vmax))
+    if isinstance(e, Sum):
+        low = high = 0
+        for term in e.terms:
+            low, high = low + term.vmin, high + term.vmax
+            extent = max(extent, abs(low), abs(high))
+    return max([extent] + [expr_extent(c) for c in e.children()])
 
 
 def accumulator_dtype(dtype: DType) -> DType:

@@ -5,6 +5,7 @@
 class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Callable, ClassVar
 
@@ -31,6 +32,33 @@ def _math(name: str) -> Template:
     return render
 
 
+# The unsigned type of the same width, per signed integer type that can trap in / and %.
+C_UNSIGNED: dict[DType, str] = {dtypes.int32: "unsigned int", dtypes.int64: "unsigned long long"}
+
+
+def c_idiv(types: dict[DType, str], unsigned: dict[DType, str]) -> Template:
+    """a / b of integers, rounding toward zero, that never traps: b == 0 gives 0 (tinyfw's rule),
+    and b == -1 gives -a wrapped to the type (MIN / -1 is MIN, as torch gives), where C's
+    MIN / -1 overflows, which x86 reports as SIGFPE like a division by zero. -a is taken in
+    the unsigned type of the same width, where it wraps rather than being undefined; int8 and
+    int16 promote to int in C, so their / cannot trap. types and unsigned: the language's type
+    names, and its unsigned ones for the types that can trap."""
+    def render(dt: DType, a: list[str]) -> str:
+        if dt not in unsigned:
+            return f"({a[1]}==0?0:{a[0]}/{a[1]})"
+        negated = f"({types[dt]})(0-({unsigned[dt]}){a[0]})"
+        return f"({a[1]}==0?0:{a[1]}==-1?{negated}:{a[0]}/{a[1]})"
+    return render
+
+
+def c_mod(dt: DType, a: list[str]) -> str:
+    """a % b of integers, with the sign of a, that never traps: 0 where b is 0 (tinyfw's rule)
+    or -1 (every remainder of a division by -1 is 0; C's MIN % -1 traps as MIN / -1 does)."""
+    if dt in C_UNSIGNED:
+        return f"(({a[1]}==0||{a[1]}==-1)?0:{a[0]}%{a[1]})"
+    return f"({a[1]}==0?0:{a[0]}%{a[1]})"
+
+
 # One template per op: the dtype of the result and the operands' names give the C expression.
 OP_TEMPLATES: dict[Ops, Template] = {
     Ops.NEG: lambda dt, a: f"(!{a[0]})" if dt.is_bool else f"(-{a[0]})",
@@ -42,8 +70,8 @@ OP_TEMPLATES: dict[Ops, Template] = {
     Ops.MAX: lambda dt, a: (f"(({a[0]}>{a[1]}||{a[0]}!={a[0]})?{a[0]}:{a[1]})" if dt.is_float
                             else f"(({a[0]}>{a[1]})?{a[0]}:{a[1]})"),  # a != a: a is NaN
     Ops.MOD: lambda dt, a: (f"fmod({a[0]},{a[1]})" if dt.is_float else
-                            f"({a[1]}==0?0:{a[0]}%{a[1]})"),
-    Ops.IDIV: lambda dt, a: f"({a[1]}==0?0:{a[0]}/{a[1]})",
+                            c_mod(dt, a)),
+    Ops.IDIV: c_idiv(C_TYPES, C_UNSIGNED),
     Ops.CMPLT: lambda dt, a: f"({a[0]}<{a[1]})",
     Ops.CMPNE: lambda dt, a: f"({a[0]}!={a[1]})",
     Ops.AND: lambda dt, a: f"({a[0]}&{a[1]})",
@@ -88,8 +116,11 @@ class CStyleLanguage:
     storage: ClassVar[dict[DType, str]] = C_TYPES    # an element's type in memory
     ops: ClassVar[dict[Ops, Template]] = OP_TEMPLATES
     prelude: ClassVar[str] = "#include <math.h>\n#include <stdbool.h>\n"
-    int_type: ClassVar[str] = "int"
     has_threads: ClassVar[bool] = False
+    # The type of loop variables and thread indices: int, or (see with_index) the language's
+    # 64-bit int for a kernel whose indices can pass 2**31 - 1.
+    index_dtype: DType = dtypes.int32
+    int_type: str = "int"
 
     def type_of(self, dtype: DType) -> str:
         """The type of a value of dtype, or NotSupportedError."""
@@ -117,9 +148,16 @@ class CStyleLanguage:
         """A statement declaring a variable (mutable: it is assigned again later)."""
         return f"{type_} {name} = {value};"
 
+    def with_index(self, dtype: DType) -> CStyleLanguage:
+        """This language with loop variables and thread indices of dtype (int64 for a kernel
+        whose indices can pass 2**31 - 1), or NotSupportedError where it has no such type."""
+        language = copy.copy(self)
+        language.index_dtype, language.int_type = dtype, self.type_of(dtype)
+        return language
+
     def loop(self, var: str, size: int) -> str:
         """The first line of `for var in range(size)`."""
-        return f"for (int {var} = 0; {var} < {size}; {var}++) {{"
+        return f"for ({self.int_type} {var} = 0; {var} < {size}; {var}++) {{"
 
     def const(self, value: Any, dtype: DType) -> str:
         """A literal of dtype."""
@@ -145,7 +183,7 @@ class CStyleLanguage:
         """The functions that shape this language's source (a key for caching programs, so
         that code swapped in later, a learner's, takes effect at once)."""
         names = ("render", "type_of", "buffer_type", "kernel_header", "thread_index", "decl",
-                 "loop", "const", "load", "store", "ternary", "op")
+                 "loop", "const", "load", "store", "ternary", "op", "with_index")
         return tuple(getattr(type(self), n) for n in names) + (CStyleLanguage.render,)
 
     def render(self, prog: Program) -> str:

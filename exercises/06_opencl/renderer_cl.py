@@ -10,7 +10,8 @@ from typing import ClassVar
 import numpy as np
 
 from tinyfw.dtype import DType, dtypes
-from tinyfw.renderer_c import OP_TEMPLATES, CStyleLanguage, Template, render_const
+from tinyfw.renderer_c import (OP_TEMPLATES, CStyleLanguage, Template, c_idiv,
+                                render_const)
 from tinyfw.uop import Ops
 
 CL_TYPES: dict[DType, str] = {
@@ -38,6 +39,7 @@ class OpenCLLanguage(CStyleLanguage):
         Ops.EXP2: _builtin("exp2"), Ops.LOG2: _builtin("log2"), Ops.SIN: _builtin("sin"),
         Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _builtin("trunc"),
         Ops.RECIPROCAL: lambda dt, a: f"(({CL_TYPES[dt]})1/{a[0]})",
+        Ops.IDIV: c_idiv(CL_TYPES, {dtypes.int32: "uint", dtypes.int64: "ulong"}),
         Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({CL_TYPES[dt]}){a[0]})"}
     prelude = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
                "float tf_round_half(float x) { ushort h; vstore_half(x, 0, (half*)&h); "
@@ -65,7 +67,8 @@ class OpenCLLanguage(CStyleLanguage):
         raise NotImplementedError("not done yet: 06.opencl_language")
 
     def thread_index(self) -> str:
-        """The work-item's id along dimension 0: one work-item per output element."""
+        """The work-item's id along dimension 0 (a size_t), as an index: one work-item per
+        output element."""
         # TODO 06.opencl_language: write this part. The chapter explains it:
         #   chapters/06_opencl/README.md#the-opencl-dialect
         raise NotImplementedError("not done yet: 06.opencl_language")

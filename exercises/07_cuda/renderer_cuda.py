@@ -78,7 +78,8 @@ class CUDALanguage(CStyleLanguage):
         raise NotImplementedError("not done yet: 07.cuda_language")
 
     def thread_index(self) -> str:
-        """The thread's position in the whole grid: its block's offset plus its own."""
+        """The thread's position in the whole grid: its block's offset plus its own. The
+        built-ins are unsigned 32-bit: a 64-bit index converts before multiplying."""
         # TODO 07.cuda_language: write this part. The chapter explains it:
         #   chapters/07_cuda/README.md#the-cuda-dialect
         raise NotImplementedError("not done yet: 07.cuda_language")

@@ -13,8 +13,9 @@ import numpy as np
 
 from tinyfw.codegen import LOps, Program, Step, launch_size
 from tinyfw.dtype import DType, dtypes
+from tinyfw.helpers import prod
 from tinyfw.interpreter import alu_rules, cast
-from tinyfw.renderer_c import OP_TEMPLATES, CStyleLanguage, Template
+from tinyfw.renderer_c import OP_TEMPLATES, CStyleLanguage, NotSupportedError, Template
 from tinyfw.uop import Ops
 
 WORKGROUP = 64       # invocations per workgroup
@@ -80,7 +81,13 @@ class WGSLLanguage(CStyleLanguage):
     has_threads = True
 
     def render(self, prog: Program) -> str:
-        """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it."""
+        """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it;
+        NotSupportedError for a kernel whose indices need 64 bits, which WGSL does not have."""
+        if prog.index_dtype != dtypes.int32:
+            iterations = prod(s.arg[1] for s in prog.steps if s.op is LOps.LOOP)
+            raise NotSupportedError(
+                f"kernel {prog.name} ({iterations} iterations) needs indices past 2**31 - 1: "
+                f"64-bit indices are not supported on {self.name} (WGSL has no 64-bit ints)")
         return super().render(wgsl_program(prog))
 
     def op(self, op: Ops, dtype: DType, args: list[str]) -> str:

@@ -16,10 +16,13 @@ from tinyfw.view import ShapeTracker
 
 
 def _c_idiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division rounding toward zero (C), where numpy's // rounds down; x / 0 is 0."""
+    """Integer division rounding toward zero (C), where numpy's // rounds down; x / 0 is 0, and
+    MIN / -1 is MIN (the negation wraps, as in torch). a minus its remainder (C's, with the sign
+    of a) is a multiple of b between 0 and a, so it cannot overflow and numpy's // of it is
+    exact; dividing magnitudes instead goes wrong for MIN, whose magnitude wraps to MIN."""
     safe_b = np.where(b == 0, 1, b)
-    q = np.abs(a) // np.abs(safe_b)
-    return np.where(b == 0, 0, np.where((a < 0) != (b < 0), -q, q)).astype(a.dtype)
+    q = (a - np.fmod(a, safe_b)) // safe_b  # numpy's MIN // -1 is MIN, with a warning
+    return np.where(b == 0, 0, q).astype(a.dtype)
 
 
 def _c_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:

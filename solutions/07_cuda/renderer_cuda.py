@@ -80,9 +80,12 @@ class CUDALanguage(CStyleLanguage):
         # <<< exercise
 
     def thread_index(self) -> str:
-        """The thread's position in the whole grid: its block's offset plus its own."""
+        """The thread's position in the whole grid: its block's offset plus its own. The
+        built-ins are unsigned 32-bit: a 64-bit index converts before multiplying."""
         # >>> exercise 07.cuda_language #the-cuda-dialect
-        return "(int)(blockIdx.x*blockDim.x+threadIdx.x)"
+        if self.index_dtype == dtypes.int32:
+            return "(int)(blockIdx.x*blockDim.x+threadIdx.x)"
+        return f"(({self.int_type})blockIdx.x*blockDim.x+threadIdx.x)"
         # <<< exercise
 
     def load(self, buf: str, index: str, dtype: DType) -> str:
