@@ -107,3 +107,9 @@ def test_64_bit_index_source_compiles(device: str) -> None:
     source = runtime.source(item)
     assert "long gid" in source  # long in OpenCL, long long in CUDA
     assert runtime.build(item, source) is not None
+
+
+def test_tensor_sum_past_2_31_is_right_on_cpu() -> None:
+    """Tensor.ones(2**31 + 5).sum(): partial sums (Tensor._reduce_chunk) count every one, and
+    indices past 2**31 are 64-bit: the float32 nearest 2**31 + 5, like torch's."""
+    assert Tensor.ones(2**31 + 5, device="CPU").sum().item() == float(np.float32(2**31 + 5))
