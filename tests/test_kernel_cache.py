@@ -10,13 +10,13 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tinyfw import Device, Tensor
-from tinyfw import runtime_cpu
+from tinyfw import Device, Tensor, runtime_cpu
 from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,6 +93,9 @@ def test_a_temp_dir_on_another_filesystem(tmp_path: Path) -> None:
 
 
 # --- 2. damaged entries are rebuilt ---
+Damage = Callable[[Path, Path, Path], None]  # (library, record, cache) -> None
+
+
 def damage_truncate(lib: Path, record: Path, cache: Path) -> None:
     """Half the library (it used to die of SIGBUS when loaded)."""
     data = lib.read_bytes()
@@ -135,7 +138,7 @@ def damage_no_record(lib: Path, record: Path, cache: Path) -> None:
 @pytest.mark.parametrize("damage", [damage_truncate, damage_empty, damage_swap, damage_record,
                                     damage_library_only, damage_no_record],
                          ids=lambda f: f.__name__.removeprefix("damage_"))
-def test_a_damaged_entry_is_rebuilt(tmp_path: Path, damage) -> None:  # noqa: ANN001
+def test_a_damaged_entry_is_rebuilt(tmp_path: Path, damage: Damage) -> None:
     """Each load checks the library's bytes against the record (SHA-256) and the record's source
     against the kernel's: a damaged entry is compiled again and replaced."""
     cache = tmp_path / "cache"
@@ -199,17 +202,17 @@ def test_at_most_max_loaded_libraries_are_loaded(tmp_path: Path,
     ~13,000 kernels. At most MAX_LOADED_LIBRARIES are loaded; the least recently used is
     unloaded, and its program loads it again on its next call."""
     monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
-    monkeypatch.setattr(runtime_cpu, "MAX_LOADED_LIBRARIES", 4)
+    monkeypatch.setattr(runtime_cpu, "MAX_LOADED_LIBRARIES", 4, raising=False)
     cache = runtime_cpu.cache_dir()
     x = np.arange(16, dtype=np.float32)
     t = Tensor(x, device="CPU")
-    scales = [1.0 + i / 8 for i in range(12)]  # distinct constants: distinct kernels
+    pairs = [(1.0 + i / 8, float(i)) for i in range(12)]  # distinct constants: distinct kernels
     for round_ in range(2):
-        for i, k in enumerate(scales if round_ == 0 else scales[::-1]):
-            got = (t * k + float(i)).numpy()
+        for k, i in (pairs if round_ == 0 else pairs[::-1]):
+            got = (t * k + i).numpy()
             np.testing.assert_array_equal(got, x * np.float32(k) + np.float32(i))
-            assert runtime_cpu.loaded_libraries() <= 4
             assert len(mapped_libraries(cache)) <= 4
+            assert runtime_cpu.loaded_libraries() <= 4
     runtime = Device["CPU"]
     assert len([p for p in runtime.programs.values() if p.path.parent == cache]) == 12
 
@@ -275,7 +278,7 @@ def test_numpy_returns_a_copy_of_its_own(device: str) -> None:
     np.testing.assert_array_equal((t + 1).numpy(), np.arange(1, 7).reshape(2, 3))
 
 
-def test_tensors_from_odd_arrays(tmp_path: Path) -> None:
+def test_tensors_from_odd_arrays() -> None:
     """Arrays that are not contiguous, or of another dtype, are laid out and cast on the way in."""
     base = np.arange(24, dtype=np.float64).reshape(4, 6)
     for arr in (base[:, ::2], base.T, base[::-1], np.float64(3.5), base[:0]):
