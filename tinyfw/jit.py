@@ -125,7 +125,7 @@ class TinyJit:
         return f"<TinyJit {self.name} cnt={self.cnt} kernels={len(self.jit_cache)}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if (capturing := _capturing()) is not None:
+        if (capturing := _capture_in_this_thread()) is not None:
             raise JitError(f"TinyJit({self.name}) was called while TinyJit({capturing.name}) "
                            "captured its function: nested JITs are not supported. Jit only the "
                            "outer function (the inner one's kernels are captured with it), or "
@@ -359,7 +359,7 @@ class _Guard(realize.Listener):
     value is copied into its pinned buffer before the next TinyJit call."""
 
     def assigning(self, tensor: Any) -> None:
-        if _capturing() is not None:  # this thread's capture follows the tensor itself
+        if _capture_in_this_thread() is not None:  # this thread's capture follows it itself
             return
         buf = realize.held_buffer(tensor.uop)
         if buf is not None and any(buf in jit.pinned for jit in list(_jits)):
@@ -372,9 +372,17 @@ _moved: list[tuple[weakref.ref[Tensor], Buffer]] = []   # pinned tensors assigne
 realize.listeners.append(_Guard())
 
 
-def _capturing() -> _Recorder | None:
+def _capture_in_this_thread() -> _Recorder | None:
     """The capture under way in the calling thread, if any (other threads' do not count)."""
     return getattr(_this_thread, "recorder", None)
+
+
+def __getattr__(name: str) -> Any:
+    """`tinyfw.jit._capturing` reads as the capture under way in the calling thread (it was a
+    module variable before captures became per thread; the chapter's tests read it)."""
+    if name == "_capturing":
+        return _capture_in_this_thread()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _copy_back_moved() -> None:
