@@ -295,3 +295,39 @@ def test_numpy_runs_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[object] = []
     monkeypatch.setattr(realize, "run_schedule", lambda items: ran.append(items))
     assert t.numpy().sum() == 1000 and ran == []
+
+
+THREADS = """
+import threading
+import numpy as np
+from tinyfw import runtime_cpu
+from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
+runtime_cpu.MAX_LOADED_LIBRARIES = 2
+programs = []
+for k in range(6):  # a loop long enough to be under way while other threads load and unload
+    source = (f"void tf_busy_{k}(float *out) {{ float a = 0; for (int i = 0; i < 20000; i++) "
+              f"a += 1.0f; out[0] = a * 0 + {k}.0f; }}\\n")
+    programs.append(CPUProgram(f"tf_busy_{k}", ClangStyleCompiler().compile(source), source))
+bad = []
+def work(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        k = int(rng.integers(6))
+        out = np.zeros(1, np.float32)
+        programs[k](out)
+        if out[0] != k:
+            bad.append((k, float(out[0])))
+threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(len(bad), runtime_cpu.loaded_libraries())
+"""
+
+
+def test_threads_calling_kernels_while_others_are_unloaded(tmp_path: Path) -> None:
+    """A library is never unloaded while a call into it is under way (that would crash): four
+    threads call six kernels at random with two loaded at a time."""
+    done = run_python(THREADS, tmp_path)
+    assert done.returncode == 0, f"exit status {done.returncode}:\n{done.stderr[-3000:]}"
+    wrong, loaded = map(int, done.stdout.split())
+    assert wrong == 0 and loaded <= 4  # past the limit only by calls under way at the end
