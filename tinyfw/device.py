@@ -94,6 +94,9 @@ class Runtime:
 
     def __init__(self, name: str, allocator: Allocator):
         self.name, self.allocator = name, allocator
+        # Built programs stay here for the process's life, and stay callable: a program whose
+        # compiled code the device unloads meanwhile (CPU: only so many libraries are loaded at
+        # once, tinyfw/runtime_cpu.py) loads it again itself when next called.
         self.programs: dict[str, Any] = {}              # source -> built program
         self.by_kernel: dict[tuple[Any, ...], Any] = {}  # kernel -> its program
 
