@@ -22,12 +22,16 @@ class NumpyAllocator:
     """Memory of the NUMPY reference device: a flat numpy array per buffer."""
 
     def alloc(self, size: int, dtype: DType) -> np.ndarray:
+        """Zeroed memory (np.zeros: the pages are mapped when first written)."""
         return np.zeros(size, dtype=dtype.np)
 
     def copyin(self, dest: np.ndarray, src: np.ndarray) -> None:
-        dest[:] = src.reshape(-1)
+        """Copy src (any shape and strides) into the flat dest in one pass: src.reshape(-1) of
+        a strided array would make a temporary copy first."""
+        np.copyto(dest.reshape(src.shape), src, casting="unsafe")
 
     def copyout(self, src: np.ndarray, size: int, dtype: DType) -> np.ndarray:
+        """A new array: the caller's to change."""
         return src.copy()
 
 
@@ -54,9 +58,12 @@ class Buffer:
         return self._opaque
 
     def copyin(self, data: np.ndarray) -> Buffer:
-        """Fill the buffer from host memory."""
+        """Fill the buffer from host memory (copied: the buffer never aliases data)."""
         assert data.size == self.size, f"copyin of {data.size} elements into {self.size}"
-        Device[self.device].allocator.copyin(self.ensure_allocated(), data.astype(self.dtype.np))
+        # copy=False: data of the buffer's dtype already goes to the allocator as it is (astype
+        # copied it, a whole temporary array, before the allocator copied it again)
+        data = np.asarray(data).astype(self.dtype.np, copy=False)
+        Device[self.device].allocator.copyin(self.ensure_allocated(), data)
         return self
 
     def host_view(self) -> np.ndarray:
@@ -68,9 +75,14 @@ class Buffer:
         return self.numpy()
 
     def numpy(self) -> np.ndarray:
-        """A host copy of the buffer, flat."""
-        return Device[self.device].allocator.copyout(self.ensure_allocated(), self.size,
-                                                    self.dtype)
+        """A host copy of the buffer, flat: a new, writable array that shares no memory with the
+        buffer (Tensor.numpy returns it as it is)."""
+        memory = self.ensure_allocated()
+        out = Device[self.device].allocator.copyout(memory, self.size, self.dtype)
+        # Every allocator here copies; one written by a learner might hand back a view of its
+        # memory or a read-only array (np.frombuffer): copy those rather than give them out.
+        shared = isinstance(memory, np.ndarray) and np.may_share_memory(out, memory)
+        return out.copy() if shared or not out.flags.writeable else out
 
 
 class Runtime:
@@ -82,6 +94,9 @@ class Runtime:
 
     def __init__(self, name: str, allocator: Allocator):
         self.name, self.allocator = name, allocator
+        # Built programs stay here for the process's life, and stay callable: a program whose
+        # compiled code the device unloads meanwhile (CPU: only so many libraries are loaded at
+        # once, tinyfw/runtime_cpu.py) loads it again itself when next called.
         self.programs: dict[str, Any] = {}              # source -> built program
         self.by_kernel: dict[tuple[Any, ...], Any] = {}  # kernel -> its program
 

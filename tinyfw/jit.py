@@ -46,11 +46,17 @@ sets .grad to None before backward (a replay cannot add to an earlier call's gra
 TinyJit is called inside another's capture. Not checked: a replay sees only the buffers it
 captured, so Python state the function reads (Tensor.training, globals) is fixed at capture,
 and a tensor replaced rather than assigned (`model.w = Tensor(...)`) is not seen.
+
+Threads. A capture is its thread's alone: the kernels launched, the reads refused and the
+nested calls refused are the capturing thread's; another thread may meanwhile realize, read
+and jit tensors of its own. (Random numbers are the exception: Tensor's generator is shared,
+so another thread drawing from it during a capture makes the capture fail.)
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -119,8 +125,8 @@ class TinyJit:
         return f"<TinyJit {self.name} cnt={self.cnt} kernels={len(self.jit_cache)}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _capturing is not None:
-            raise JitError(f"TinyJit({self.name}) was called while TinyJit({_capturing.name}) "
+        if (capturing := _capture_in_this_thread()) is not None:
+            raise JitError(f"TinyJit({self.name}) was called while TinyJit({capturing.name}) "
                            "captured its function: nested JITs are not supported. Jit only the "
                            "outer function (the inner one's kernels are captured with it), or "
                            "call the inner function undecorated.")
@@ -308,8 +314,10 @@ class TinyJit:
 class _Recorder(realize.Listener):
     """Listens while a function is captured: keeps each launch, and each tensor assigned with
     the buffer it held before (its first assign); refuses reads of data. `with _Recorder(name)
-    as recorder:` listens during the block (realize.listeners) and marks a capture under way
-    (_capturing), undoing both at its end, even when the block raises."""
+    as recorder:` listens during the block and marks a capture under way (_capturing), undoing
+    both at its end, even when the block raises. Both are the calling thread's alone
+    (realize.thread_listeners, _this_thread): another thread's kernels and reads are not the
+    captured function's."""
 
     def __init__(self, name: str):
         self.name = name
@@ -317,15 +325,13 @@ class _Recorder(realize.Listener):
         self.assigned: list[tuple[Tensor, Buffer]] = []
 
     def __enter__(self) -> _Recorder:
-        global _capturing
-        _capturing = self
-        realize.listeners.append(self)
+        _this_thread.recorder = self
+        realize.thread_listeners().append(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        global _capturing
-        realize.listeners.remove(self)
-        _capturing = None
+        realize.thread_listeners().remove(self)
+        _this_thread.recorder = None
 
     def launched(self, item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
         self.launches.append(Launch(item, out, list(inputs)))
@@ -353,17 +359,30 @@ class _Guard(realize.Listener):
     value is copied into its pinned buffer before the next TinyJit call."""
 
     def assigning(self, tensor: Any) -> None:
-        if _capturing is not None:
+        if _capture_in_this_thread() is not None:  # this thread's capture follows it itself
             return
         buf = realize.held_buffer(tensor.uop)
         if buf is not None and any(buf in jit.pinned for jit in list(_jits)):
             _moved.append((weakref.ref(tensor), buf))
 
 
-_capturing: _Recorder | None = None                     # the capture under way, if any
+_this_thread = threading.local()                        # .recorder: its capture, if any
 _jits: weakref.WeakSet[TinyJit] = weakref.WeakSet()     # the TinyJits captured, still alive
 _moved: list[tuple[weakref.ref[Tensor], Buffer]] = []   # pinned tensors assigned since
 realize.listeners.append(_Guard())
+
+
+def _capture_in_this_thread() -> _Recorder | None:
+    """The capture under way in the calling thread, if any (other threads' do not count)."""
+    return getattr(_this_thread, "recorder", None)
+
+
+def __getattr__(name: str) -> Any:
+    """`tinyfw.jit._capturing` reads as the capture under way in the calling thread (it was a
+    module variable before captures became per thread; the chapter's tests read it)."""
+    if name == "_capturing":
+        return _capture_in_this_thread()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _copy_back_moved() -> None:

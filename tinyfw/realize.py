@@ -1,6 +1,7 @@
 """Turning lazy nodes into buffers: schedule the kernels, then run them on their device."""
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from typing import Any
@@ -78,18 +79,35 @@ class Listener:
         """Tensor.numpy is about to copy tensor's value to the host."""
 
 
+# Listeners told of what every thread does (TinyJit's guard of pinned buffers).
 listeners: list[Listener] = []
+# Listeners told only of what one thread does: a TinyJit's capture records the kernels its own
+# thread launches, and forbids reads in that thread alone; another thread that realizes or
+# reads tensors meanwhile is none of its business.
+_this_thread = threading.local()
+
+
+def thread_listeners() -> list[Listener]:
+    """The listeners of the calling thread only (a capture under way in it, if any)."""
+    if not hasattr(_this_thread, "listeners"):
+        _this_thread.listeners = []
+    return _this_thread.listeners
+
+
+def active_listeners() -> list[Listener]:
+    """Everyone to tell of what the calling thread does: the global listeners, then its own."""
+    return [*listeners, *thread_listeners()]
 
 
 def note_assign(tensor: Any) -> None:
     """Called by Tensor.assign before it changes the tensor."""
-    for listener in listeners:
+    for listener in active_listeners():
         listener.assigning(tensor)
 
 
 def note_read(tensor: Any) -> None:
     """Called by Tensor.numpy before it reads the tensor's data."""
-    for listener in listeners:
+    for listener in active_listeners():
         listener.reading(tensor)
 
 
@@ -121,7 +139,7 @@ def run_schedule(items: list[ScheduleItem]) -> None:
             runtime.synchronize()  # a device that queues work (WEBGPU) has done it only now
             in_bytes = sum(b.size * b.dtype.itemsize for b in inputs)
             print_kernel_run(number, item, time.perf_counter() - start, in_bytes)
-        for listener in listeners:
+        for listener in active_listeners():
             listener.launched(item, out, inputs)
         _computed[item.output] = out
 

@@ -1,12 +1,16 @@
 """The CPU device: kernels rendered as C, compiled by the system's C compiler, run with ctypes."""
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -50,35 +54,242 @@ def find_compiler() -> str:
                        "or set CC")
 
 
+# How many kernel libraries one process keeps loaded at once. Each loaded library holds a few
+# memory maps, and Linux allows a process about 65,530 (vm.max_map_count): with every library
+# kept, a process failed to load any kernel after about 13,000 ("failed to map segment"). The
+# least recently called library is unloaded past this many; its program loads it again when
+# it is next called.
+MAX_LOADED_LIBRARIES = 1000
+
+
+# --- the cache on disk ---
+# An entry is two files named by a hash of the source and flags: <key>.so, the library, and
+# <key>.json, its record: the exact source and flags it was compiled from and the SHA-256 of the
+# library's bytes. The name alone proves nothing (a file may be truncated by a full disk or a
+# killed process, or replaced by hand), so every load reads the library, checks its bytes
+# against the record and the record against the source wanted, and compiles the entry again if
+# anything is off. A library is loaded only from bytes just checked (see _open_library).
+def _entry(source: str, flags: list[str]) -> tuple[Path, Path]:
+    """The library and record paths of the cache entry for source compiled with flags."""
+    key = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:24]
+    directory = cache_dir()
+    return directory / f"{key}.so", directory / f"{key}.json"
+
+
+def _read_record(record: Path) -> dict[str, Any] | None:
+    """The record of an entry, or None if it is missing or not a record."""
+    try:
+        meta = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing, unreadable, not UTF-8, not JSON
+        return None
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), t) for k, t in (
+            ("source", str), ("flags", list), ("sha256", str))):
+        return None
+    return meta
+
+
+def _verified_bytes(lib: Path, record: Path, source: str, flags: list[str]) -> bytes | None:
+    """The library's bytes if its entry is sound: a record of this very source and these flags,
+    and a library whose SHA-256 is the recorded one. None if anything is off."""
+    meta = _read_record(record)
+    if meta is None or meta["source"] != source or meta["flags"] != flags:
+        return None
+    try:
+        data = lib.read_bytes()
+    except OSError:
+        return None
+    if not data or hashlib.sha256(data).hexdigest() != meta["sha256"]:
+        return None
+    return data
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write path whole or not at all: into a temporary file beside it, then renamed over it (a
+    rename within one directory is atomic; readers see the old file or the new one)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _remove(path: str | Path) -> None:
+    """Delete a file if it is there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _build(source: str, flags: list[str], lib: Path, record: Path) -> bytes:
+    """Compile source into the entry (lib, record), replacing whatever was there; the library's
+    bytes. The compiler writes a temporary file in the cache directory itself, never in the
+    temp dir: a rename from another filesystem fails (EXDEV), and only a rename within one
+    directory is atomic. The record is written after the library, so a process that dies in
+    between leaves an entry that fails its check and is built again."""
+    lib.parent.mkdir(parents=True, exist_ok=True)  # (the cache may have been cleared meanwhile)
+    fd, tmp = tempfile.mkstemp(dir=lib.parent, prefix=f".{lib.stem}.", suffix=".so")
+    os.close(fd)
+    try:
+        cmd = [find_compiler(), *flags, "-x", "c", "-", "-o", tmp, "-lm"]
+        done = subprocess.run(cmd, input=source.encode(), capture_output=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError("C compiler failed:\n" + done.stderr.decode() +
+                               "\n--- source ---\n" + source)
+        data = Path(tmp).read_bytes()
+        os.replace(tmp, lib)  # atomic: another process may build the same entry meanwhile
+    except BaseException:
+        _remove(tmp)
+        raise
+    meta = {"source": source, "flags": flags, "compiler": cmd[0],
+            "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    _write_atomically(record, json.dumps(meta, indent=1).encode())
+    return data
+
+
 class ClangStyleCompiler:
-    """Source in, shared library out; libraries are cached on disk by a hash of their source."""
+    """Source in, shared library out; libraries are cached on disk, verified on every load."""
 
     def compile(self, source: str) -> Path:
-        flags = COMPILE_FLAGS
-        key = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:24]
-        lib = cache_dir() / f"{key}.so"
-        if not lib.exists():
-            with tempfile.TemporaryDirectory() as tmp:
-                out = Path(tmp) / "kernel.so"
-                cmd = [find_compiler(), *flags, "-x", "c", "-", "-o", str(out), "-lm"]
-                done = subprocess.run(cmd, input=source.encode(), capture_output=True)
-                if done.returncode != 0:
-                    raise RuntimeError("C compiler failed:\n" + done.stderr.decode() +
-                                       "\n--- source ---\n" + source)
-                os.replace(out, lib)  # atomic: another process may compile the same kernel
+        """The path of a sound cache entry's library for source, compiled if need be."""
+        lib, record = _entry(source, COMPILE_FLAGS)
+        if _verified_bytes(lib, record, source, COMPILE_FLAGS) is None:
+            _build(source, COMPILE_FLAGS, lib, record)
         return lib
+
+    def library_bytes(self, lib: Path, source: str | None = None) -> bytes:
+        """The checked bytes of the library at lib, an entry's (compiled from source: the
+        record's if not given); a damaged entry is compiled again first."""
+        record = lib.with_suffix(".json")
+        if source is None:
+            meta = _read_record(record)
+            if meta is None:
+                raise RuntimeError(f"{lib} has no readable record ({record.name}), so it cannot "
+                                   "be checked: compile the source again (ClangStyleCompiler"
+                                   "().compile) or pass it to CPUProgram")
+            source = meta["source"]
+        data = _verified_bytes(lib, record, source, COMPILE_FLAGS)
+        return data if data is not None else _build(source, COMPILE_FLAGS, lib, record)
+
+
+# --- libraries loaded in this process ---
+def _open_library(data: bytes, directory: Path) -> ctypes.CDLL:
+    """Load a library from bytes just verified. They are written to a private file (a fresh
+    name in the cache directory, deleted once loaded): dlopen maps a file, and the cache's own
+    file could be truncated or replaced by another process between the check and the map."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".loaded-", suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return ctypes.CDLL(tmp)  # a unique name: dlopen never hands back another's handle
+    finally:
+        _remove(tmp)  # the mapping outlives the name
+
+
+# Loaded programs, least recently called first. Guarded by _lock: threads call kernels at once.
+_loaded: OrderedDict[CPUProgram, None] = OrderedDict()
+_lock = threading.Lock()
+
+
+def loaded_libraries() -> int:
+    """How many kernel libraries this process has loaded now."""
+    with _lock:
+        return len(_loaded)
+
+
+def _evict_beyond_limit(keep: CPUProgram) -> None:
+    """Unload the least recently called libraries (not keep, none mid-call) past the limit."""
+    excess = len(_loaded) - max(MAX_LOADED_LIBRARIES, 1)
+    for program in list(_loaded):
+        if excess <= 0:
+            break
+        if program is not keep and program.running == 0:
+            program._close()
+            excess -= 1
 
 
 class CPUProgram:
-    """A compiled kernel: a function in a shared library, called with the buffers' addresses."""
+    """A compiled kernel: a function in a shared library, called with the buffers' addresses.
+    The library is loaded while the program is among the MAX_LOADED_LIBRARIES most recently
+    called; unloaded, it is loaded again (its entry verified again) by the next call."""
 
-    def __init__(self, name: str, lib_path: Path):
-        self.lib = ctypes.CDLL(str(lib_path))
-        self.fn = getattr(self.lib, name)
-        self.fn.restype = None
+    def __init__(self, name: str, lib_path: Path | str, source: str | None = None):
+        self.name, self.path, self.source = name, Path(lib_path), source
+        self.lib: ctypes.CDLL | None = None
+        self.fn: Any = None    # the kernel's function; None while the library is unloaded
+        self.running = 0       # calls under way (in any thread): never unloaded meanwhile
+        self._acquire()  # load now: a missing function fails here, not at the first call
+        self._release()
+
+    def __repr__(self) -> str:
+        """The kernel's name, its library and whether it is loaded."""
+        return f"<CPUProgram {self.name} {self.path.name} loaded={self.loaded}>"
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the library is loaded now."""
+        return self.fn is not None
 
     def __call__(self, *buffers: np.ndarray) -> None:
-        self.fn(*(ctypes.c_void_p(b.ctypes.data) for b in buffers))
+        """Run the kernel on the buffers (the output first), loading its library if need be."""
+        args = [ctypes.c_void_p(b.ctypes.data) for b in buffers]
+        fn = self._acquire()
+        try:
+            fn(*args)
+        finally:
+            self._release()
+
+    def unload(self) -> None:
+        """Unload the library now (the next call loads it again)."""
+        with _lock:
+            if self.running == 0:
+                self._close()
+
+    def _acquire(self) -> Any:
+        """The kernel's function, loaded if need be, marked in use until _release: another
+        thread's load cannot unload it mid-call (calling into an unloaded library crashes)."""
+        with _lock:
+            if self.fn is not None:
+                _loaded.move_to_end(self)
+                self.running += 1
+                return self.fn
+        data = ClangStyleCompiler().library_bytes(self.path, self.source)  # may compile: unlocked
+        with _lock:
+            if self.fn is None:  # (unless another thread loaded it meanwhile)
+                lib = _open_library(data, self.path.parent)
+                try:
+                    fn = getattr(lib, self.name)
+                except AttributeError:
+                    _dlclose(lib)
+                    raise
+                fn.restype = None
+                self.lib, self.fn = lib, fn
+                _loaded[self] = None
+            _loaded.move_to_end(self)
+            self.running += 1
+            _evict_beyond_limit(keep=self)
+            return self.fn
+
+    def _release(self) -> None:
+        """The call that _acquire allowed is done."""
+        with _lock:
+            self.running -= 1
+
+    def _close(self) -> None:
+        """Unload the library (with _lock held, no call under way)."""
+        if self.lib is not None:
+            lib, self.lib, self.fn = self.lib, None, None
+            _loaded.pop(self, None)
+            _dlclose(lib)
+
+
+def _dlclose(lib: ctypes.CDLL) -> None:
+    """Unload a library ctypes loaded (ctypes itself never does). Its functions must not be
+    called again: their code is no longer mapped."""
+    _ctypes.dlclose(lib._handle)
 
 
 class CPURuntime(Runtime):
@@ -100,10 +311,12 @@ class CPURuntime(Runtime):
         return (lower, render)
 
     def build(self, item: Any, source: str) -> CPUProgram:
-        return CPUProgram(item.name, self.compiler.compile(source))
+        return CPUProgram(item.name, self.compiler.compile(source), source)
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         program = self.prepare(item)
+        # an input on another device is read through a host view: no copy where its memory is
+        # a numpy array already (NUMPY), a host copy otherwise
         arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == "CPU"
-                                             else b.numpy() for b in inputs]
+                                             else b.host_view() for b in inputs]
         program(*arrays)

@@ -45,7 +45,9 @@ def _infer_list_dtype(data: Any) -> DType:
 
 def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
     """A fresh buffer on device holding data, viewed in data's shape."""
-    data = np.ascontiguousarray(data, dtype=dtype.np).reshape(np.shape(data))
+    # No conversion here: Buffer.copyin casts and lays data out as it copies it in, and a
+    # converted copy made here first would be a whole extra array in memory at once.
+    data = np.asarray(data)
     buf = Buffer(device, data.size, dtype, data)
     return UOp(Ops.BUFFER, dtype, (), buf).reshape(data.shape)
 
@@ -182,7 +184,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         """The value as a numpy array (a copy)."""
         realize.note_read(self)  # a TinyJit capturing forbids it (tinyfw/jit.py)
         node = realize.realize(self.uop)
-        return realize.buffer_of(node).numpy().reshape(self.shape).copy()
+        # Buffer.numpy is already a new array of the caller's own: a copy more would be a second
+        # pass over the memory and a second array at once.
+        return realize.buffer_of(node).numpy().reshape(self.shape)
 
     def tolist(self) -> Any:
         return self.numpy().tolist()

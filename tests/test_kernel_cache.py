@@ -1,0 +1,333 @@
+"""The CPU device's kernel cache and host copies: entries compiled in the cache directory itself
+(whatever the temp dir), verified on every load and rebuilt when damaged, a bounded number of
+libraries loaded at once, and host copies that do not multiply memory."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tinyfw import Device, Tensor, runtime_cpu
+from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# One process computes x*k+1 on the CPU for x = 0..7 and prints the result as JSON.
+AFFINE = """
+import json, sys
+import numpy as np
+from tinyfw import Tensor
+k = float(sys.argv[1])
+print(json.dumps((Tensor(np.arange(8, dtype=np.float32), device="CPU") * k + 1).numpy().tolist()))
+"""
+
+
+def run_python(code: str, cache: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """Run code in a fresh interpreter (a damaged library may kill it) with its kernel cache in
+    cache; env adds environment variables."""
+    environ = {**os.environ, "TINYFW_CACHE": str(cache), "DEVICE": "CPU", **env}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], cwd=ROOT,
+                          env=environ, capture_output=True, text=True, timeout=300, check=False)
+
+
+def affine(cache: Path, k: float, **env: str) -> list[float]:
+    """x*k+1 for x = 0..7, computed by a fresh process with its cache in cache."""
+    done = run_python(AFFINE, cache, str(k), **env)
+    assert done.returncode == 0, f"exit status {done.returncode}:\n{done.stderr[-3000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def expected(k: float) -> list[float]:
+    """What affine(_, k) must give."""
+    return (np.arange(8, dtype=np.float32) * np.float32(k) + 1).tolist()
+
+
+def entries(cache: Path) -> dict[str, tuple[Path, Path]]:
+    """The cache's entries: key -> (its library, its record)."""
+    return {lib.stem: (lib, lib.with_suffix(".json"))
+            for lib in sorted((cache / "kernels").glob("*.so"))}
+
+
+def assert_sound(lib: Path, record: Path) -> None:
+    """The entry's record is readable and names the library's exact bytes."""
+    meta = json.loads(record.read_text())
+    assert meta["sha256"] == hashlib.sha256(lib.read_bytes()).hexdigest()
+    assert lib.stat().st_size > 0
+
+
+# --- 1. the temp dir plays no part ---
+def test_compiling_never_uses_the_temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel is compiled into a temporary file in the cache directory and renamed there, so a
+    temp dir on another filesystem (or none at all) does not matter."""
+    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temp-dir"))
+    lib = ClangStyleCompiler().compile("void tf_cache_probe(float *out) { out[0] = 42.0f; }\n")
+    out = np.zeros(1, np.float32)
+    CPUProgram("tf_cache_probe", lib)(out)
+    assert out[0] == 42.0
+    assert not (tmp_path / "no-such-temp-dir").exists()
+    leftovers = [p.name for p in lib.parent.iterdir() if p.suffix not in (".so", ".json")]
+    assert leftovers == [], "temporary files left in the cache"
+
+
+def test_a_temp_dir_on_another_filesystem(tmp_path: Path) -> None:
+    """TMPDIR on tmpfs (/dev/shm) and the cache on disk: every CPU op used to fail with EXDEV
+    (os.replace across devices)."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or not os.access(shm, os.W_OK):
+        pytest.skip("no writable /dev/shm")
+    if shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("/dev/shm is on the same filesystem as the tests' tmp_path")
+    with tempfile.TemporaryDirectory(dir=shm) as tmp:
+        assert affine(tmp_path, 2.5, TMPDIR=tmp) == expected(2.5)
+    assert len(entries(tmp_path)) == 1
+
+
+# --- 2. damaged entries are rebuilt ---
+Damage = Callable[[Path, Path, Path], None]  # (library, record, cache) -> None
+
+
+def damage_truncate(lib: Path, record: Path, cache: Path) -> None:
+    """Half the library (it used to die of SIGBUS when loaded)."""
+    data = lib.read_bytes()
+    lib.write_bytes(data[:len(data) // 2])
+
+
+def damage_empty(lib: Path, record: Path, cache: Path) -> None:
+    """An empty library (it used to fail on every run, forever)."""
+    lib.write_bytes(b"")
+
+
+def damage_swap(lib: Path, record: Path, cache: Path) -> None:
+    """Another kernel's library and record under this kernel's name (x*5+1 used to run
+    silently for x*3+1)."""
+    other = cache.parent / "other-cache"
+    assert affine(other, 5.0) == expected(5.0)
+    ((other_lib, other_record),) = entries(other).values()
+    lib.write_bytes(other_lib.read_bytes())
+    record.write_bytes(other_record.read_bytes())
+
+
+def damage_record(lib: Path, record: Path, cache: Path) -> None:
+    """A record that is not JSON."""
+    record.write_bytes(b"\x00garbage{")
+
+
+def damage_library_only(lib: Path, record: Path, cache: Path) -> None:
+    """Another kernel's library under this kernel's name, the record left as it was."""
+    other = cache.parent / "other-cache"
+    assert affine(other, 5.0) == expected(5.0)
+    ((other_lib, _),) = entries(other).values()
+    lib.write_bytes(other_lib.read_bytes())
+
+
+def damage_no_record(lib: Path, record: Path, cache: Path) -> None:
+    """A library with no record (an entry of the old cache layout)."""
+    record.unlink()
+
+
+@pytest.mark.parametrize("damage", [damage_truncate, damage_empty, damage_swap, damage_record,
+                                    damage_library_only, damage_no_record],
+                         ids=lambda f: f.__name__.removeprefix("damage_"))
+def test_a_damaged_entry_is_rebuilt(tmp_path: Path, damage: Damage) -> None:
+    """Each load checks the library's bytes against the record (SHA-256) and the record's source
+    against the kernel's: a damaged entry is compiled again and replaced."""
+    cache = tmp_path / "cache"
+    assert affine(cache, 3.0) == expected(3.0)
+    ((lib, record),) = entries(cache).values()
+    damage(lib, record, cache)
+    assert affine(cache, 3.0) == expected(3.0)
+    assert list(entries(cache).values()) == [(lib, record)]
+    assert_sound(lib, record)
+    assert affine(cache, 3.0) == expected(3.0)  # and the rebuilt entry is used as it is
+
+
+def test_a_sound_entry_is_used_without_compiling(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verified, the entry is loaded as it is: no compiler needed, the files untouched."""
+    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
+    source = "void tf_cache_seven(float *out) { out[0] = 7.0f; }\n"
+    lib = ClangStyleCompiler().compile(source)
+    stamps = (lib.stat().st_mtime_ns, lib.with_suffix(".json").stat().st_mtime_ns)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    monkeypatch.delenv("CC", raising=False)
+    assert ClangStyleCompiler().compile(source) == lib
+    out = np.zeros(1, np.float32)
+    CPUProgram("tf_cache_seven", lib, source)(out)
+    assert out[0] == 7.0
+    assert (lib.stat().st_mtime_ns, lib.with_suffix(".json").stat().st_mtime_ns) == stamps
+
+
+def test_a_program_damaged_after_loading_is_rebuilt_on_reload(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An evicted program reloads its library from the cache, verified again: damaged in the
+    meantime, it is compiled again rather than loaded."""
+    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
+    source = "void tf_cache_nine(float *out) { out[0] = 9.0f; }\n"
+    program = CPUProgram("tf_cache_nine", ClangStyleCompiler().compile(source), source)
+    program.unload()
+    lib = program.path
+    lib.write_bytes(lib.read_bytes()[:100])
+    out = np.zeros(1, np.float32)
+    program(out)
+    assert out[0] == 9.0
+    assert_sound(lib, lib.with_suffix(".json"))
+
+
+# --- 3. a bounded number of libraries loaded ---
+def mapped_libraries(directory: Path) -> set[str]:
+    """The files under directory that this process has mapped (/proc/self/maps)."""
+    names = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            parts = line.split(maxsplit=5)
+            if len(parts) == 6 and parts[5].startswith(str(directory)):
+                names.add(parts[5].strip().removesuffix(" (deleted)"))
+    return names
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc/self/maps")
+def test_at_most_max_loaded_libraries_are_loaded(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every library stays mapped while loaded; a process used to run out of memory maps after
+    ~13,000 kernels. At most MAX_LOADED_LIBRARIES are loaded; the least recently used is
+    unloaded, and its program loads it again on its next call."""
+    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
+    monkeypatch.setattr(runtime_cpu, "MAX_LOADED_LIBRARIES", 4, raising=False)
+    cache = runtime_cpu.cache_dir()
+    x = np.arange(16, dtype=np.float32)
+    t = Tensor(x, device="CPU")
+    pairs = [(1.0 + i / 8, float(i)) for i in range(12)]  # distinct constants: distinct kernels
+    for round_ in range(2):
+        for k, i in (pairs if round_ == 0 else pairs[::-1]):
+            got = (t * k + i).numpy()
+            np.testing.assert_array_equal(got, x * np.float32(k) + np.float32(i))
+            assert len(mapped_libraries(cache)) <= 4
+            assert runtime_cpu.loaded_libraries() <= 4
+    runtime = Device["CPU"]
+    assert len([p for p in runtime.programs.values() if p.path.parent == cache]) == 12
+
+
+def test_an_unloaded_program_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Programs take turns in the loaded set; each call finds its function loaded."""
+    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
+    monkeypatch.setattr(runtime_cpu, "MAX_LOADED_LIBRARIES", 2)
+    programs = []
+    for k in range(5):
+        source = f"void tf_lru_{k}(float *out) {{ out[0] = {k}.0f; }}\n"
+        programs.append(CPUProgram(f"tf_lru_{k}", ClangStyleCompiler().compile(source), source))
+    assert sum(p.loaded for p in programs) <= 2
+    for _ in range(3):
+        for k, program in enumerate(programs):
+            out = np.zeros(1, np.float32)
+            program(out)
+            assert out[0] == k and program.loaded
+            assert runtime_cpu.loaded_libraries() <= 2
+
+
+# --- 5. host copies ---
+MEMORY = """
+import resource, sys
+import numpy as np
+from tinyfw import Tensor
+def peak() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+n = int(sys.argv[1])
+Tensor(np.ones(4, np.float32), device="CPU").numpy()  # everything imported
+a = np.ones(n, np.float32)
+before = peak()
+t = Tensor(a, device="CPU")
+made = peak()
+r = t.numpy()
+print((made - before) / a.nbytes, (peak() - before) / a.nbytes)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
+def test_host_copies_do_not_multiply_memory(tmp_path: Path) -> None:
+    """Tensor(array) then .numpy() needs the device buffer and the returned copy: peak memory
+    grew by 3 arrays (Buffer.copyin's astype copied an array of the right dtype, numpy()
+    copied twice)."""
+    done = run_python(MEMORY, tmp_path, str(64 * 2**20 // 4))
+    assert done.returncode == 0, done.stderr[-3000:]
+    made, read = map(float, done.stdout.split())
+    assert made < 1.2, f"Tensor(array) grew the peak by {made:.2f} arrays (the buffer: 1)"
+    assert read < 2.2, f"Tensor(array).numpy() grew the peak by {read:.2f} arrays (2 needed)"
+
+
+@pytest.mark.parametrize("device", ["CPU", "NUMPY"])
+def test_numpy_returns_a_copy_of_its_own(device: str) -> None:
+    """The array numpy() returns is the caller's: changing it leaves the tensor as it was, and
+    the tensor does not alias the array it was made from."""
+    source = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = Tensor(source, device=device)
+    source[0, 0] = 100
+    got = t.numpy()
+    assert got.flags.writeable and got.shape == (2, 3)
+    got[:] = -1
+    np.testing.assert_array_equal(t.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal((t + 1).numpy(), np.arange(1, 7).reshape(2, 3))
+
+
+def test_tensors_from_odd_arrays() -> None:
+    """Arrays that are not contiguous, or of another dtype, are laid out and cast on the way in."""
+    base = np.arange(24, dtype=np.float64).reshape(4, 6)
+    for arr in (base[:, ::2], base.T, base[::-1], np.float64(3.5), base[:0]):
+        t = Tensor(arr, device="CPU", dtype="float32")
+        np.testing.assert_array_equal(t.numpy(), np.asarray(arr, np.float32))
+        assert t.numpy().shape == np.shape(arr)
+    np.testing.assert_array_equal(Tensor(base.T.astype(np.int32), device="CPU").numpy(), base.T)
+
+
+def test_numpy_runs_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a realized tensor is a copy of its buffer: nothing is scheduled."""
+    from tinyfw import realize
+    t = Tensor(np.ones(1000, np.float32), device="CPU")
+    ran: list[object] = []
+    monkeypatch.setattr(realize, "run_schedule", lambda items: ran.append(items))
+    assert t.numpy().sum() == 1000 and ran == []
+
+
+THREADS = """
+import threading
+import numpy as np
+from tinyfw import runtime_cpu
+from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
+runtime_cpu.MAX_LOADED_LIBRARIES = 2
+programs = []
+for k in range(6):  # a loop long enough to be under way while other threads load and unload
+    source = (f"void tf_busy_{k}(float *out) {{ float a = 0; for (int i = 0; i < 20000; i++) "
+              f"a += 1.0f; out[0] = a * 0 + {k}.0f; }}\\n")
+    programs.append(CPUProgram(f"tf_busy_{k}", ClangStyleCompiler().compile(source), source))
+bad = []
+def work(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        k = int(rng.integers(6))
+        out = np.zeros(1, np.float32)
+        programs[k](out)
+        if out[0] != k:
+            bad.append((k, float(out[0])))
+threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(len(bad), runtime_cpu.loaded_libraries())
+"""
+
+
+def test_threads_calling_kernels_while_others_are_unloaded(tmp_path: Path) -> None:
+    """A library is never unloaded while a call into it is under way (that would crash): four
+    threads call six kernels at random with two loaded at a time."""
+    done = run_python(THREADS, tmp_path)
+    assert done.returncode == 0, f"exit status {done.returncode}:\n{done.stderr[-3000:]}"
+    wrong, loaded = map(int, done.stdout.split())
+    assert wrong == 0 and loaded <= 4  # past the limit only by calls under way at the end
