@@ -19,21 +19,23 @@ import numpy as np
 from tinyfw.codegen import Kernel, Program, lower
 from tinyfw.device import Buffer, NumpyAllocator, Runtime
 from tinyfw.renderer_c import render
+from tinyfw.uop import Ops
 
 # -ffp-contract=off: gcc would fuse a*b+c into one fma (rounded once) where it sees fit, so the same
 # expression could give different bits in two kernels (and differ from the NUMPY reference).
-# -fno-tree-loop-vectorize: gcc 12.2's loop vectorizer miscompiles tinyfw's reduces. Given a float
-# sum whose inner loop walks memory backwards (a flip: `acc += data1[ridx0*2 - ridx1 + 1]`), it
-# turns the unrolled inner loop into an in-order ("fold-left") reduction chain with the load
-# permutation {1 0}, adds both lanes of the vector load, and keeps one of the scalar adds it
-# replaced: every element but one per row is counted twice (-fdump-tree-vect-details shows
-# "using an in-order (fold-left) reduction"; 80 instead of 55 for a flipped 5x2 sum, at -O2
-# and at -O3, with or without -march=native). A float reduction may not be reordered
-# (no -ffast-math), so the loop vectorizer has little to gain in tinyfw's kernels anyway;
-# chapter 11 vectorizes explicitly (vector types), and the SLP vectorizer stays on.
-# tests/test_movement_exhaustive.py runs every small movement chain reduced over each axis.
-COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
-                 "-fno-tree-loop-vectorize"]
+COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off"]
+# Kernels that reduce are compiled without gcc's loop vectorizer, which miscompiles them in gcc
+# 12.2. Given a float sum whose inner loop walks memory backwards (a flip: `acc += data1[ridx0*2 -
+# ridx1 + 1]`), it turns the unrolled inner loop into an in-order ("fold-left") reduction chain
+# with the load permutation {1 0}, adds both lanes of the vector load, and keeps one of the
+# scalar adds it replaced: every element but one per row is counted twice (80 instead of 55 for
+# a flipped 5x2 sum, at -O2 and -O3, with or without -march=native; -fdump-tree-vect-details
+# says "using an in-order (fold-left) reduction"). A float reduction may not be reordered (no
+# -ffast-math), so the vectorizer has little to gain there anyway; kernels without a reduce keep
+# it (it makes an elementwise kernel about 4x faster), and the SLP vectorizer stays on for both.
+# Chapter 11 vectorizes reduces explicitly. tests/test_movement_exhaustive.py runs every small
+# movement chain, made contiguous and reduced over each axis, on every device.
+REDUCE_FLAGS = [*COMPILE_FLAGS, "-fno-tree-loop-vectorize"]
 
 
 def cache_dir() -> Path:
@@ -153,11 +155,14 @@ def _build(source: str, flags: list[str], lib: Path, record: Path) -> bytes:
 class ClangStyleCompiler:
     """Source in, shared library out; libraries are cached on disk, verified on every load."""
 
+    def __init__(self, flags: list[str] | None = None):
+        self.flags = COMPILE_FLAGS if flags is None else flags
+
     def compile(self, source: str) -> Path:
         """The path of a sound cache entry's library for source, compiled if need be."""
-        lib, record = _entry(source, COMPILE_FLAGS)
-        if _verified_bytes(lib, record, source, COMPILE_FLAGS) is None:
-            _build(source, COMPILE_FLAGS, lib, record)
+        lib, record = _entry(source, self.flags)
+        if _verified_bytes(lib, record, source, self.flags) is None:
+            _build(source, self.flags, lib, record)
         return lib
 
     def library_bytes(self, lib: Path, source: str | None = None) -> bytes:
@@ -171,8 +176,8 @@ class ClangStyleCompiler:
                                    "be checked: compile the source again (ClangStyleCompiler"
                                    "().compile) or pass it to CPUProgram")
             source = meta["source"]
-        data = _verified_bytes(lib, record, source, COMPILE_FLAGS)
-        return data if data is not None else _build(source, COMPILE_FLAGS, lib, record)
+        data = _verified_bytes(lib, record, source, self.flags)
+        return data if data is not None else _build(source, self.flags, lib, record)
 
 
 # --- libraries loaded in this process ---
@@ -216,8 +221,10 @@ class CPUProgram:
     The library is loaded while the program is among the MAX_LOADED_LIBRARIES most recently
     called; unloaded, it is loaded again (its entry verified again) by the next call."""
 
-    def __init__(self, name: str, lib_path: Path | str, source: str | None = None):
+    def __init__(self, name: str, lib_path: Path | str, source: str | None = None,
+                 compiler: ClangStyleCompiler | None = None):
         self.name, self.path, self.source = name, Path(lib_path), source
+        self.compiler = compiler or ClangStyleCompiler()  # the flags it was compiled with
         self.lib: ctypes.CDLL | None = None
         self.fn: Any = None    # the kernel's function; None while the library is unloaded
         self.running = 0       # calls under way (in any thread): never unloaded meanwhile
@@ -256,7 +263,7 @@ class CPUProgram:
                 _loaded.move_to_end(self)
                 self.running += 1
                 return self.fn
-        data = ClangStyleCompiler().library_bytes(self.path, self.source)  # may compile: unlocked
+        data = self.compiler.library_bytes(self.path, self.source)  # may compile: unlocked
         with _lock:
             if self.fn is None:  # (unless another thread loaded it meanwhile)
                 lib = _open_library(data, self.path.parent)
@@ -299,6 +306,7 @@ class CPURuntime(Runtime):
     def __init__(self) -> None:
         super().__init__("CPU", NumpyAllocator())
         self.compiler = ClangStyleCompiler()
+        self.reduce_compiler = ClangStyleCompiler(REDUCE_FLAGS)  # see REDUCE_FLAGS: gcc's bug
 
     def source(self, item: Any) -> str:
         """The C source of a scheduled kernel."""
@@ -311,7 +319,9 @@ class CPURuntime(Runtime):
         return (lower, render)
 
     def build(self, item: Any, source: str) -> CPUProgram:
-        return CPUProgram(item.name, self.compiler.compile(source), source)
+        reduces = any(n.op is Ops.REDUCE for n in item.ast.toposort())
+        compiler = self.reduce_compiler if reduces else self.compiler
+        return CPUProgram(item.name, compiler.compile(source), source, compiler)
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         program = self.prepare(item)
