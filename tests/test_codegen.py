@@ -212,7 +212,7 @@ def test_a_compile_error_shows_the_message_and_the_source(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Broken C fails with the compiler's complaint and the source it was given."""
     monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
-    with pytest.raises(RuntimeError, match=r"(?s)C compiler failed.*--- source ---.*oops"):
+    with pytest.raises(RuntimeError, match=r"(?s)compiler failed.*--- source ---.*oops"):
         ClangStyleCompiler().compile("void f(void) { oops }\n")
 
 

@@ -12,7 +12,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -23,7 +23,8 @@ from tinyfw.uop import Ops
 
 # -ffp-contract=off: gcc would fuse a*b+c into one fma (rounded once) where it sees fit, so the same
 # expression could give different bits in two kernels (and differ from the NUMPY reference).
-COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off"]
+COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
+                 "-x", "c"]
 # Kernels that reduce are compiled without gcc's loop vectorizer, which miscompiles them in gcc
 # 12.2. Given a float sum whose inner loop walks memory backwards (a flip: `acc += data1[ridx0*2 -
 # ridx1 + 1]`), it turns the unrolled inner loop into an in-order ("fold-left") reduction chain
@@ -126,7 +127,7 @@ def _remove(path: str | Path) -> None:
         pass
 
 
-def _build(source: str, flags: list[str], lib: Path, record: Path) -> bytes:
+def _build(source: str, compiler: str, flags: list[str], lib: Path, record: Path) -> bytes:
     """Compile source into the entry (lib, record), replacing whatever was there; the library's
     bytes. The compiler writes a temporary file in the cache directory itself, never in the
     temp dir: a rename from another filesystem fails (EXDEV), and only a rename within one
@@ -136,10 +137,10 @@ def _build(source: str, flags: list[str], lib: Path, record: Path) -> bytes:
     fd, tmp = tempfile.mkstemp(dir=lib.parent, prefix=f".{lib.stem}.", suffix=".so")
     os.close(fd)
     try:
-        cmd = [find_compiler(), *flags, "-x", "c", "-", "-o", tmp, "-lm"]
+        cmd = [compiler, *flags, "-", "-o", tmp, "-lm"]
         done = subprocess.run(cmd, input=source.encode(), capture_output=True, check=False)
         if done.returncode != 0:
-            raise RuntimeError("C compiler failed:\n" + done.stderr.decode() +
+            raise RuntimeError(f"the compiler failed ({compiler}):\n" + done.stderr.decode() +
                                "\n--- source ---\n" + source)
         data = Path(tmp).read_bytes()
         os.replace(tmp, lib)  # atomic: another process may build the same entry meanwhile
@@ -153,16 +154,19 @@ def _build(source: str, flags: list[str], lib: Path, record: Path) -> bytes:
 
 
 class ClangStyleCompiler:
-    """Source in, shared library out; libraries are cached on disk, verified on every load."""
+    """Source in, shared library out; libraries are cached on disk, verified on every load.
+    flags name the language too (`-x c`); compiler finds the compiler when one must run."""
 
-    def __init__(self, flags: list[str] | None = None):
+    def __init__(self, flags: list[str] | None = None,
+                 compiler: Callable[[], str] | None = None):
         self.flags = COMPILE_FLAGS if flags is None else flags
+        self.find_compiler = compiler or find_compiler
 
     def compile(self, source: str) -> Path:
         """The path of a sound cache entry's library for source, compiled if need be."""
         lib, record = _entry(source, self.flags)
         if _verified_bytes(lib, record, source, self.flags) is None:
-            _build(source, self.flags, lib, record)
+            _build(source, self.find_compiler(), self.flags, lib, record)
         return lib
 
     def library_bytes(self, lib: Path, source: str | None = None) -> bytes:
@@ -177,7 +181,9 @@ class ClangStyleCompiler:
                                    "().compile) or pass it to CPUProgram")
             source = meta["source"]
         data = _verified_bytes(lib, record, source, self.flags)
-        return data if data is not None else _build(source, self.flags, lib, record)
+        if data is None:
+            data = _build(source, self.find_compiler(), self.flags, lib, record)
+        return data
 
 
 # --- libraries loaded in this process ---
@@ -242,7 +248,10 @@ class CPUProgram:
 
     def __call__(self, *buffers: np.ndarray) -> None:
         """Run the kernel on the buffers (the output first), loading its library if need be."""
-        args = [ctypes.c_void_p(b.ctypes.data) for b in buffers]
+        self.call(*[ctypes.c_void_p(b.ctypes.data) for b in buffers])
+
+    def call(self, *args: Any) -> None:
+        """Call the kernel's function with these ctypes arguments, loading it if need be."""
         fn = self._acquire()
         try:
             fn(*args)
