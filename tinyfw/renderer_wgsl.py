@@ -131,10 +131,11 @@ class WGSLLanguage(CStyleLanguage):
         if op == HIDE:
             return hidden(args[0])
         assert isinstance(op, Ops)
-        if dtype == dtypes.float32 and args[0].startswith("acc"):
-            # An UPDATE, `acc = acc + v`: the accumulator (the walk names it acc<i>) cannot be
-            # a HIDE step, being the variable assigned, so it is hidden here. Else, where NIR
+        if op is Ops.ADD and dtype == dtypes.float32 and args[0].startswith("acc"):
+            # A sum's UPDATE, `acc = acc + v`: the accumulator (the walk names it acc<i>) cannot
+            # be a HIDE step, being the variable assigned, so it is hidden here. Else, where NIR
             # unrolls the loop, 0.0 + v becomes v, and a sum of -0.0 stays -0.0 (C's is 0.0).
+            # (A max starting at -inf folds to v, which is right.)
             args = [hidden(args[0])] + args[1:]
         expr = super().op(op, dtype, args)
         if dtype == dtypes.uint8:
@@ -298,8 +299,9 @@ def wgsl_program(prog: Program) -> Program:
 
 def hide_float_operands(prog: Program) -> Program:
     """The program with every f32 operand of an ALU op (and the value of an UPDATE) read
-    through a HIDE step (see `hidden`), except the two sides of a `where`: an exact choice, and
-    hiding them would let NIR match `where(a < b, a, b)` as min(a, b), which drops NaN. A value
+    through a HIDE step (see `hidden`), except plain loads, and the two sides of a `where`: an
+    exact choice, and hiding them would let NIR match `where(a < b, a, b)` as min(a, b), which
+    drops NaN. (The accumulator of an UPDATE is hidden by WGSLLanguage.op.) A value
     is hidden once per loop body it is used in (where the HIDE step is visible), and an
     accumulator again after each UPDATE (its value changed)."""
     out = Program(prog.name, global_size=prog.global_size)
@@ -313,12 +315,18 @@ def hide_float_operands(prog: Program) -> Program:
         scopes[-1][x] = out.add(LOps.ALU, out.steps[x].dtype, (x,), HIDE)
         return scopes[-1][x]
 
+    def needs_hiding(x: int) -> bool:
+        """An f32 that NIR could see into: not a plain load (a value from memory is as opaque as
+        a HIDE step; a masked load is a select of it and 0.0)."""
+        step = out.steps[x]
+        plain_load = step.op is LOps.LOAD and step.arg[1].is_const and step.arg[1].vmin == 1
+        return step.dtype == dtypes.float32 and not plain_load
+
     def hidden_srcs(step: Step, src: tuple[int, ...]) -> tuple[int, ...]:
         if step.op is LOps.UPDATE:  # `acc = op(acc, value)`: acc must stay the variable
-            return (src[0], hide(src[1]) if step.dtype == dtypes.float32 else src[1])
+            return (src[0], hide(src[1]) if needs_hiding(src[1]) else src[1])
         keep = 1 if step.arg is Ops.WHERE else len(src)  # where: the condition only
-        return tuple(hide(s) if k < keep and out.steps[s].dtype == dtypes.float32 else s
-                     for k, s in enumerate(src))
+        return tuple(hide(s) if k < keep and needs_hiding(s) else s for k, s in enumerate(src))
 
     for i, step in enumerate(prog.steps):
         src = tuple(new[s] for s in step.src)
