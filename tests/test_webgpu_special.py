@@ -5,13 +5,14 @@ operands from it (renderer_wgsl.hidden). Every ALU op and the Tensor functions b
 here on every special value (unary) or pair of them (binary), one kernel per op, on WEBGPU and on
 CPU, and the results must agree: NaN where CPU has NaN, the same infinities, the same sign of
 zero, and finite values within a few units in the last place (lavapipe's exp2, log2 and sin are
-not correctly rounded). KNOWN lists what still differs, REFUSED what WEBGPU refuses.
+not correctly rounded). REFUSED lists what WEBGPU refuses, with its message.
 `python -m tests.test_webgpu_special` prints the table of what differs."""
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Callable
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -23,9 +24,10 @@ from tinyfw.uop import Ops
 
 INF, NAN = math.inf, math.nan
 # The special values, some ordinary ones (2.5, -3 for pow's odd and fractional exponents), the
-# smallest denormal, a negative denormal and a float32 near the largest, whose square overflows.
-SPECIALS = np.array([NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 2.5, -3.0, 1e-45, -1e-40, 3e38],
-                    dtype=np.float32)
+# smallest denormal, a negative denormal, a large integer (lavapipe's sin of it was 4e-5 off) and
+# a float32 near the largest, whose square overflows.
+SPECIALS = np.array([NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 2.5, -3.0, 1e-45, -1e-40, 16514911.0,
+                     3e38], dtype=np.float32)
 PAIRS = (np.repeat(SPECIALS, len(SPECIALS)), np.tile(SPECIALS, len(SPECIALS)))
 # Rows for reductions: [x, 1, -2], and [x, -0.0] (a sum starts from 0.0: 0.0 + -0.0 is 0.0).
 ROWS = np.stack([SPECIALS, np.full_like(SPECIALS, 1.0), np.full_like(SPECIALS, -2.0)], axis=1)
@@ -231,18 +233,13 @@ def inputs_of(name: str) -> list[str]:
         return [f"{x!r}, {y!r}" for x, y in zip(a.tolist(), b.tolist())]
     if kind == "padded":
         ends = [0.0] + SPECIALS.tolist() + [0.0]
-        return [f"{x!r} * {y!r}" for x, y in zip(ends[:-1], ends[1:])]
+        return [f"{x!r} * {y!r}" for x, y in pairwise(ends)]
     return [repr(v) for v in SPECIALS.tolist()]
 
 
 # Cases whose result is 1 - exp2(tiny) or so: exp2 is approximate on lavapipe (WGSL allows
 # 3 + 2|x| ulps), and the cancellation leaves its last-place error as a small number, not 0.
 CANCELLING = frozenset({"tanh", "log2(exp2 x)"})
-# Where WEBGPU still differs, and why; the test checks that it does (so that a fix is noticed).
-# lavapipe's sin reduces an argument past about 1e8 inexactly: sin(3e38) is -1.0, not 0.87.
-KNOWN: dict[str, tuple[float, str]] = {
-    name: (3e38, "lavapipe's sin is wrong past |x| ~ 1e8 (inexact range reduction)")
-    for name in ("SIN", "sin", "cos")}
 # What WEBGPU refuses (NotSupportedError), with the message's start.
 REFUSED: dict[str, str] = {
     "MOD(a,b)": "MOD of float32 (C's fmod) is not supported on WEBGPU",
@@ -294,15 +291,10 @@ needs_webgpu = pytest.mark.skipif(not WEBGPU_OK, reason=f"WEBGPU is not availabl
 @needs_webgpu
 @pytest.mark.parametrize("name", [n for n in CASES if n not in REFUSED])
 def test_special_values_match_cpu(name: str) -> None:
-    """The case gives CPU's values on WEBGPU, element for element (KNOWN: all but one)."""
+    """The case gives CPU's values on WEBGPU, element for element."""
     got, want = run_case(name, "WEBGPU"), run_case(name, "CPU")
     bad = case_differences(name, got, want)
     labels = inputs_of(name)
-    if name in KNOWN:
-        value, why = KNOWN[name]
-        at = labels.index(repr(float(np.float32(value))))
-        assert bad[at], f"{name} at {value} now agrees with CPU: remove it from KNOWN ({why})"
-        bad[at] = False
     assert not bad.any(), "\n".join(f"({labels[i]}): WEBGPU {got[i]!r}, CPU {want[i]!r}"
                                      for i in np.flatnonzero(bad))
 

@@ -75,6 +75,40 @@ def _exp2(dt: DType, a: list[str]) -> str:
            f"{a[0]} < -126.0f)"
 
 
+# sin of an f32 whose magnitude is 2**23 or more (an integer), where lavapipe's sin reduces the
+# argument inexactly (off by 4e-5 at 1.6e7, by anything past 1e8). Such an x is m * 2**s, m an
+# integer of 24 bits and 0 <= s <= 104. Its angle in turns, x / 2pi, has an integer part that
+# sin ignores, and its fraction needs only the bits of 1/2pi from s + 1 on (Payne and Hanek's
+# reduction): 64 of them, w0 and w1, give the first 32 bits of the fraction, m * w0 + the high
+# word of m * w1, mod 2**32. Read as an i32, those are turns in [-1/2, 1/2), and sin of that
+# angle is the answer (within 3e-7). b holds the first 192 bits of 1/2pi; WGSL has no u64, so
+# tf_mulhi builds the high word of a 32-bit product from 16-bit halves.
+SIN_HELPERS = """fn tf_mulhi(u: u32, v: u32) -> u32 {
+  let lo = (u & 0xffffu) * (v & 0xffffu);
+  let m1 = (u >> 16u) * (v & 0xffffu);
+  let m2 = (u & 0xffffu) * (v >> 16u);
+  let mid = (lo >> 16u) + (m1 & 0xffffu) + (m2 & 0xffffu);
+  return (u >> 16u) * (v >> 16u) + (m1 >> 16u) + (m2 >> 16u) + (mid >> 16u);
+}
+fn tf_sin(x: f32) -> f32 {
+  let bits = bitcast<u32>(x);
+  let e = (bits >> 23u) & 0xffu;
+  if (e < 150u || e == 255u) { return sin(x); }
+  let s = e - 150u;
+  let m = (bits & 0x7fffffu) | 0x800000u;
+  var b = array<u32, 6>(0x28be60dbu, 0x9391054au, 0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u,
+                        0x4f10e410u);
+  let q = s / 32u;
+  let r = s % 32u;
+  let w0 = select((b[q] << r) | (b[q + 1u] >> (32u - r)), b[q], r == 0u);
+  let w1 = select((b[q + 1u] << r) | (b[q + 2u] >> (32u - r)), b[q + 1u], r == 0u);
+  let turns = bitcast<i32>(m * w0 + tf_mulhi(m, w1));
+  let y = sin(f32(turns) * 1.4629180792671596e-09f);
+  return select(y, -y, bits >= 0x80000000u);
+}
+"""
+
+
 def _mod(dt: DType, a: list[str]) -> str:
     """C's % of integers, with tinyfw's rule for a zero divisor (0). WGSL's % of floats is
     x - y * trunc(x / y) on lavapipe, wrong for an infinite divisor, a denormal one or a large
@@ -110,7 +144,7 @@ class WGSLLanguage(CStyleLanguage):
     storage: ClassVar[dict[DType, str]] = {**WGSL_TYPES, dtypes.bool: "i32"}
     ops: ClassVar[dict[Ops, Template]] = {
         **OP_TEMPLATES,
-        Ops.EXP2: _exp2, Ops.LOG2: _log2, Ops.SIN: _builtin("sin"),
+        Ops.EXP2: _exp2, Ops.LOG2: _log2, Ops.SIN: _builtin("tf_sin"),
         Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _builtin("trunc"),
         Ops.RECIPROCAL: lambda dt, a: f"(1.0f/{a[0]})",
         Ops.MAX: _max, Ops.CMPNE: _cmpne,
@@ -124,8 +158,10 @@ class WGSLLanguage(CStyleLanguage):
     has_threads = True
 
     def render(self, prog: Program) -> str:
-        """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it."""
-        return super().render(wgsl_program(prog))
+        """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it,
+        after the functions behind SIN where it has one."""
+        source = super().render(wgsl_program(prog))
+        return SIN_HELPERS + source if "tf_sin(" in source else source
 
     def op(self, op: Ops | str, dtype: DType, args: list[str]) -> str:
         """Narrow integers compute in i32, so a result is wrapped to its own width (uint8 200 +
