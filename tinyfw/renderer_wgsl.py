@@ -52,7 +52,7 @@ def hidden(x: str) -> str:
     x + -x becomes 0, x + 0 becomes x, exp2(log2(x)) becomes x, sqrt(x)*sqrt(x) becomes x,
     (a+b)-b becomes a. Those rewrites match on the expression an operand comes from (or on a
     constant operand); an operand that comes out of an integer `|` with an unknown matches
-    none. wgsl_program hides every float operand of an ALU op this way."""
+    none. wgsl_program hides float operands this way (hide_float_operands says which)."""
     return f"bitcast<f32>(bitcast<u32>({x}) | tf_id.z)"
 
 
