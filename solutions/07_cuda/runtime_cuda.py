@@ -10,8 +10,6 @@ import ctypes
 import functools
 import hashlib
 import os
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -196,32 +194,34 @@ def emulation_source(source: str, name: str, dtypes_: list[DType]) -> str:
             f'TF_LAUNCHER({name}, {casts})\n')
 
 
+# CUDA source run on the CPU is compiled as C++ (threads for __syncthreads), then cached and
+# verified like the CPU device's kernels (tinyfw/runtime_cpu.py)
+EMULATION_FLAGS = ["-O1", "-fPIC", "-shared", "-pthread", "-x", "c++"]
+
+
+def find_cxx() -> str:
+    """The C++ compiler for emulated CUDA: $CXX, else g++ beside gcc, else c++."""
+    from tinyfw.runtime_cpu import find_compiler
+    return os.getenv("CXX") or ("g++" if find_compiler() in ("cc", "gcc") else "c++")
+
+
 class EmulatedCUDAProgram:
     """CUDA source compiled as C++ for the CPU, with the emulation header."""
 
     def __init__(self, name: str, source: str):
-        key = hashlib.sha256((source + EMU_HEADER.read_text()).encode()).hexdigest()[:24]
-        from tinyfw.runtime_cpu import cache_dir, find_compiler
-        lib = cache_dir() / f"cudaemu-{key}.so"
-        if not lib.exists():
-            with tempfile.TemporaryDirectory() as tmp:
-                out = Path(tmp) / "k.so"
-                cxx = os.getenv("CXX") or ("g++" if find_compiler() in ("cc", "gcc") else "c++")
-                cmd = [cxx, "-O1", "-fPIC", "-shared", "-pthread", "-x", "c++", "-", "-o",
-                       str(out)]
-                done = subprocess.run(cmd, input=source.encode(), capture_output=True)
-                if done.returncode != 0:
-                    raise RuntimeError("compiling CUDA source for the CPU failed:\n" +
-                                       done.stderr.decode() + "\n--- source ---\n" + source)
-                os.replace(out, lib)
+        from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
+        # the header's hash in the source: an entry made with another header is not used
+        header = hashlib.sha256(EMU_HEADER.read_bytes()).hexdigest()
+        source = f"// {EMU_HEADER.name} sha256 {header}\n{source}"
+        compiler = ClangStyleCompiler(EMULATION_FLAGS, find_cxx)
         self.threads = int("__syncthreads" in source)  # real threads only when they meet
-        self.lib = ctypes.CDLL(str(lib))
-        self.fn = getattr(self.lib, f"tf_launch_{name}")
-        self.fn.restype = None
+        self.program = CPUProgram(f"tf_launch_{name}", compiler.compile(source), source,
+                                  compiler)
 
     def __call__(self, buffers: list[np.ndarray], grid: int, block: int) -> None:
         args = (ctypes.c_void_p * len(buffers))(*[b.ctypes.data for b in buffers])
-        self.fn(args, ctypes.c_int(grid), ctypes.c_int(block), ctypes.c_int(self.threads))
+        self.program.call(args, ctypes.c_int(grid), ctypes.c_int(block),
+                          ctypes.c_int(self.threads))
 
 
 class CUDAEmulatorRuntime(Runtime):

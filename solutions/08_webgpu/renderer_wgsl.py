@@ -41,6 +41,85 @@ def is_nan(x: str) -> str:
     return f"((bitcast<u32>({x}) & 0x7fffffffu) > 0x7f800000u)"
 
 
+# A step of wgsl_program's own, not an op of tinyfw's: the same f32, hidden from the compiler.
+HIDE = "HIDE"
+
+
+def hidden(x: str) -> str:
+    """The f32 x, bit for bit, as a value the compiler cannot see into: its bits or'ed with
+    tf_id.z, the z of the global invocation id, which is 0 (tinyfw dispatches one layer of
+    workgroups) but only known when the shader runs.
+
+    Why: naga writes no SPIR-V float controls (no SignedZeroInfNanPreserve execution mode, no
+    NoContraction), and without them Mesa's NIR optimizer, which lavapipe runs on every shader,
+    may rewrite float expressions as if no value were NaN, infinite or -0.0: x*0 becomes 0,
+    x + -x becomes 0, x + 0 becomes x, exp2(log2(x)) becomes x, sqrt(x)*sqrt(x) becomes x,
+    (a+b)-b becomes a. Those rewrites match on the expression an operand comes from (or on a
+    constant operand); an operand that comes out of an integer `|` with an unknown matches
+    none. wgsl_program hides float operands this way (hide_float_operands says which)."""
+    return f"bitcast<f32>(bitcast<u32>({x}) | tf_id.z)"
+
+
+def _log2(dt: DType, a: list[str]) -> str:
+    """log2 that is right for positive denormals, which lavapipe's log2 takes for 2**-127: a
+    denormal is its mantissa bits m times 2**-149, so its log2 is log2(f32(m)) - 149 (m, an
+    integer below 2**23, converts exactly)."""
+    bits = f"bitcast<u32>({a[0]})"
+    denormal = f"({bits} != 0u && ({bits} & 0xff800000u) == 0u)"
+    return f"select(log2({a[0]}), log2(f32({bits})) - 149.0f, {denormal})"
+
+
+def _exp2(dt: DType, a: list[str]) -> str:
+    """exp2 that gives denormals below 2**-126, which lavapipe's exp2 flushes to 0: the power
+    of a number 64 larger, times 2**-64 (exact: a power of two)."""
+    return f"select(exp2({a[0]}), exp2({a[0]} + 64.0f) * 5.421010862427522e-20f, " \
+           f"{a[0]} < -126.0f)"
+
+
+# sin of an f32 whose magnitude is 2**23 or more (an integer), where lavapipe's sin reduces the
+# argument inexactly (off by 4e-5 at 1.6e7, by anything past 1e8). Such an x is m * 2**s, m an
+# integer of 24 bits and 0 <= s <= 104. Its angle in turns, x / 2pi, has an integer part that
+# sin ignores, and its fraction needs only the bits of 1/2pi from s + 1 on (Payne and Hanek's
+# reduction): 64 of them, w0 and w1, give the first 32 bits of the fraction, m * w0 + the high
+# word of m * w1, mod 2**32. Read as an i32, those are turns in [-1/2, 1/2), and sin of that
+# angle is the answer (within 3e-7). b holds the first 192 bits of 1/2pi; WGSL has no u64, so
+# tf_mulhi builds the high word of a 32-bit product from 16-bit halves.
+SIN_HELPERS = """fn tf_mulhi(u: u32, v: u32) -> u32 {
+  let lo = (u & 0xffffu) * (v & 0xffffu);
+  let m1 = (u >> 16u) * (v & 0xffffu);
+  let m2 = (u & 0xffffu) * (v >> 16u);
+  let mid = (lo >> 16u) + (m1 & 0xffffu) + (m2 & 0xffffu);
+  return (u >> 16u) * (v >> 16u) + (m1 >> 16u) + (m2 >> 16u) + (mid >> 16u);
+}
+fn tf_sin(x: f32) -> f32 {
+  let bits = bitcast<u32>(x);
+  let e = (bits >> 23u) & 0xffu;
+  if (e < 150u || e == 255u) { return sin(x); }
+  let s = e - 150u;
+  let m = (bits & 0x7fffffu) | 0x800000u;
+  var b = array<u32, 6>(0x28be60dbu, 0x9391054au, 0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u,
+                        0x4f10e410u);
+  let q = s / 32u;
+  let r = s % 32u;
+  let w0 = select((b[q] << r) | (b[q + 1u] >> (32u - r)), b[q], r == 0u);
+  let w1 = select((b[q + 1u] << r) | (b[q + 2u] >> (32u - r)), b[q + 1u], r == 0u);
+  let turns = bitcast<i32>(m * w0 + tf_mulhi(m, w1));
+  let y = sin(f32(turns) * 1.4629180792671596e-09f);
+  return select(y, -y, bits >= 0x80000000u);
+}
+"""
+
+
+def _mod(dt: DType, a: list[str]) -> str:
+    """C's % of integers, with tinyfw's rule for a zero divisor (0). WGSL's % of floats is
+    x - y * trunc(x / y) on lavapipe, wrong for an infinite divisor, a denormal one or a large
+    quotient: not C's fmod, so refused."""
+    if dt.is_float:
+        raise NotSupportedError(f"MOD of {dt.name} (C's fmod) is not supported on WEBGPU: WGSL's "
+                                "% of floats is not exact")
+    return f"select({a[0]} % {a[1]}, 0i, {a[1]}==0i)"
+
+
 def _max(dt: DType, a: list[str]) -> str:
     """max(a, b) that returns a NaN from either side, as numpy's maximum does (a > b is false
     when b is NaN). WGSL's built-in max() need not: lavapipe's gives the other side."""
@@ -66,12 +145,11 @@ class WGSLLanguage(CStyleLanguage):
     storage: ClassVar[dict[DType, str]] = {**WGSL_TYPES, dtypes.bool: "i32"}
     ops: ClassVar[dict[Ops, Template]] = {
         **OP_TEMPLATES,
-        Ops.EXP2: _builtin("exp2"), Ops.LOG2: _builtin("log2"), Ops.SIN: _builtin("sin"),
+        Ops.EXP2: _exp2, Ops.LOG2: _log2, Ops.SIN: _builtin("tf_sin"),
         Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _builtin("trunc"),
         Ops.RECIPROCAL: lambda dt, a: f"(1.0f/{a[0]})",
         Ops.MAX: _max, Ops.CMPNE: _cmpne,
-        Ops.MOD: lambda dt, a: (f"({a[0]} % {a[1]})" if dt.is_float else
-                                f"select({a[0]} % {a[1]}, 0i, {a[1]}==0i)"),
+        Ops.MOD: _mod,
         Ops.IDIV: lambda dt, a: f"select({a[0]} / {a[1]}, 0i, {a[1]}==0i)",
         Ops.XOR: lambda dt, a: f"({a[0]}!={a[1]})" if dt.is_bool else f"({a[0]}^{a[1]})",
         Ops.WHERE: lambda dt, a: f"select({a[2]}, {a[1]}, {a[0]})",
@@ -81,18 +159,30 @@ class WGSLLanguage(CStyleLanguage):
     has_threads = True
 
     def render(self, prog: Program) -> str:
-        """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it;
-        NotSupportedError for a kernel whose indices need 64 bits, which WGSL does not have."""
+        """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it,
+        after the functions behind SIN where it has one; NotSupportedError for a kernel whose
+        indices need 64 bits, which WGSL does not have."""
         if prog.index_dtype != dtypes.int32:
             iterations = prod(s.arg[1] for s in prog.steps if s.op is LOps.LOOP)
             raise NotSupportedError(
                 f"kernel {prog.name} ({iterations} iterations) needs indices past 2**31 - 1: "
                 f"64-bit indices are not supported on {self.name} (WGSL has no 64-bit ints)")
-        return super().render(wgsl_program(prog))
+        source = super().render(wgsl_program(prog))
+        return SIN_HELPERS + source if "tf_sin(" in source else source
 
-    def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
+    def op(self, op: Ops | str, dtype: DType, args: list[str]) -> str:
         """Narrow integers compute in i32, so a result is wrapped to its own width (uint8 200 +
-        100 is 44, as in numpy): masked to 8 bits, or shifted up and back to keep the sign."""
+        100 is 44, as in numpy): masked to 8 bits, or shifted up and back to keep the sign.
+        HIDE (a step of wgsl_program) is the float operand, hidden from the compiler."""
+        if op == HIDE:
+            return hidden(args[0])
+        assert isinstance(op, Ops)
+        if op is Ops.ADD and dtype == dtypes.float32 and args[0].startswith("acc"):
+            # A sum's UPDATE, `acc = acc + v`: the accumulator (the walk names it acc<i>) cannot
+            # be a HIDE step, being the variable assigned, so it is hidden here. Else, where NIR
+            # unrolls the loop, 0.0 + v becomes v, and a sum of -0.0 stays -0.0 (C's is 0.0).
+            # (A max starting at -inf folds to v, which is right.)
+            args = [hidden(args[0])] + args[1:]
         expr = super().op(op, dtype, args)
         if dtype == dtypes.uint8:
             return f"({expr} & 255i)"
@@ -217,6 +307,16 @@ def wgsl_program(prog: Program) -> Program:
                 result = alu(Ops.OR, dtypes.bool, (result, alu(op, dtypes.bool, (x, x))))
         return result
 
+    def to_int(dtype: DType, x: int) -> int:
+        """A float cast to an integer. One out of int32's range (NaN, the infinities, 2**31 and
+        more) has no value in C; WGSL clamps it, x86 (so the CPU, NUMPY and CL devices, and
+        torch, on x86) gives -2**31 (wrapped to a narrow dtype: 0), and so does this."""
+        in_range = alu(Ops.AND, dtypes.bool, (
+            alu(Ops.CMPLT, dtypes.bool, (x, const(2.0**31, dtypes.float32))),
+            alu(Ops.CMPLT, dtypes.bool, (const(-2147483904.0, dtypes.float32), x))))  # >= -2**31
+        outside = np.array([-2**31], np.int32).astype(dtype.np)[0].item()
+        return alu(Ops.WHERE, dtype, (in_range, alu(Ops.CAST, dtype, (x,)), const(outside, dtype)))
+
     empty = 0  # how deep inside a loop that runs no iteration (a reduce of an empty axis)
     for i, step in enumerate(prog.steps):
         if empty or (step.op is LOps.LOOP and step.arg[1] == 0):
@@ -232,10 +332,60 @@ def wgsl_program(prog: Program) -> Program:
             new[i] = const(0, step.dtype)
         elif step.op is LOps.ALU and step.arg in (Ops.CMPLT, Ops.CMPNE):
             new[i] = compare(step.arg, *src)
+        elif step.op is LOps.ALU and step.arg is Ops.CAST and step.dtype.is_int \
+                and out.steps[src[0]].dtype == dtypes.float32 and not is_const(src[0]):
+            new[i] = to_int(step.dtype, src[0])
         elif step.op is LOps.ALU:
             new[i] = alu(step.arg, step.dtype, src)
         else:
             new[i] = out.add(step.op, step.dtype, src, step.arg)
+    out.params = [new[p] for p in prog.params]
+    return hide_float_operands(out)
+
+
+def hide_float_operands(prog: Program) -> Program:
+    """The program with every f32 operand of an ALU op (and the value of an UPDATE) read
+    through a HIDE step (see `hidden`), except plain loads, and the two sides of a `where`: an
+    exact choice, and hiding them would let NIR match `where(a < b, a, b)` as min(a, b), which
+    drops NaN. (The accumulator of an UPDATE is hidden by WGSLLanguage.op.) A value
+    is hidden once per loop body it is used in (where the HIDE step is visible), and an
+    accumulator again after each UPDATE (its value changed)."""
+    out = Program(prog.name, global_size=prog.global_size)
+    new: dict[int, int] = {}
+    scopes: list[dict[int, int]] = [{}]  # per open loop: value of out -> its HIDE step
+
+    def hide(x: int) -> int:
+        for scope in scopes:
+            if x in scope:
+                return scope[x]
+        scopes[-1][x] = out.add(LOps.ALU, out.steps[x].dtype, (x,), HIDE)
+        return scopes[-1][x]
+
+    def needs_hiding(x: int) -> bool:
+        """An f32 that NIR could see into: not a plain load (a value from memory is as opaque as
+        a HIDE step; a masked load is a select of it and 0.0)."""
+        step = out.steps[x]
+        plain_load = step.op is LOps.LOAD and step.arg[1].is_const and step.arg[1].vmin == 1
+        return step.dtype == dtypes.float32 and not plain_load
+
+    def hidden_srcs(step: Step, src: tuple[int, ...]) -> tuple[int, ...]:
+        if step.op is LOps.UPDATE:  # `acc = op(acc, value)`: acc must stay the variable
+            return (src[0], hide(src[1]) if needs_hiding(src[1]) else src[1])
+        keep = 1 if step.arg is Ops.WHERE else len(src)  # where: the condition only
+        return tuple(hide(s) if k < keep and needs_hiding(s) else s for k, s in enumerate(src))
+
+    for i, step in enumerate(prog.steps):
+        src = tuple(new[s] for s in step.src)
+        if step.op in (LOps.ALU, LOps.UPDATE):
+            src = hidden_srcs(step, src)
+        new[i] = out.add(step.op, step.dtype, src, step.arg)
+        if step.op is LOps.LOOP:
+            scopes.append({})
+        elif step.op is LOps.ENDLOOP:
+            scopes.pop()
+        elif step.op is LOps.UPDATE:
+            for scope in scopes:
+                scope.pop(src[0], None)
     out.params = [new[p] for p in prog.params]
     return out
 
