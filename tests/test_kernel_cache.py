@@ -331,3 +331,30 @@ def test_threads_calling_kernels_while_others_are_unloaded(tmp_path: Path) -> No
     assert done.returncode == 0, f"exit status {done.returncode}:\n{done.stderr[-3000:]}"
     wrong, loaded = map(int, done.stdout.split())
     assert wrong == 0 and loaded <= 4  # past the limit only by calls under way at the end
+
+
+# A process computes x*k+1 for k = 1..12 (twelve kernels) and prints the results as JSON.
+AFFINES = """
+import json
+import numpy as np
+from tinyfw import Tensor
+x = Tensor(np.arange(8, dtype=np.float32), device="CPU")
+print(json.dumps([(x * float(k) + 1).numpy().tolist() for k in range(1, 13)]))
+"""
+
+
+def test_two_processes_fill_one_cache_at_once(tmp_path: Path) -> None:
+    """Two processes compiling the same kernels into one empty cache at the same time both get
+    the right answers, and every entry they leave is sound."""
+    environ = {**os.environ, "TINYFW_CACHE": str(tmp_path), "DEVICE": "CPU"}
+    procs = [subprocess.Popen([sys.executable, "-c", AFFINES], cwd=ROOT, env=environ,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        assert json.loads(out.strip().splitlines()[-1]) == [expected(k) for k in range(1, 13)]
+    found = entries(tmp_path)
+    assert len(found) == 12
+    for lib, record in found.values():
+        assert_sound(lib, record)
