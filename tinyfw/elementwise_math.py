@@ -34,6 +34,7 @@ class Constants:
     ln2_hi: float         # ln 2 in few enough bits that k * ln2_hi is exact for any k used
     ln2_lo: float         # ln 2 - ln2_hi, rounded
     max_k: int            # |k| of 2**k needed to reach inf and 0 from exp's range
+    exp_low: float        # e**x rounds to 0 below this
     expm1_range: tuple[float, float]  # below: expm1 is -1; above: it overflows
     largest: float        # the largest finite value (2 * x overflows above largest / 2)
     log_terms: int        # terms of the atanh series that log's polynomial needs
@@ -54,14 +55,15 @@ def _split_ln2(bits: int, dtype: np.dtype) -> tuple[float, float]:
 # float32: |k| <= 160 needs 8 bits, so ln2_hi keeps 12 of float32's 24 bits. float64: |k| <= 1100
 # needs 11 bits, so ln2_hi keeps 32 of its 53. Then k * ln2_hi is exact in the dtype.
 CONSTANTS = {
-    dtypes.float32: Constants(*_split_ln2(12, np.dtype(np.float32)), max_k=160,
+    dtypes.float32: Constants(*_split_ln2(12, np.dtype(np.float32)), max_k=160, exp_low=-104.0,
                               expm1_range=(-20.0, 88.8), largest=float(np.finfo(np.float32).max),
                               log_terms=5, expm1_terms=8),
-    dtypes.float64: Constants(*_split_ln2(32, np.dtype(np.float64)), max_k=1100,
+    dtypes.float64: Constants(*_split_ln2(32, np.dtype(np.float64)), max_k=1100, exp_low=-746.0,
                               expm1_range=(-40.0, 709.8), largest=float(np.finfo(np.float64).max),
                               log_terms=11, expm1_terms=13),
 }
 LOG2E = 1 / math.log(2)
+SQRT_HALF = math.sqrt(0.5)
 
 
 def in_float32(fn: UnaryFn) -> UnaryFn:
@@ -112,30 +114,39 @@ def _reduce_ln2(x: UOp, c: Constants) -> tuple[UOp, UOp]:
     return k, r
 
 
+def _expm1_reduced(r: UOp, c: Constants) -> UOp:
+    """e**r - 1 for |r| <= ln(2) / 2: r + r**2 (1/2! + r/3! + ...), the Taylor series cut where
+    its terms fall below the dtype's precision (the leading r is exact)."""
+    taylor = [1 / math.factorial(n) for n in range(2, c.expm1_terms + 1)]
+    return r + r * r * _polynomial(r, taylor)
+
+
 @in_float32
 def exp(x: UOp) -> UOp:
-    """e**x = 2**k * exp2(r log2 e), with x = k ln 2 + r reduced exactly."""
+    """e**x = 2**k (1 + expm1(r)), with x = k ln 2 + r reduced exactly. The polynomial, not
+    exp2(r log2 e): WGSL compilers (lavapipe) fold exp2(a) * exp2(b) into exp2(a + b), which
+    undoes the reduction, and their exp2 is only good to a few ulp."""
     c = CONSTANTS[x.dtype]
-    k = _round(x * LOG2E)
-    # k is limited so that 2**k's halves are finite; past the limit r is large (or inf), and
-    # exp2 of it makes the overflow (inf) or underflow (0) that e**x has there. nan stays nan
-    # (comparisons with it are false).
-    k = (k > c.max_k).where(float(c.max_k), (k < -c.max_k).where(float(-c.max_k), k))
-    r = (x - k * c.ln2_hi) - k * c.ln2_lo
+    # Below exp_low, e**x rounds to 0; there r would be -inf, and the polynomial nan. Above the
+    # overflow threshold k stops at max_k (2**k's halves stay finite) and the polynomial of a
+    # large r overflows, as e**x does. nan stays nan (comparisons with it are false).
+    xs = (x < c.exp_low).where(x.const_like(c.exp_low), x)
+    k = _round(xs * LOG2E)
+    k = (k > c.max_k).where(float(c.max_k), k)
+    r = (xs - k * c.ln2_hi) - k * c.ln2_lo
     lo, hi = _pow2_halves(k)
-    return (r * LOG2E).exp2() * lo * hi
+    return (_expm1_reduced(r, c) + 1.0) * lo * hi
 
 
 @in_float32
 def expm1(x: UOp) -> UOp:
-    """e**x - 1 = 2**k (expm1(r) + 1 - 2**-k), with expm1(r) a Taylor polynomial on |r| <= 0.35:
-    the only rounding that matters is that of one sum, whatever k."""
+    """e**x - 1 = 2**k (expm1(r) + 1 - 2**-k): the only rounding that matters is that of one
+    sum, whatever k."""
     c = CONSTANTS[x.dtype]
     low, high = c.expm1_range  # e**x - 1 rounds to -1 below low, and overflows above high
     xs = (x < low).where(low, (x > high).where(high, x))
     k, r = _reduce_ln2(xs, c)
-    taylor = [1 / math.factorial(n) for n in range(2, c.expm1_terms + 1)]
-    p = r + r * r * _polynomial(r, taylor)
+    p = _expm1_reduced(r, c)
     lo, hi = _pow2_halves(k)
     inv_lo, inv_hi = _pow2_halves(-k)
     out = (p + (1.0 - inv_lo * inv_hi)) * lo * hi
@@ -212,6 +223,32 @@ def sigmoid(x: UOp) -> UOp:
     return positive.where(s, e * s)
 
 
+@dataclass(frozen=True)
+class _CosParts:
+    """The pieces cos and tan are made of (see cos)."""
+    s: UOp            # sin x
+    quotient_ok: UOp  # where sin(2x) / (2 sin x) is used
+    sin_2x: UOp       # sin(2x) there (0 elsewhere)
+    s_safe: UOp       # sin x there (1 elsewhere)
+    other: UOp        # cos x elsewhere
+
+
+def _cos_parts(x: UOp) -> _CosParts:
+    """sin x, and cos x where it is not made of sin(2x) / (2 sin x)."""
+    largest = CONSTANTS[x.dtype].largest
+    s, h = x.sin(), (x * 0.5).sin()
+    near_zero = _abs(s) > SQRT_HALF
+    huge = _abs(x) > largest / 2
+    quotient_ok = near_zero.alu(Ops.AND, huge.alu(Ops.XOR, UOp.true_like(x)))
+    sin_2x = (quotient_ok.where(x, 0.0) * 2.0).sin()
+    s_far = near_zero.where(0.0, s)  # keeps 1 - s**2 >= 0.75 under the square root
+    sign = (h * h < 0.5).where(x.const_like(1.0), -1.0)
+    root = sign * (1.0 - s_far * s_far).sqrt()
+    half_angle = 1.0 - 2.0 * h * h
+    return _CosParts(s, quotient_ok, sin_2x, quotient_ok.where(s, 1.0),
+                     near_zero.where(half_angle, root))
+
+
 @in_float32
 def cos(x: UOp) -> UOp:
     """cos x from the SIN primitive alone, accurate wherever sin is:
@@ -220,22 +257,14 @@ def cos(x: UOp) -> UOp:
     - elsewhere (|cos x| >= 0.87): +-sqrt(1 - sin(x)**2), the sign that of 1 - 2 sin(x/2)**2;
     - beyond half the largest float, where 2x overflows: 1 - 2 sin(x/2)**2 (accurate to an ulp
       of 1, not relatively, near the zeros of cos there)."""
-    largest = CONSTANTS[x.dtype].largest
-    s, h = x.sin(), (x * 0.5).sin()
-    near_zero = _abs(s) > 0.5
-    huge = _abs(x) > largest / 2
-    quotient_ok = near_zero.alu(Ops.AND, huge.alu(Ops.XOR, UOp.true_like(x)))
-    double_x = quotient_ok.where(x, 0.0) * 2.0
-    quotient = double_x.sin() / (quotient_ok.where(s, 1.0) * 2.0)
-    s_far = near_zero.where(0.0, s)  # keeps 1 - s**2 >= 0.75 under the square root
-    sign = (h * h < 0.5).where(x.const_like(1.0), -1.0)
-    root = sign * (1.0 - s_far * s_far).sqrt()
-    half_angle = 1.0 - 2.0 * h * h
-    return quotient_ok.where(quotient, near_zero.where(half_angle, root))
+    p = _cos_parts(x)
+    return p.quotient_ok.where(p.sin_2x / (p.s_safe * 2.0), p.other)
 
 
 @in_float32
 def tan(x: UOp) -> UOp:
-    """sin x / cos x, with the accurate cos."""
-    return x.sin() / cos(x)
-
+    """sin x / cos x with the accurate cos; near the poles 2 sin(x)**2 / sin(2x), the same
+    quotient with one rounding fewer."""
+    p = _cos_parts(x)
+    sin_2x_safe = p.quotient_ok.where(p.sin_2x, 1.0)  # no division by 0 where it is not used
+    return p.quotient_ok.where(p.s_safe * p.s_safe * 2.0 / sin_2x_safe, p.s / p.other)
