@@ -13,6 +13,7 @@ from typing import Callable
 import mpmath
 import numpy as np
 import pytest
+import torch
 
 from tinyfw import Tensor, dtypes
 from tinyfw.device import Device
@@ -255,3 +256,24 @@ def test_one_kernel_per_function() -> None:
     x = Tensor(np.linspace(-3, 3, 16, dtype=np.float32))
     for name, (fn, _, _) in FUNCTIONS.items():
         assert len(fn(x).schedule()) == 1, name
+
+
+# log and log1p are left out below 0 (and at nan): there their gradient is 0 (the special value
+# is a constant), where torch's is 1/x (nan's is nan)
+SPECIAL_GRADIENT_INPUTS = [-math.inf, -1e30, -0.0, 0.0, 1e-40, 1e30, math.inf]
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_gradient_special_values(name: str) -> None:
+    """At infinities, zeros and huge values the gradient is torch's: inf, 0 or nan alike."""
+    values = np.array(SPECIAL_GRADIENT_INPUTS, dtype=np.float32)
+    if name in ("log", "log1p"):
+        values = values[values > 0]
+    x = Tensor(values, requires_grad=True)
+    FUNCTIONS[name][0](x).sum().backward()
+    assert x.grad is not None
+    t = torch.tensor(values, requires_grad=True)
+    getattr(torch, name)(t).sum().backward()
+    assert t.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=0,
+                               err_msg=f"d {name} at {values}")

@@ -35,7 +35,7 @@ class Constants:
     ln2_lo: float         # ln 2 - ln2_hi, rounded
     max_k: int            # |k| of 2**k needed to reach inf and 0 from exp's range
     exp_low: float        # e**x rounds to 0 below this
-    expm1_range: tuple[float, float]  # below: expm1 is -1; above: it overflows
+    expm1_low: float      # e**x - 1 rounds to -1 below this
     largest: float        # the largest finite value (2 * x overflows above largest / 2)
     log_terms: int        # terms of the atanh series that log's polynomial needs
     expm1_terms: int      # terms of the Taylor series of expm1 on |r| <= ln(2) / 2
@@ -56,10 +56,10 @@ def _split_ln2(bits: int, dtype: np.dtype) -> tuple[float, float]:
 # needs 11 bits, so ln2_hi keeps 32 of its 53. Then k * ln2_hi is exact in the dtype.
 CONSTANTS = {
     dtypes.float32: Constants(*_split_ln2(12, np.dtype(np.float32)), max_k=160, exp_low=-104.0,
-                              expm1_range=(-20.0, 88.8), largest=float(np.finfo(np.float32).max),
+                              expm1_low=-20.0, largest=float(np.finfo(np.float32).max),
                               log_terms=5, expm1_terms=8),
     dtypes.float64: Constants(*_split_ln2(32, np.dtype(np.float64)), max_k=1100, exp_low=-746.0,
-                              expm1_range=(-40.0, 709.8), largest=float(np.finfo(np.float64).max),
+                              expm1_low=-40.0, largest=float(np.finfo(np.float64).max),
                               log_terms=11, expm1_terms=13),
 }
 LOG2E = 1 / math.log(2)
@@ -106,12 +106,17 @@ def _pow2_halves(k: UOp) -> tuple[UOp, UOp]:
     return half.exp2(), (k - half).exp2()
 
 
-def _reduce_ln2(x: UOp, c: Constants) -> tuple[UOp, UOp]:
+def _reduce_ln2(x: UOp, low: float, c: Constants) -> tuple[UOp, UOp]:
     """(k, r) with x = k ln 2 + r, k an integer and |r| <= ln(2) / 2 (Cody-Waite: k * ln2_hi is
-    exact and x - k * ln2_hi cancels exactly, so r is off by one rounding of the small part)."""
-    k = _round(x * LOG2E)
-    r = (x - k * c.ln2_hi) - k * c.ln2_lo
-    return k, r
+    exact and x - k * ln2_hi cancels exactly, so r is off by one rounding of the small part).
+    x is first raised to low (below which the caller's result no longer changes: r would be
+    -inf there, and the polynomial of it nan), and k stops at max_k, so that 2**k's halves are
+    finite: past it r is large, or inf, and the polynomial overflows, as e**x does. nan stays
+    nan (comparisons with it are false)."""
+    xs = (x < low).where(x.const_like(low), x)
+    k = _round(xs * LOG2E)
+    k = (k > c.max_k).where(float(c.max_k), k)
+    return k, (xs - k * c.ln2_hi) - k * c.ln2_lo
 
 
 def _expm1_reduced(r: UOp, c: Constants) -> UOp:
@@ -127,13 +132,7 @@ def exp(x: UOp) -> UOp:
     exp2(r log2 e): WGSL compilers (lavapipe) fold exp2(a) * exp2(b) into exp2(a + b), which
     undoes the reduction, and their exp2 is only good to a few ulp."""
     c = CONSTANTS[x.dtype]
-    # Below exp_low, e**x rounds to 0; there r would be -inf, and the polynomial nan. Above the
-    # overflow threshold k stops at max_k (2**k's halves stay finite) and the polynomial of a
-    # large r overflows, as e**x does. nan stays nan (comparisons with it are false).
-    xs = (x < c.exp_low).where(x.const_like(c.exp_low), x)
-    k = _round(xs * LOG2E)
-    k = (k > c.max_k).where(float(c.max_k), k)
-    r = (xs - k * c.ln2_hi) - k * c.ln2_lo
+    k, r = _reduce_ln2(x, c.exp_low, c)
     lo, hi = _pow2_halves(k)
     return (_expm1_reduced(r, c) + 1.0) * lo * hi
 
@@ -143,17 +142,14 @@ def expm1(x: UOp) -> UOp:
     """e**x - 1 = 2**k (expm1(r) + 1 - 2**-k): the only rounding that matters is that of one
     sum, whatever k."""
     c = CONSTANTS[x.dtype]
-    low, high = c.expm1_range  # e**x - 1 rounds to -1 below low, and overflows above high
-    xs = (x < low).where(low, (x > high).where(high, x))
-    k, r = _reduce_ln2(xs, c)
-    p = _expm1_reduced(r, c)
+    k, r = _reduce_ln2(x, c.expm1_low, c)
     lo, hi = _pow2_halves(k)
     inv_lo, inv_hi = _pow2_halves(-k)
-    out = (p + (1.0 - inv_lo * inv_hi)) * lo * hi
-    # below `low` the value is -1, but the gradient e**x is not 0: -1 + exp2(x log2 e) has both
-    # (the product's rounding hardly matters for a number below 1e-8 added to -1)
-    below = x < low
-    out = below.where((below.where(x, low) * LOG2E).exp2() - 1.0, out)
+    out = (_expm1_reduced(r, c) + (1.0 - inv_lo * inv_hi)) * lo * hi
+    # below expm1_low the value is -1, but the gradient e**x is not 0: -1 + exp2(x log2 e) has
+    # both (the product's rounding hardly matters for a number below 1e-8 added to -1)
+    below = x < c.expm1_low
+    out = below.where((below.where(x, c.expm1_low) * LOG2E).exp2() - 1.0, out)
     return (x.eq(0.0)).where(x, out)  # expm1(-0.0) is -0.0
 
 
