@@ -1,5 +1,5 @@
-"""exp, log, log1p, expm1, cos, tan, tanh accurate to a few ulp over the whole float range,
-composed from the primitive ops on graph nodes (so their gradients come from the primitives').
+"""exp, expm1, log, log1p, cos, tan, tanh and sigmoid accurate to a few ulp over the whole float
+range, composed from the primitive ops on graph nodes (their gradients come from the primitives').
 
 The naive compositions lose accuracy: exp(x) = exp2(x * log2(e)) amplifies the rounding of the
 product by |x * log2(e)| (64 ulp near x = 88), cos(x) = sin(pi/2 - x) rounds pi/2 - x (cos(3e7)
