@@ -44,6 +44,8 @@ FUNCTIONS: dict[str, tuple[Callable[[Tensor], Tensor], Callable, Callable]] = {
 BOUNDS = {"exp": 2.0, "expm1": 2.5, "log": 2.0, "log1p": 2.5, "cos": 3.0, "tan": 4.0,
           "tanh": 3.0, "sigmoid": 2.5}
 FLOAT16_BOUND = 1.0
+# lavapipe's sin and cos of |r| <= pi/4 (what WEBGPU's SIN ends with) are good to 3 ulp, not 0.5
+WEBGPU_SLACK = {"cos": 1.0, "tan": 1.5}
 
 
 def hard_points(dt: np.dtype) -> np.ndarray:
@@ -156,9 +158,8 @@ def special_mismatches(got: np.ndarray, hi: np.ndarray, dt: np.dtype) -> np.ndar
 
 def device_domain(name: str, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The inputs the device under test can be held to. WEBGPU (lavapipe) flushes denormals to
-    zero, and its sin (which cos and tan are made of) is relatively accurate only for |x| up to
-    about 2 pi (5.8 ulp at 3 pi, 600 ulp near the zeros around 500, absolute errors of 1e-4 at
-    3e7): cos and tan (of sin(2x)) are checked there on |x| <= pi."""
+    zero, and its SIN (tf_sin in tinyfw/renderer_wgsl.py, which cos and tan are made of) is
+    accurate for |x| < 1e5 only: cos and tan (of sin(2x)) are checked there on |x| <= 5e4."""
     keep = np.ones(x.shape, bool)
     if name in ("cos", "tan"):  # past half the largest float, cos is accurate in absolute terms
         keep &= ~(np.abs(x) > float(np.finfo(x.dtype).max) / 2)  # (test_cos_huge)
@@ -167,7 +168,7 @@ def device_domain(name: str, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             keep &= ~((np.abs(x) < tiny) & (x != 0)) & ~((np.abs(hi) < tiny) & (hi != 0))
         if name in ("cos", "tan"):
-            keep &= ~(np.abs(x) > math.pi) | ~np.isfinite(x)
+            keep &= ~(np.abs(x) > 5e4) | ~np.isfinite(x)
     return keep
 
 
@@ -194,6 +195,8 @@ def test_accuracy(name: str, dtype: DType, needs_dtypes) -> None:
     with needs_dtypes(dtype):
         worst, x, got, bad = measure(name, dtype)
     bound = FLOAT16_BOUND if dtype == dtypes.float16 else BOUNDS[name]
+    if Device.DEFAULT == "WEBGPU":
+        bound += WEBGPU_SLACK.get(name, 0.0)
     assert not bad.any(), (f"{name} special values wrong at {x[bad][:8]}: got {got[bad][:8]}")
     assert worst <= bound, f"{name} {dtype.name}: {worst:.2f} ulp (bound {bound})"
 
@@ -206,7 +209,7 @@ def test_cos_huge(dtype: DType, needs_dtypes) -> None:
     x = (rng.uniform(big / 2, big, 2000) * np.where(rng.random(2000) < 0.5, -1, 1)).astype(
         dtype.np)
     if Device.DEFAULT == "WEBGPU" and dtype == dtypes.float32:
-        pytest.skip("WGSL's sin (lavapipe's) is not accurate past |x| = 2 pi")
+        pytest.skip("WEBGPU's SIN (tf_sin) is accurate for |x| < 1e5 only")
     with needs_dtypes(dtype):
         got = Tensor(x).cos().numpy().astype(np.float64)
     want = mp_reference("cos", tuple(x.astype(np.float64).tolist()))[0]
@@ -269,6 +272,8 @@ def test_gradient_special_values(name: str) -> None:
     values = np.array(SPECIAL_GRADIENT_INPUTS, dtype=np.float32)
     if name in ("log", "log1p"):
         values = values[values > 0]
+    if name in ("cos", "tan") and Device.DEFAULT == "WEBGPU":  # its SIN is good to |x| < 1e5
+        values = values[~(np.abs(values) > 1e5)]
     x = Tensor(values, requires_grad=True)
     FUNCTIONS[name][0](x).sum().backward()
     assert x.grad is not None

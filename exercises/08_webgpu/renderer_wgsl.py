@@ -56,6 +56,24 @@ def _cmpne(dt: DType, a: list[str]) -> str:
     return is_nan(a[0]) if a[0] == a[1] else f"({a[0]}!={a[1]})"
 
 
+# lavapipe's sin is accurate only for small |x| (5.8 ulp at 3 pi, hundreds of ulps near the
+# zeros around 500, absolute errors of 1e-4 at 3e7): tf_sin reduces x by pi/2 first, as
+# x - k (C1 + ... + C6) with C1..C5 of 8 bits each, so that each k * Ci is exact for |k| < 2**16
+# (|x| < 1e5), and takes sin or cos of the remainder, |r| <= pi/4. Beyond 1e5 (and for nan, inf
+# and +-0, whose sign the reduction would lose) it is the built-in sin.
+TF_SIN = """fn tf_sin(x: f32) -> f32 {
+  if (!(abs(x) < 100000.0f) || x == 0.0f) { return sin(x); }
+  let k = round(x * 0.63661977236758134f);
+  var r = (x - k * 1.5703125f) - k * 0.0004825592041015625f;
+  r = ((r - k * 1.2665987014770508e-06f) - k * 9.89530235528946e-10f) - k * 2.5579538487363607e-12f;
+  r = r - k * 5.390302953474238e-15f;
+  let q = i32(k) & 3;
+  let v = select(sin(r), cos(r), (q & 1) == 1);
+  return select(v, -v, q >= 2);
+}
+"""
+
+
 class WGSLLanguage(CStyleLanguage):
     """WGSL. Its `?:` is select(if_false, if_true, cond); integer division by zero is
     defined (it gives the dividend), so tinyfw's rule (0) is written out with select."""
@@ -65,7 +83,7 @@ class WGSLLanguage(CStyleLanguage):
     storage: ClassVar[dict[DType, str]] = {**WGSL_TYPES, dtypes.bool: "i32"}
     ops: ClassVar[dict[Ops, Template]] = {
         **OP_TEMPLATES,
-        Ops.EXP2: _builtin("exp2"), Ops.LOG2: _builtin("log2"), Ops.SIN: _builtin("sin"),
+        Ops.EXP2: _builtin("exp2"), Ops.LOG2: _builtin("log2"), Ops.SIN: _builtin("tf_sin"),
         Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _builtin("trunc"),
         Ops.RECIPROCAL: lambda dt, a: f"(1.0f/{a[0]})",
         Ops.MAX: _max, Ops.CMPNE: _cmpne,
@@ -80,8 +98,10 @@ class WGSLLanguage(CStyleLanguage):
     has_threads = True
 
     def render(self, prog: Program) -> str:
-        """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it."""
-        return super().render(wgsl_program(prog))
+        """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it,
+        after tf_sin where the kernel takes a sine."""
+        source = super().render(wgsl_program(prog))
+        return TF_SIN + source if "tf_sin(" in source else source
 
     def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
         """Narrow integers compute in i32, so a result is wrapped to its own width (uint8 200 +
