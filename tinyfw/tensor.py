@@ -5,11 +5,11 @@ import itertools
 import math
 import weakref
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from tinyfw import gradient, realize
+from tinyfw import elementwise_math, gradient, realize
 from tinyfw.derived import Axis, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dtype
@@ -601,6 +601,12 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def __abs__(self) -> Tensor: return self.abs()
 
     # unary math
+    def _math(self, fn: Callable[[UOp], UOp]) -> Tensor:
+        """fn (a function of graph nodes, from tinyfw/elementwise_math.py) of this tensor, cast
+        to the default float if it is an int or bool."""
+        x = self._floating()
+        return x._result(fn(x.uop), x)
+
     def neg(self) -> Tensor:
         if self.dtype.is_bool:
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
@@ -613,12 +619,14 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
     def exp2(self) -> Tensor: return self._floating()._unary(Ops.EXP2)
     def log2(self) -> Tensor: return self._floating()._unary(Ops.LOG2)
-    def exp(self) -> Tensor: return (self._floating() * (1 / math.log(2))).exp2()
-    def log(self) -> Tensor: return self._floating().log2() * math.log(2)
-    def log1p(self) -> Tensor: return (self + 1).log()
+    # accurate compositions of the primitives, in tinyfw/elementwise_math.py
+    def exp(self) -> Tensor: return self._math(elementwise_math.exp)
+    def expm1(self) -> Tensor: return self._math(elementwise_math.expm1)
+    def log(self) -> Tensor: return self._math(elementwise_math.log)
+    def log1p(self) -> Tensor: return self._math(elementwise_math.log1p)
     def sin(self) -> Tensor: return self._floating()._unary(Ops.SIN)
-    def cos(self) -> Tensor: return (math.pi / 2 - self._floating()).sin()
-    def tan(self) -> Tensor: return self.sin() / self.cos()
+    def cos(self) -> Tensor: return self._math(elementwise_math.cos)
+    def tan(self) -> Tensor: return self._math(elementwise_math.tan)
     def square(self) -> Tensor: return self * self
 
     def trunc(self) -> Tensor:
@@ -661,13 +669,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def relu(self) -> Tensor: return (self > 0).where(self, 0)
     def sigmoid(self) -> Tensor:
         """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""
-        x = self._floating()
-        positive = x >= 0
-        e = positive.where(-x, x).exp()  # exp(-|x|), with a gradient at 0 from the x >= 0 side
-        s = (1 + e).reciprocal()
-        return positive.where(s, e * s)
+        return self._math(elementwise_math.sigmoid)
 
-    def tanh(self) -> Tensor: return 2.0 * (2.0 * self).sigmoid() - 1.0
+    def tanh(self) -> Tensor: return self._math(elementwise_math.tanh)
     def silu(self) -> Tensor: return self * self.sigmoid()
     def swish(self) -> Tensor: return self.silu()
     def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()

@@ -8,6 +8,7 @@ import functools
 import math
 from typing import Callable
 
+from tinyfw.elementwise_math import cos
 from tinyfw.uop import Ops, UOp
 
 # A rule takes the gradient flowing into a node's output and the node itself, and returns the

@@ -76,7 +76,7 @@ def _exp2(dt: DType, a: list[str]) -> str:
            f"{a[0]} < -126.0f)"
 
 
-# sin of an f32 whose magnitude is 2**23 or more (an integer), where lavapipe's sin reduces the
+# tf_sin_huge: sin of an f32 whose magnitude is 2**23 or more (an integer), where lavapipe's sin reduces the
 # argument inexactly (off by 4e-5 at 1.6e7, by anything past 1e8). Such an x is m * 2**s, m an
 # integer of 24 bits and 0 <= s <= 104. Its angle in turns, x / 2pi, has an integer part that
 # sin ignores, and its fraction needs only the bits of 1/2pi from s + 1 on (Payne and Hanek's
@@ -91,7 +91,7 @@ SIN_HELPERS = """fn tf_mulhi(u: u32, v: u32) -> u32 {
   let mid = (lo >> 16u) + (m1 & 0xffffu) + (m2 & 0xffffu);
   return (u >> 16u) * (v >> 16u) + (m1 >> 16u) + (m2 >> 16u) + (mid >> 16u);
 }
-fn tf_sin(x: f32) -> f32 {
+fn tf_sin_huge(x: f32) -> f32 {
   let bits = bitcast<u32>(x);
   let e = (bits >> 23u) & 0xffu;
   if (e < 150u || e == 255u) { return sin(x); }
@@ -136,6 +136,25 @@ def _cmpne(dt: DType, a: list[str]) -> str:
     return is_nan(a[0]) if a[0] == a[1] else f"({a[0]}!={a[1]})"
 
 
+# lavapipe's sin is accurate only for small |x| (5.8 ulp at 3 pi, hundreds of ulps near the
+# zeros around 500, absolute errors of 1e-4 at 3e7): tf_sin reduces x by pi/2 first, as
+# x - k (C1 + ... + C6) with C1..C5 of 8 bits each, so that each k * Ci is exact for |k| < 2**16
+# (|x| < 1e5), and takes sin or cos of the remainder, |r| <= pi/4. From 2**23 on, tf_sin_huge's
+# exact reduction (above); between 1e5 and 2**23 (and for nan, inf and +-0, whose sign the
+# reduction would lose) the built-in sin.
+TF_SIN = SIN_HELPERS + """fn tf_sin(x: f32) -> f32 {
+  if (!(abs(x) < 100000.0f) || x == 0.0f) { return tf_sin_huge(x); }
+  let k = round(x * 0.63661977236758134f);
+  var r = (x - k * 1.5703125f) - k * 0.0004825592041015625f;
+  r = ((r - k * 1.2665987014770508e-06f) - k * 9.89530235528946e-10f) - k * 2.5579538487363607e-12f;
+  r = r - k * 5.390302953474238e-15f;
+  let q = i32(k) & 3;
+  let v = select(sin(r), cos(r), (q & 1) == 1);
+  return select(v, -v, q >= 2);
+}
+"""
+
+
 class WGSLLanguage(CStyleLanguage):
     """WGSL. Its `?:` is select(if_false, if_true, cond); integer division by zero is
     defined (it gives the dividend), so tinyfw's rule (0) is written out with select."""
@@ -160,7 +179,7 @@ class WGSLLanguage(CStyleLanguage):
 
     def render(self, prog: Program) -> str:
         """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it,
-        after the functions behind SIN where it has one; NotSupportedError for a kernel whose
+        after tf_sin where the kernel takes a sine; NotSupportedError for a kernel whose
         indices need 64 bits, which WGSL does not have."""
         if prog.index_dtype != dtypes.int32:
             iterations = prod(s.arg[1] for s in prog.steps if s.op is LOps.LOOP)
@@ -168,7 +187,7 @@ class WGSLLanguage(CStyleLanguage):
                 f"kernel {prog.name} ({iterations} iterations) needs indices past 2**31 - 1: "
                 f"64-bit indices are not supported on {self.name} (WGSL has no 64-bit ints)")
         source = super().render(wgsl_program(prog))
-        return SIN_HELPERS + source if "tf_sin(" in source else source
+        return TF_SIN + source if "tf_sin(" in source else source
 
     def op(self, op: Ops | str, dtype: DType, args: list[str]) -> str:
         """Narrow integers compute in i32, so a result is wrapped to its own width (uint8 200 +

@@ -8,6 +8,7 @@ import functools
 import math
 from typing import Callable
 
+from tinyfw.elementwise_math import cos
 from tinyfw.uop import Ops, UOp
 
 # A rule takes the gradient flowing into a node's output and the node itself, and returns the
@@ -51,7 +52,7 @@ def gradient_rules() -> dict[Ops, GradRule]:
         Ops.SQRT: lambda grad, node: (grad / (node * 2),),
         Ops.EXP2: lambda grad, node: (grad * node * ln2,),
         Ops.LOG2: lambda grad, node: (grad / (node.src[0] * ln2),),
-        Ops.SIN: lambda grad, node: (grad * (math.pi / 2 - node.src[0]).sin(),),
+        Ops.SIN: lambda grad, node: (grad * cos(node.src[0]),),  # cos made of SINs
         Ops.MAX: max_gradient,
         Ops.CAST: lambda grad, node: (grad.cast(node.src[0].dtype) if node.dtype.is_float
                                       else None,),
