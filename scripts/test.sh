@@ -40,8 +40,9 @@ run() {
 workers=(-n "${TINYFW_WORKERS:-2}")
 run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --dist loadfile "$@"
 for device in $devices; do
-  run "op suite on $device" env DEVICE="$device" \
-    .venv/bin/python -m pytest tests/test_ops.py -q -ra "${workers[@]}" --dist load
+  run "op suite and accuracy on $device" env DEVICE="$device" \
+    .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py -q -ra "${workers[@]}" \
+    --dist load
 done
 
 echo
