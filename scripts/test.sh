@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every test: tests/ (the framework on the CPU device, every
-# chapter's grading, the site build and the browser test), then the op suite again on each
+# chapter's grading, the site build and the browser test), then the op and accuracy suites on each
 # backend device of TINYFW_DEVICES (default: CL WEBGPU CUDAEMU; all run on the CPU here).
 # Extra arguments go to the first pytest run only, and then the device runs are left out.
 # Exits non-zero when anything fails.
