@@ -47,7 +47,7 @@ def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
 class Tensor(MovementOps, DerivedOps, NNOps):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
-    __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "__weakref__")
+    __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "__weakref__")
     training: bool = False
     _rng: np.random.Generator = np.random.default_rng(0)
     _grad_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -59,6 +59,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         # None: not said. An optimizer given such a tensor makes it a parameter (as tinygrad).
         self._requires_grad: bool | None = None
         self._is_leaf = True
+        # (base, view ops) for a view of another tensor (x[1:], x.reshape(...)): an assign to
+        # the view writes through to the base, as in torch (MovementOps._view_result)
+        self._view: tuple[Tensor, tuple] | None = None
         if isinstance(data, UOp):
             self.uop = data if dt is None else data.cast(dt)
         elif isinstance(data, Tensor):
@@ -194,8 +197,11 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         if x.shape != self.shape:
             raise RuntimeError(f"assign of shape {shape_str(x.shape)} to a tensor of shape "
                                f"{shape_str(self.shape)}")
-        realize.note_assign(self)  # a TinyJit follows state (tinyfw/jit.py)
         value = x.uop.detach().cast(self.dtype).copy_to(self.device)
+        if self._view is not None:
+            self._assign_through(value)  # the base changes (a TinyJit follows it, not the view)
+        else:
+            realize.note_assign(self)  # a TinyJit follows state (tinyfw/jit.py)
         # A node of its own (the DETACH's arg is a new number): graph nodes are shared between
         # equal expressions, and two tensors given one value must stay two tensors, with their
         # own gradients and buffers.
