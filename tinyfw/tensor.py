@@ -34,7 +34,7 @@ def _infer_list_dtype(data: Any) -> DType:
         return dtypes.bool
     if any(isinstance(x, (float, np.floating)) for x in flat):
         return dtypes.default_float
-    return dtypes.default_int
+    return dtypes.int_for(*(int(x) for x in flat))
 
 
 def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
@@ -76,7 +76,8 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             elif isinstance(data, (bool, int, float, list, tuple)):
                 dt = dt or (dtypes.from_py(data) if isinstance(data, (bool, int, float))
                             else _infer_list_dtype(data))
-                arr = np.array(data)
+                # in the dtype chosen: numpy alone would make 2**63 a uint64, 2**64 an object
+                arr = np.array(data, dtype=dt.np if dt.is_int else None)
             else:
                 raise TypeError(f"can't make a Tensor from {type(data).__name__}")
             self.uop = _buffer_node(arr, device, dt)
@@ -464,7 +465,26 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     def idiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """Integer division rounding toward zero (C)."""
-        return self._binary(Ops.IDIV, x, reverse)
+        a, b = self._operands(x, reverse)
+        return a._divided(b, a._result(a.uop.alu(Ops.IDIV, b.uop), b))
+
+    def _divided(self, divisor: Tensor, out: Tensor) -> Tensor:
+        """out, a division of self by divisor, raising torch's error for an integer division by
+        zero: at once for a constant divisor, else when out is computed (a deferred check)."""
+        if self.dtype.is_float:
+            return out
+        below = divisor.uop
+        while below.op in (Ops.RESHAPE, Ops.EXPAND):
+            below = below.src[0]
+        if below.op is Ops.CONST:  # a Python number
+            if below.arg == 0:
+                raise RuntimeError("ZeroDivisionError: integer division (// or %) by the number 0")
+            return out
+        realize.attach_check(out.uop, realize.Check(
+            (divisor == 0).any().uop, RuntimeError,
+            f"ZeroDivisionError: integer division (// or %) of tensors of shape "
+            f"{shape_str(out.shape)} by a divisor holding 0"))
+        return out
 
     def floordiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """Division rounding down, as Python's // (and torch's)."""
@@ -473,7 +493,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             return a.div(b).floor()
         q = a.idiv(b)
         inexact = (a._binary(Ops.MOD, b) != 0) & ((a < 0) != (b < 0))
-        return q - inexact.cast(q.dtype)
+        return a._divided(b, q - inexact.cast(q.dtype))
 
     def mod(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """Remainder with the sign of the divisor, as Python's % (and torch's)."""
@@ -514,12 +534,16 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return out.reciprocal() if n < 0 else out
 
     def _power_by_bits(self, exponent: Tensor) -> Tensor:
-        """Integer self ** an integer tensor: multiply in self**(2**i) for each set bit."""
-        out, base, rest = self.ones_like(), self, exponent
+        """Integer self ** an integer tensor: multiply in self**(2**i) for each set bit. A
+        negative exponent gives what torch gives: 1 for a base of 1, +-1 for -1, else 0."""
+        negative = exponent < 0
+        out, base, rest = self.ones_like(), self, negative.where(0, exponent)
         for _ in range(exponent.dtype.itemsize * 8 - 1):
             out = (rest % 2 == 1).where(out * base, out)
             base, rest = base * base, rest // 2
-        return out
+        odd = (exponent % 2) != 0
+        of_negative = (self == 1).where(1, (self == -1).where(odd.where(-1, 1), 0))
+        return negative.where(of_negative.cast(out.dtype), out)
 
     def maximum(self, x: Tensor | Scalar) -> Tensor:
         return self._binary(Ops.MAX, x)
