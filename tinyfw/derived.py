@@ -53,6 +53,9 @@ class DerivedOps:
     def logsumexp(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over axis, computed stably."""
         m = self.max(axis, keepdim=True).detach()
+        # an infinite max shifts by nothing: inf - inf would be NaN, but log(sum(exp(x))) is
+        # then +inf (one value is inf) or -inf (all are), as torch gives
+        m = m.isinf().where(0.0, m)
         out = (self - m).exp().sum(axis, keepdim=True).log() + m
         return out if keepdim else out.squeeze(axis) if axis is not None else out.reshape(())
 

@@ -678,7 +678,10 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def isinf(self) -> Tensor: return (self == math.inf) | (self == -math.inf)
 
     # activations
-    def relu(self) -> Tensor: return (self > 0).where(self, 0)
+    def relu(self) -> Tensor:
+        """max(x, 0); NaN stays NaN and the gradient at 0 is 0, as in torch."""
+        return (self <= 0).where(0, self)
+
     def sigmoid(self) -> Tensor:
         """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""
         x = self._floating()
@@ -772,14 +775,24 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return x._reduce(Ops.ADD, axis, keepdim)
 
     def max(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
-        """The largest value over axis (ties share the gradient, as torch.amax)."""
-        if self.numel() == 0 and axis is None:
-            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() "
-                               "== 0. Specify the reduction dim with the 'dim' argument.")
+        """The largest value over axis (ties share the gradient, as torch.amax; NaN wins)."""
+        self._check_reducible("max", axis)
         return self._reduce(Ops.MAX, axis, keepdim)
+
+    def _check_reducible(self, name: str, axis: Axis, error: type = RuntimeError) -> None:
+        """torch's errors for a max, min, argmax or argmin over nothing (an empty axis has no
+        largest value; an empty kept axis is fine: the result is empty too)."""
+        if self.numel() == 0 and axis is None:
+            raise error(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                        "== 0. Specify the reduction dim with the 'dim' argument.")
+        for i in self._axes(axis):
+            if self.shape[i] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {i} to have non-zero size. "
+                                 f"(input of shape {shape_str(self.shape)})")
 
     def min(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
         """The smallest value over axis: a max of the values turned upside down."""
+        self._check_reducible("min", axis)
         if self.dtype.is_bool:
             return self.logical_not().max(axis, keepdim).logical_not()
         if not self.dtype.is_float:  # ~x = -x - 1 reverses the order without overflowing
@@ -793,19 +806,31 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return self.logical_not().any(axis, keepdim).logical_not()
 
     def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        """The index of the first largest value along axis (of the flattened tensor if None)."""
+        """The index of the first largest value along axis (of the flattened tensor if None);
+        a NaN counts as the largest, as in torch."""
+        return self._arg_extreme("argmax", axis, keepdim)
+
+    def _arg_extreme(self, name: str, axis: int | None, keepdim: bool) -> Tensor:
+        """argmax (or, for argmin, the argmax of the values turned upside down)."""
+        self._check_reducible(name, axis, IndexError)
         if axis is None:
-            return self.flatten().argmax(0)
+            return self.flatten()._arg_extreme(name, 0, False)
+        if name == "argmin":
+            flipped = self.logical_not() if self.dtype.is_bool else \
+                -self if self.dtype.is_float else ~self  # ~x = -x - 1: no overflow
+            return flipped._arg_extreme("argmax", axis, keepdim)
         axis = normalize_axis(axis, self.ndim)
         n = self.shape[axis]
         countdown = Tensor.arange(n, 0, -1, device=self.device).reshape(
             (n,) + (1,) * (self.ndim - axis - 1))
-        is_max = (self == self.max(axis, keepdim=True)).cast(dtypes.default_int)
-        return n - (is_max * countdown).max(axis, keepdim)
+        is_max = self == self.max(axis, keepdim=True)
+        if self.dtype.is_float:  # the max is NaN where there is one: then the NaNs are its place
+            is_max = is_max | self.isnan()
+        return n - (is_max.cast(dtypes.default_int) * countdown).max(axis, keepdim)
 
     def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        return (-self).argmax(axis, keepdim) if not self.dtype.is_bool else \
-            self.logical_not().argmax(axis, keepdim)
+        """The index of the first smallest value along axis (NaN counts as the smallest)."""
+        return self._arg_extreme("argmin", axis, keepdim)
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
