@@ -336,23 +336,38 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                       requires_grad=requires_grad)
 
     @staticmethod
+    def _sample_shape(*shape: int) -> tuple[int, ...]:
+        """A random tensor's shape, checked as torch does (numpy's ValueError would leak)."""
+        shape = argfix(*shape)
+        if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+            raise TypeError(f"a size must be a tuple of ints, got {shape}")
+        if any(s < 0 for s in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
+                               f"{shape_str(shape)}")
+        return tuple(int(s) for s in shape)
+
+    @staticmethod
     def rand(*shape: int, dtype: DType | str | None = None, device: str | None = None,
              requires_grad: bool | None = None) -> Tensor:
         """Uniform samples in [0, 1)."""
-        return Tensor._random(Tensor._rng.random(argfix(*shape)), dtype, device, requires_grad)
+        return Tensor._random(Tensor._rng.random(Tensor._sample_shape(*shape)), dtype, device,
+                              requires_grad)
 
     @staticmethod
     def randn(*shape: int, dtype: DType | str | None = None, device: str | None = None,
               requires_grad: bool | None = None) -> Tensor:
         """Samples of the standard normal distribution."""
-        return Tensor._random(Tensor._rng.standard_normal(argfix(*shape)), dtype, device,
-                              requires_grad)
+        return Tensor._random(Tensor._rng.standard_normal(Tensor._sample_shape(*shape)), dtype,
+                              device, requires_grad)
 
     @staticmethod
     def randint(*shape: int, low: int = 0, high: int = 10, dtype: DType | str | None = None,
                 device: str | None = None) -> Tensor:
         """Integers drawn uniformly from [low, high)."""
-        sample = Tensor._rng.integers(low, high, argfix(*shape))
+        if low >= high:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                               f"from={low} >= to={high}")
+        sample = Tensor._rng.integers(low, high, Tensor._sample_shape(*shape))
         return Tensor(sample, device=device, dtype=dtype or dtypes.default_int)
 
     @staticmethod
@@ -360,7 +375,10 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                 dtype: DType | str | None = None, device: str | None = None,
                 requires_grad: bool | None = None) -> Tensor:
         """Uniform samples in [low, high)."""
-        sample = Tensor._rng.uniform(low, high, argfix(*shape))
+        if low > high:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                               f"from={low:g} > to={high:g}")
+        sample = Tensor._rng.uniform(low, high, Tensor._sample_shape(*shape))
         return Tensor._random(sample, dtype, device, requires_grad)
 
     @staticmethod
@@ -645,12 +663,12 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return self._unary(Ops.TRUNC) if self.dtype.is_float else self
 
     def floor(self) -> Tensor:
-        t = self.trunc()
-        return t - (self < t).cast(self.dtype) if self.dtype.is_float else t
+        t = self.trunc()  # a where, not t - (x < t): t - 0.0 would turn -0.0 into 0.0
+        return (self < t).where(t - 1, t) if self.dtype.is_float else t
 
     def ceil(self) -> Tensor:
-        t = self.trunc()
-        return t + (self > t).cast(self.dtype) if self.dtype.is_float else t
+        t = self.trunc()  # ceil(-0.5) is -0.0, as trunc(-0.5)
+        return (self > t).where(t + 1, t) if self.dtype.is_float else t
 
     def round(self) -> Tensor:
         """Round to the nearest integer, halves to even (as torch.round)."""
@@ -659,8 +677,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         down = self.floor()
         frac = self - down
         up_on_tie = (down % 2) == 1
-        return (frac > 0.5).where(down + 1, (frac < 0.5).where(down, up_on_tie.where(down + 1,
-                                                                                     down)))
+        out = (frac > 0.5).where(down + 1, (frac < 0.5).where(down, up_on_tie.where(down + 1,
+                                                                                    down)))
+        return (out == 0).where(self * 0, out)  # a zero keeps x's sign: round(-0.4) is -0.0
 
     def sign(self) -> Tensor:
         """-1, 0 or 1 (its gradient is zero, but it is part of the graph, as in torch)."""
