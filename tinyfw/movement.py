@@ -34,6 +34,8 @@ def _sizes(what: str, shape: tuple) -> tuple[int, ...]:
 
 def _tensor_list(first: Any, rest: tuple) -> list[Tensor]:
     """The tensors of cat(first, *rest) or cat([a, b, ...]) (then rest is empty)."""
+    if first is None:  # Tensor.cat(): nothing to join
+        return []
     if isinstance(first, (list, tuple)):
         if rest:
             raise TypeError("pass the tensors either as arguments or as one list, not both")
@@ -272,13 +274,14 @@ class MovementOps:
         out._view = None  # a copy, as torch's repeat, not a view of self
         return out
 
-    def cat(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
+    def cat(self: Tensor | Sequence[Tensor] | None = None, *args: Tensor,
+               dim: int = 0) -> Tensor:
         """Tensors joined along an existing axis: each padded into place, then added.
         tinygrad's signature: a.cat(b, c) and Tensor.cat(a, b, c) (a is self); a list works
         too, Tensor.cat([a, b, c]), as torch.cat takes one."""
         tensors = _tensor_list(self, args)
         if not tensors:
-            raise ValueError("cat() needs at least one tensor")
+            raise ValueError("cat(): expected a non-empty list of Tensors")
         for i, t in enumerate(tensors):
             if t.ndim == 0:
                 raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
@@ -301,7 +304,8 @@ class MovementOps:
     def cat_(self: Tensor, *others: Tensor, dim: int = 0) -> Tensor:
         return type(self).cat(self, *others, dim=dim)
 
-    def stack(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
+    def stack(self: Tensor | Sequence[Tensor] | None = None, *args: Tensor,
+                 dim: int = 0) -> Tensor:
         """Tensors of one shape joined along a new axis (a.stack(b), Tensor.stack(a, b) or
         Tensor.stack([a, b]))."""
         tensors = _tensor_list(self, args)

@@ -554,12 +554,13 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def _power_by_bits(self, exponent: Tensor) -> Tensor:
         """Integer self ** an integer tensor: multiply in self**(2**i) for each set bit. A
         negative exponent gives what torch gives: 1 for a base of 1, +-1 for -1, else 0."""
-        negative = exponent < 0
-        out, base, rest = self.ones_like(), self, negative.where(0, exponent)
+        out, base, rest = self.ones_like(), self, exponent
         for _ in range(exponent.dtype.itemsize * 8 - 1):
             out = (rest % 2 == 1).where(out * base, out)
             base, rest = base * base, rest // 2
-        odd = (exponent % 2) != 0
+        # chosen at the end (the loop's result is dropped there): a loop on where(e < 0, 0, e)
+        # instead makes gcc 12 -O2 take minutes to compile the kernel
+        negative, odd = exponent < 0, (exponent % 2) != 0
         of_negative = (self == 1).where(1, (self == -1).where(odd.where(-1, 1), 0))
         return negative.where(of_negative.cast(out.dtype), out)
 
