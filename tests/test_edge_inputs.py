@@ -71,6 +71,38 @@ def _lazy_view_assign_torch() -> torch.Tensor:
     return x
 
 
+def _view_of_view_assign() -> list[Tensor]:
+    """A view of a view (x.T[1][::2]) writes through to x; the view shows the value too."""
+    x = Tensor.zeros(3, 4).contiguous().realize()
+    v = x.T[1][::2]
+    v.assign(Tensor([5.0, 6.0]))
+    return [x, v]
+
+
+def _view_of_view_assign_torch() -> list[torch.Tensor]:
+    x = torch.zeros(3, 4)
+    v = x.T[1][::2]
+    v.copy_(torch.tensor([5.0, 6.0]))
+    return [x, v]
+
+
+def _setitem() -> Tensor:
+    """x[...] = value, with a number, a broadcast tensor and a list."""
+    x = Tensor.zeros(3, 4).contiguous().realize()
+    x[0] = 1.0
+    x[1:, 2:] = Tensor([7.0, 8.0])
+    x[2, :2] = [3.0, 4.0]
+    return x
+
+
+def _setitem_torch() -> torch.Tensor:
+    x = torch.zeros(3, 4)
+    x[0] = 1.0
+    x[1:, 2:] = torch.tensor([7.0, 8.0])
+    x[2, :2] = torch.tensor([3.0, 4.0])
+    return x
+
+
 def _grad(fn_name: str, lib: str) -> list[Any]:
     """The gradients of sum(fn(a, b)) at inputs with NaN, in tinyfw or torch."""
     a, b = [NAN, 1.0, NAN, 2.0, 3.0], [1.0, NAN, NAN, 2.0, 1.0]
@@ -118,7 +150,6 @@ def _jit_floordiv_torch(b: list[int]) -> torch.Tensor:
     return th([6, 7]) // th(b)
 
 
-TF, TH = Tensor, torch
 CASES = [
     # cat and stack called on an instance keep it (tinygrad's signature: cat(self, *args, dim))
     Case("cat_method", lambda: t([1, 2]).cat(t([3])), lambda: torch.cat([th([1, 2]), th([3])])),
@@ -159,7 +190,8 @@ CASES = [
          lambda: (th([5, 6]) // th([1, 0]) + 1).sum(), ("ZeroDivisionError",)),
     Case("floordiv_nonzero_tensor", lambda: t([5, -6]) // t([2, 4]),
          lambda: th([5, -6]) // th([2, 4])),
-    Case("float_floordiv_zero", lambda: t([5.0, -1.0, 0.0]) // 0, lambda: th([5.0, -1.0, 0.0]) // 0),
+    Case("float_floordiv_zero", lambda: t([5.0, -1.0, 0.0]) // 0,
+         lambda: th([5.0, -1.0, 0.0]) // 0),
     Case("jit_floordiv_ok", lambda: _jit_floordiv([1, 7]), lambda: _jit_floordiv_torch([1, 7])),
     Case("jit_floordiv_zero_replay", lambda: _jit_floordiv([1, 0]),
          lambda: _jit_floordiv_torch([1, 0]), ("ZeroDivisionError",)),
@@ -256,6 +288,11 @@ CASES = [
     Case("assign_number", lambda: _view_assign_tinyfw((slice(1, 3), 2), 5.0),
          lambda: _view_assign_torch((slice(1, 3), 2), [5.0])),
     Case("assign_view_of_lazy", _lazy_view_assign, _lazy_view_assign_torch),
+    Case("assign_view_of_view", _view_of_view_assign, _view_of_view_assign_torch),
+    Case("assign_expanded_view", lambda: Tensor.zeros(1, 3).contiguous().expand(2, 3).assign(
+        Tensor.ones(2, 3)), lambda: torch.zeros(1, 3).expand(2, 3).copy_(torch.ones(2, 3)),
+         ("more than one element",)),
+    Case("setitem", _setitem, _setitem_torch),
     # rounding keeps the sign of zero
     Case("ceil_neg_half", lambda: t([-0.5, 0.5, -1.5, -0.0]).ceil(),
          lambda: th([-0.5, 0.5, -1.5, -0.0]).ceil()),
@@ -264,7 +301,8 @@ CASES = [
     Case("floor_neg_zero", lambda: t([-0.0, 0.5, -0.5]).floor(),
          lambda: th([-0.0, 0.5, -0.5]).floor()),
     Case("trunc_neg", lambda: t([-0.5, -0.0, 1.5]).trunc(), lambda: th([-0.5, -0.0, 1.5]).trunc()),
-    Case("round_nan_inf", lambda: t([NAN, INF, -INF]).round(), lambda: th([NAN, INF, -INF]).round()),
+    Case("round_nan_inf", lambda: t([NAN, INF, -INF]).round(),
+         lambda: th([NAN, INF, -INF]).round()),
     Case("ceil_nan_inf", lambda: t([NAN, INF, -INF]).ceil(), lambda: th([NAN, INF, -INF]).ceil()),
     # gradients of maximum and minimum at NaN
     Case("maximum_grad_nan", lambda: _grad("maximum", "tinyfw"), lambda: _grad("maximum", "torch")),

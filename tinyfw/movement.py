@@ -7,7 +7,7 @@ import numpy as np
 
 from tinyfw.derived import Axis
 from tinyfw.dtype import dtypes
-from tinyfw.helpers import all_int, argfix, normalize_axis, prod, shape_str
+from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 
 from tinyfw.uop import UOp
 
@@ -128,8 +128,7 @@ class MovementOps:
             raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input "
                                f"does not match the length of the desired ordering of "
                                f"dimensions i.e. input.dim() = {self.ndim} is not equal to "
-                               f"len(dims) = {len(order)}. permute: number of dims don't match: the tensor has {self.ndim}"
-                               f" but {len(order)} were given")
+                               f"len(dims) = {len(order)}")
         order = tuple(normalize_axis(o, self.ndim) for o in order)
         if len(set(order)) != len(order):
             raise RuntimeError(f"permute(): repeated dim in {list(order)}")
@@ -428,6 +427,18 @@ class MovementOps:
             elif not drop[entry]:
                 final.append(x.shape[entry])
         return x.reshape(tuple(final))
+
+    def __setitem__(self: Tensor, index: Any, value: Any) -> None:
+        """x[index] = value (broadcast to x[index]'s shape), written into x, as in torch. Basic
+        indices only (ints, slices, None, ...): a tensor or list index picks a copy."""
+        if hasattr(index, "uop") or isinstance(index, list) or (isinstance(index, tuple) and any(
+                hasattr(i, "uop") or isinstance(i, list) for i in index)):
+            raise TypeError("assigning to x[index] with a tensor or list index is not supported "
+                            "(it would write a copy); use ints, slices, None and ...")
+        view = self[index]
+        value = value if hasattr(value, "uop") else type(self)(value, device=self.device,
+                                                               dtype=self.dtype)
+        view.assign(value.cast(self.dtype)._broadcast_to(view.shape))
 
     def _take_every(self: Tensor, steps: list[int]) -> Tensor:
         """Every steps[d]-th element along each axis d, by a pad, a reshape and a shrink."""

@@ -126,6 +126,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if value and not self._requires_grad:  # a parameter gets a buffer of its own, so no
             self.uop = _buffer_node(self.numpy(), self.device, self.dtype)  # node is shared
+            self._view = None  # a parameter is storage of its own, not a view of its source
             Tensor._grad_leaves[id(self)] = self
         elif not value:
             Tensor._grad_leaves.pop(id(self), None)
