@@ -334,7 +334,7 @@ CASES = [
          lambda: _safetensors_torch({}), ("1000000",)),
     # movement ops with bad arguments
     Case("expand_negative", lambda: Tensor.zeros(1, 3).expand(-2, 3),
-         lambda: torch.zeros(1, 3).expand(-2, 3), ("-2",)),
+         lambda: torch.zeros(1, 3).expand(-2, 3), ("-2", "expanded size")),
     Case("expand_new_minus_one", lambda: Tensor.zeros(3).expand(-1, 3),
          lambda: torch.zeros(3).expand(-1, 3), ("-1",)),
     Case("expand_neg_existing", lambda: Tensor.zeros(1, 3).expand(2, -3),

@@ -37,6 +37,11 @@ TinyJit does not pretend otherwise: a function that draws from Tensor's generato
 captured raises JitError; draw the numbers outside and pass them in as a tensor argument.
 (Other host data made inside the function, Tensor.arange or Tensor([...]), is a constant.)
 
+Deferred checks. An error that depends on data (an integer division by a tensor holding 0, a
+class label out of range: realize.Check) is raised by realize once the graph is computed. The
+kernels computing such checks are captured like any other; after each replay their flags are
+read back (a scalar each) and a violated one raises its error, as realize would have.
+
 Rules, each checked with a JitError that says what to do: inputs are the tensor arguments
 (passed directly, not inside lists) and keep their shapes, dtypes and devices; other arguments
 keep their values; the function returns None, a Tensor, or tuples, lists and dicts of them
