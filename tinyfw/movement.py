@@ -8,7 +8,6 @@ import numpy as np
 from tinyfw.derived import Axis
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
-
 from tinyfw.uop import UOp
 
 if TYPE_CHECKING:
@@ -91,10 +90,9 @@ class MovementOps:
         """Give this view's base the value `value` (of this view's shape, dtype and device) at
         the elements this view shows, as a write to a view in torch does."""
         root, ops = self._view
-        shapes, node = [root.shape], root.uop
-        for op, arg in ops:  # the shape after each op, found by replaying them on the base
-            node = node.expand(arg) if op == "expand" else _unview_forward(node, op, arg)
-            shapes.append(node.shape)
+        shapes = [root.shape]  # the shape after each op
+        for op, arg in ops:
+            shapes.append(_shape_after(shapes[-1], op, arg))
         placed = _unview(value, ops, shapes)
         inside = _unview(UOp.true_like(value), ops, shapes)  # padding makes False outside
         root.assign(type(root)(inside.where(placed, root.uop.detach())))
@@ -125,10 +123,8 @@ class MovementOps:
         """The axes in a new order."""
         order = argfix(*order)
         if len(order) != self.ndim:
-            raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input "
-                               f"does not match the length of the desired ordering of "
-                               f"dimensions i.e. input.dim() = {self.ndim} is not equal to "
-                               f"len(dims) = {len(order)}")
+            raise RuntimeError(f"permute: number of dims don't match: the tensor has {self.ndim}"
+                               f" but {len(order)} were given")
         order = tuple(normalize_axis(o, self.ndim) for o in order)
         if len(set(order)) != len(order):
             raise RuntimeError(f"permute(): repeated dim in {list(order)}")
@@ -274,7 +270,7 @@ class MovementOps:
         return out
 
     def cat(self: Tensor | Sequence[Tensor] | None = None, *args: Tensor,
-               dim: int = 0) -> Tensor:
+            dim: int = 0) -> Tensor:
         """Tensors joined along an existing axis: each padded into place, then added.
         tinygrad's signature: a.cat(b, c) and Tensor.cat(a, b, c) (a is self); a list works
         too, Tensor.cat([a, b, c]), as torch.cat takes one."""
@@ -304,7 +300,7 @@ class MovementOps:
         return type(self).cat(self, *others, dim=dim)
 
     def stack(self: Tensor | Sequence[Tensor] | None = None, *args: Tensor,
-                 dim: int = 0) -> Tensor:
+              dim: int = 0) -> Tensor:
         """Tensors of one shape joined along a new axis (a.stack(b), Tensor.stack(a, b) or
         Tensor.stack([a, b]))."""
         tensors = _tensor_list(self, args)
@@ -452,12 +448,12 @@ class MovementOps:
         return out
 
 
-def _unview_forward(node: UOp, op: str, arg: Any) -> UOp:
-    """One view op of a chain (see MovementOps._view_result) applied to node."""
+def _shape_after(shape: tuple[int, ...], op: str, arg: Any) -> tuple[int, ...]:
+    """The shape one view op of a chain (see MovementOps._view_result) makes of shape."""
     if op == "every":
-        counts = [-(-s // st) for s, st in zip(node.shape, arg)]
-        node = node.pad(tuple((0, c * st - s) for c, st, s in zip(counts, arg, node.shape)))
-        node = node.reshape(tuple(v for c, st in zip(counts, arg) for v in (c, st)))
-        node = node.shrink(tuple(b for c in counts for b in ((0, c), (0, 1))))
-        return node.reshape(tuple(counts))
-    return getattr(node, op)(arg)
+        return tuple(-(-s // st) for s, st in zip(shape, arg))
+    if op == "permute":
+        return tuple(shape[i] for i in arg)
+    if op == "shrink":
+        return tuple(e - b for b, e in arg)
+    return shape if op == "flip" else tuple(arg)  # reshape and expand: arg is the new shape

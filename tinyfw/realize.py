@@ -38,20 +38,24 @@ class Check:
         return [self.violated] if self.value is None else [self.violated, self.value]
 
 
+# checked node -> its checks. (A check's nodes are built from the op's inputs, not from the
+# checked node, so the entry goes when the checked node does.)
 _checks: weakref.WeakKeyDictionary[UOp, list[Check]] = weakref.WeakKeyDictionary()
-# the flag nodes of every check, to their check: how a schedule's step is known to be a check
-_check_of: weakref.WeakKeyDictionary[UOp, Check] = weakref.WeakKeyDictionary()
+# flag node -> its check, weakly both ways (a check holds its flag: a strong value would keep
+# the key alive forever): how a schedule's step is known to compute a check
+_check_of: weakref.WeakKeyDictionary[UOp, weakref.ref[Check]] = weakref.WeakKeyDictionary()
 
 
 def attach_check(node: UOp, check: Check) -> None:
     """Make every realize of a graph containing node verify check (see Check)."""
     _checks.setdefault(node, []).append(check)
-    _check_of[check.violated] = check
+    _check_of[check.violated] = weakref.ref(check)
 
 
 def check_of(node: UOp) -> Check | None:
     """The check whose flag node is node, if it is one."""
-    return _check_of.get(node)
+    ref = _check_of.get(node)
+    return None if ref is None else ref()
 
 
 def pending_checks(nodes: list[UOp]) -> list[Check]:
