@@ -173,6 +173,12 @@ CASES = [
     Case("int_fits", lambda: t([2 ** 31 - 1]), lambda: th([2 ** 31 - 1]), dtype="int32"),
     Case("int_overflow", lambda: t([2 ** 63]), lambda: th([2 ** 63]), ("Overflow",)),
     Case("int_overflow_0d", lambda: t(-2 ** 63 - 1), lambda: th(-2 ** 63 - 1), ("Overflow",)),
+    Case("int_too_big_for_dtype", lambda: t([2 ** 40], dtype="int32"),
+         lambda: th([2 ** 40], dtype=torch.int32), ("int32", "overflow")),
+    Case("int_300_uint8", lambda: t(300, dtype="uint8"), lambda: th(300, dtype=torch.uint8),
+         ("uint8", "300")),
+    Case("float_list_int_dtype", lambda: t([1.5, -2.0], dtype="int32"),
+         lambda: th([1.5, -2.0], dtype=torch.int32)),
     Case("full_2_40", lambda: Tensor.full((2,), 2 ** 40), lambda: torch.full((2,), 2 ** 40),
          dtype="int64"),
     # integer division by zero raises (at once for a number, when computed for a tensor)

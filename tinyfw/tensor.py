@@ -37,6 +37,15 @@ def _infer_list_dtype(data: Any) -> DType:
     return dtypes.int_for(*(int(x) for x in flat))
 
 
+def _check_ints_fit(data: Any, dt: DType) -> None:
+    """torch's RuntimeError for a Python int that an integer dtype asked for can't hold."""
+    lo, hi = dtypes.min(dt), dtypes.max(dt)
+    for x in np.asarray(data, dtype=object).reshape(-1):
+        if isinstance(x, int) and not isinstance(x, bool) and not lo <= x <= hi:
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow: "
+                               f"{x}")
+
+
 def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
     """A fresh buffer on device holding data, viewed in data's shape."""
     data = np.ascontiguousarray(data, dtype=dtype.np).reshape(np.shape(data))
@@ -74,6 +83,8 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                 arr = np.asarray(data)
                 dt = dt or dtypes.from_np(arr.dtype)
             elif isinstance(data, (bool, int, float, list, tuple)):
+                if dt is not None and dt.is_int:
+                    _check_ints_fit(data, dt)
                 dt = dt or (dtypes.from_py(data) if isinstance(data, (bool, int, float))
                             else _infer_list_dtype(data))
                 # in the dtype chosen: numpy alone would make 2**63 a uint64, 2**64 an object
