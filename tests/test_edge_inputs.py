@@ -261,6 +261,12 @@ CASES = [
          lambda: th([1.0, INF]).logsumexp(0)),
     Case("logsumexp_rows", lambda: t([[-INF, -INF], [1.0, 2.0]]).logsumexp(1),
          lambda: th([[-INF, -INF], [1.0, 2.0]]).logsumexp(1)),
+    Case("softmax_empty", lambda: Tensor.zeros(0, 2).softmax(0),
+         lambda: torch.zeros(0, 2).softmax(0)),
+    Case("log_softmax_empty", lambda: Tensor.zeros(2, 0).log_softmax(1),
+         lambda: torch.zeros(2, 0).log_softmax(1)),
+    Case("logsumexp_empty", lambda: Tensor.zeros(0, 2).logsumexp(0),
+         lambda: torch.zeros(0, 2).logsumexp(0)),
     # activations keep NaN
     *[Case(f"{name}_nan", (lambda f=f: f(t([NAN, -2.0, 0.5, 8.0]))),
            (lambda g=g: g(th([NAN, -2.0, 0.5, 8.0]))))

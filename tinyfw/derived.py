@@ -39,6 +39,8 @@ class DerivedOps:
     def softmax(self: Tensor, axis: int = -1) -> Tensor:
         """exp(x) / sum(exp(x)) along axis, computed after subtracting the max so exp can't
         overflow."""
+        if self.numel() == 0:  # nothing to normalize (and a max over an empty axis raises)
+            return self.exp()
         # >>> exercise 02.softmax #softmax-and-its-stable-form
         shifted = self - self.max(axis, keepdim=True).detach()
         e = shifted.exp()
@@ -47,11 +49,15 @@ class DerivedOps:
 
     def log_softmax(self: Tensor, axis: int = -1) -> Tensor:
         """log(softmax(x)) along axis, without taking the log of a tiny number."""
+        if self.numel() == 0:  # nothing to normalize (and a max over an empty axis raises)
+            return self.exp()
         shifted = self - self.max(axis, keepdim=True).detach()
         return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
     def logsumexp(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over axis, computed stably."""
+        if any(self.shape[i] == 0 for i in self._axes(axis)):  # log of an empty sum: -inf
+            return self.exp().sum(axis, keepdim).log()
         m = self.max(axis, keepdim=True).detach()
         # an infinite max shifts by nothing: inf - inf would be NaN, but log(sum(exp(x))) is
         # then +inf (one value is inf) or -inf (all are), as torch gives
