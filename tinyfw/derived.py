@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tinyfw import realize
+from tinyfw.helpers import shape_str
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -122,6 +123,11 @@ class DerivedOps:
         """torch.nn.functional.cross_entropy: logits of shape (N, C) or (C,), and target class
         indices (ints) or class probabilities (floats) along axis 1."""
         axis = 1 if self.ndim >= 2 else 0
+        if not target.dtype.is_float and target.shape != self.shape[:axis] + self.shape[axis + 1:]:
+            raise ValueError(f"Expected input batch_size ({self.shape[0] if axis else 1}) to "
+                             f"match target batch_size ({target.shape[0] if target.ndim else 1})"
+                             f": logits of shape {shape_str(self.shape)}, target of shape "
+                             f"{shape_str(target.shape)}")
         if target.dtype.is_float:
             probs = target
         else:

@@ -289,10 +289,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def full(shape: int | Sequence[int], fill_value: Scalar, dtype: DType | str | None = None,
              device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """A tensor of shape filled with one value: a constant, expanded (no memory is filled)."""
-        shape = argfix(shape)
-        if not all_int(shape) or any(s < 0 for s in shape):
-            raise RuntimeError(f"Trying to create tensor with negative dimension or a non-int "
-                               f"size: {shape}")
+        shape = Tensor._sample_shape(shape)  # ints (else TypeError), none negative
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
         out = Tensor(const(fill_value, dt, Device.canonicalize(device), shape))
         if requires_grad is not None:
@@ -329,6 +326,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def eye(n: int, m: int | None = None, dtype: DType | str | None = None,
             device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """The n x m identity matrix."""
+        for name, size in (("n", n), ("m", m)):
+            if size is not None and size < 0:
+                raise RuntimeError(f"{name} must be greater or equal to 0, got {size}")
         out = (Tensor.arange(n, device=device).unsqueeze(1) ==
                Tensor.arange(m if m is not None else n, device=device))
         out = out.cast(dtype or dtypes.default_float)
@@ -349,10 +349,12 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     @staticmethod
     def _sample_shape(*shape: int) -> tuple[int, ...]:
-        """A random tensor's shape, checked as torch does (numpy's ValueError would leak)."""
+        """A new tensor's shape, checked as torch does (numpy's ValueError would leak)."""
         shape = argfix(*shape)
-        if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
-            raise TypeError(f"a size must be a tuple of ints, got {shape}")
+        for i, s in enumerate(shape):
+            if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+                raise TypeError(f"argument 'size' must be tuple of ints, but found element of "
+                                f"type {type(s).__name__} at pos {i}: {shape}")
         if any(s < 0 for s in shape):
             raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
                                f"{shape_str(shape)}")
@@ -767,8 +769,11 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         if axis is None:
             return tuple(range(self.ndim))
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        normalized = {normalize_axis(a, self.ndim) for a in axes}
-        return tuple(sorted(normalized)) if self.ndim else ()
+        normalized = [normalize_axis(a, self.ndim) for a in axes]
+        for a in normalized:
+            if normalized.count(a) > 1 and self.ndim:
+                raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+        return tuple(sorted(set(normalized))) if self.ndim else ()
 
     def _reduce(self, op: Ops, axis: Axis, keepdim: bool) -> Tensor:
         axes = self._axes(axis)
