@@ -289,7 +289,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def full(shape: int | Sequence[int], fill_value: Scalar, dtype: DType | str | None = None,
              device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """A tensor of shape filled with one value: a constant, expanded (no memory is filled)."""
-        shape = Tensor._sample_shape(shape)  # ints (else TypeError), none negative
+        shape = Tensor._new_shape(shape)  # ints (else TypeError), none negative
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
         out = Tensor(const(fill_value, dt, Device.canonicalize(device), shape))
         if requires_grad is not None:
@@ -348,7 +348,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                       requires_grad=requires_grad)
 
     @staticmethod
-    def _sample_shape(*shape: int) -> tuple[int, ...]:
+    def _new_shape(*shape: int) -> tuple[int, ...]:
         """A new tensor's shape, checked as torch does (numpy's ValueError would leak)."""
         shape = argfix(*shape)
         for i, s in enumerate(shape):
@@ -364,14 +364,14 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def rand(*shape: int, dtype: DType | str | None = None, device: str | None = None,
              requires_grad: bool | None = None) -> Tensor:
         """Uniform samples in [0, 1)."""
-        return Tensor._random(Tensor._rng.random(Tensor._sample_shape(*shape)), dtype, device,
+        return Tensor._random(Tensor._rng.random(Tensor._new_shape(*shape)), dtype, device,
                               requires_grad)
 
     @staticmethod
     def randn(*shape: int, dtype: DType | str | None = None, device: str | None = None,
               requires_grad: bool | None = None) -> Tensor:
         """Samples of the standard normal distribution."""
-        return Tensor._random(Tensor._rng.standard_normal(Tensor._sample_shape(*shape)), dtype,
+        return Tensor._random(Tensor._rng.standard_normal(Tensor._new_shape(*shape)), dtype,
                               device, requires_grad)
 
     @staticmethod
@@ -381,7 +381,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         if low >= high:
             raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                                f"from={low} >= to={high}")
-        sample = Tensor._rng.integers(low, high, Tensor._sample_shape(*shape))
+        sample = Tensor._rng.integers(low, high, Tensor._new_shape(*shape))
         return Tensor(sample, device=device, dtype=dtype or dtypes.default_int)
 
     @staticmethod
@@ -392,7 +392,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         if low > high:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                                f"from={low:g} > to={high:g}")
-        sample = Tensor._rng.uniform(low, high, Tensor._sample_shape(*shape))
+        sample = Tensor._rng.uniform(low, high, Tensor._new_shape(*shape))
         return Tensor._random(sample, dtype, device, requires_grad)
 
     @staticmethod
