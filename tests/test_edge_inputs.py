@@ -137,6 +137,26 @@ def _safetensors_torch(header: Any, data: bytes = b"\0" * 16, length: int | None
     raise ValueError("invalid safetensors file")
 
 
+def _jit_view_assign() -> Tensor:
+    """An assign to a view inside a TinyJit: every replay writes into the base."""
+    x = Tensor.zeros(3, 2).contiguous().realize()
+
+    def step(v: Tensor) -> None:
+        x[1:2].assign(x[1:2] + v)
+        x.realize()
+    jitted = TinyJit(step)
+    for _ in range(5):
+        jitted(Tensor([[1.0, 2.0]]))
+    return x
+
+
+def _jit_view_assign_torch() -> torch.Tensor:
+    x = torch.zeros(3, 2)
+    for _ in range(5):
+        x[1:2] += torch.tensor([[1.0, 2.0]])
+    return x
+
+
 def _jit_floordiv(b: list[int]) -> Tensor:
     """x // y under TinyJit: the replays must check the divisor too (calls 3 and 4 replay)."""
     step = TinyJit(lambda x, y: (x // y).realize())
@@ -305,6 +325,7 @@ CASES = [
         Tensor.ones(2, 3)), lambda: torch.zeros(1, 3).expand(2, 3).copy_(torch.ones(2, 3)),
          ("more than one element",)),
     Case("setitem", _setitem, _setitem_torch),
+    Case("jit_view_assign", _jit_view_assign, _jit_view_assign_torch),
     # rounding keeps the sign of zero
     Case("ceil_neg_half", lambda: t([-0.5, 0.5, -1.5, -0.0]).ceil(),
          lambda: th([-0.5, 0.5, -1.5, -0.0]).ceil()),
