@@ -77,10 +77,20 @@ class dtypes:
         if isinstance(x, bool):
             return dtypes.bool
         if isinstance(x, int):
-            return dtypes.default_int
+            return dtypes.int_for(x)
         if isinstance(x, float):
             return dtypes.default_float
         raise TypeError(f"cannot make a tensor from a {type(x).__name__}")
+
+    @staticmethod
+    def int_for(*values: int) -> DType:
+        """The default int if every value fits in it, else int64 (as tinygrad); a value beyond
+        int64 raises torch's overflow error."""
+        for v in values:
+            if not -2 ** 63 <= v < 2 ** 63:
+                raise ValueError(f"Overflow when unpacking long long: {v} does not fit in int64")
+        lo, hi = np.iinfo(dtypes.default_int.np).min, np.iinfo(dtypes.default_int.np).max
+        return dtypes.default_int if all(lo <= v <= hi for v in values) else dtypes.int64
 
     @staticmethod
     def min(dt: DType) -> bool | int | float:

@@ -29,10 +29,15 @@ def inverse_permutation(order: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def max_gradient(grad: UOp, node: UOp) -> tuple[UOp, UOp]:
-    """The gradient of an elementwise max: to the larger source, split evenly on ties."""
+    """The gradient of an elementwise max: to the larger source, split evenly on ties; where
+    either is NaN (the max is NaN) the whole of it goes to both, as in torch."""
     a, b = node.src
     to_a = (b < a).cast(grad.dtype) + a.eq(b).cast(grad.dtype) * 0.5
-    return grad * to_a, grad * (1.0 - to_a)
+    to_b = 1.0 - to_a
+    if a.dtype.is_float:
+        nan = a.ne(a).alu(Ops.OR, b.ne(b))
+        to_a, to_b = nan.where(1.0, to_a), nan.where(1.0, to_b)
+    return grad * to_a, grad * to_b
 
 
 @functools.cache

@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from tinyfw.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
@@ -15,6 +16,86 @@ from tinyfw.uop import Ops, UOp
 # buffers are never written twice, so a node's value never changes (except where a TinyJit
 # replays the kernels that wrote them: see tinyfw/jit.py).
 _computed: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
+
+
+# --- deferred checks ---
+# Some errors depend on data a lazy graph has not computed yet: an integer division by a tensor
+# holding a zero, a class index out of range. The op that could go wrong attaches a check to the
+# node it makes; realizing a graph that contains that node computes the check's flag in the same
+# schedule and raises the check's error if the flag is true.
+
+@dataclass(frozen=True, eq=False)
+class Check:
+    """A condition on data: `violated` (a bool node of shape ()) must come out False, else
+    `error(message)` is raised; "{value}" in message is replaced by the value of `value`, a
+    node of shape () computed with it (the offending value, say)."""
+    violated: UOp
+    error: type[Exception]
+    message: str
+    value: UOp | None = None
+
+    def nodes(self) -> list[UOp]:
+        """The nodes to compute for this check."""
+        return [self.violated] if self.value is None else [self.violated, self.value]
+
+
+# checked node -> its checks. (A check's nodes are built from the op's inputs, not from the
+# checked node, so the entry goes when the checked node does.)
+_checks: weakref.WeakKeyDictionary[UOp, list[Check]] = weakref.WeakKeyDictionary()
+# flag node -> its check, weakly both ways (a check holds its flag: a strong value would keep
+# the key alive forever): how a schedule's step is known to compute a check
+_check_of: weakref.WeakKeyDictionary[UOp, weakref.ref[Check]] = weakref.WeakKeyDictionary()
+
+
+def attach_check(node: UOp, check: Check) -> None:
+    """Make every realize of a graph containing node verify check (see Check)."""
+    _checks.setdefault(node, []).append(check)
+    _check_of[check.violated] = weakref.ref(check)
+
+
+def check_of(node: UOp) -> Check | None:
+    """The check whose flag node is node, if it is one."""
+    ref = _check_of.get(node)
+    return None if ref is None else ref()
+
+
+def pending_checks(nodes: list[UOp]) -> list[Check]:
+    """The checks attached under nodes (and under those checks' own nodes), except below nodes
+    already computed, whose checks were verified when they were."""
+    found: list[Check] = []
+    work, seen = list(nodes), set()
+    while work and _checks:
+        for node in work.pop().toposort(stop=has_buffer):
+            if node in seen or has_buffer(node):
+                continue
+            seen.add(node)
+            for check in _checks.get(node, ()):
+                found.append(check)
+                work.extend(check.nodes())
+    return found
+
+
+def violation(check: Check, flag: Buffer, value: Buffer | None) -> Exception | None:
+    """The error of a check whose flag buffer (and value buffer) were computed, if violated."""
+    if not bool(flag.numpy().reshape(-1)[0]):
+        return None
+    shown = "" if value is None else value.numpy().reshape(-1)[0].item()
+    return check.error(check.message.replace("{value}", str(shown)))
+
+
+def _verify(items: list[ScheduleItem]) -> None:
+    """After a schedule ran: raise the error of the first violated check it computed. The nodes
+    it computed are forgotten first, so a later realize computes (and checks) them again."""
+    for item in items:
+        check = check_of(item.output)
+        if check is None or item.output not in _computed:
+            continue
+        value = None if check.value is None else buffer_of(realize(check.value))
+        error = violation(check, _computed[item.output], value)
+        if error is not None:
+            for done in items:
+                _computed.pop(done.output, None)
+            raise error
 
 
 def _below_reshapes(node: UOp) -> UOp:
@@ -114,7 +195,8 @@ def note_read(tensor: Any) -> None:
 def schedule(*nodes: UOp) -> list[ScheduleItem]:
     """The kernels that realizing nodes would run, in order."""
     wanted = [n for n in nodes if not (is_buffer_view(n) or n in _computed)]
-    return create_schedule(wanted, has_buffer)
+    checks = [n for c in pending_checks(wanted) for n in c.nodes() if not has_buffer(n)]
+    return create_schedule(wanted + list(dict.fromkeys(checks)), has_buffer)
 
 
 def run_schedule(items: list[ScheduleItem]) -> None:
@@ -142,6 +224,7 @@ def run_schedule(items: list[ScheduleItem]) -> None:
         for listener in active_listeners():
             listener.launched(item, out, inputs)
         _computed[item.output] = out
+    _verify(items)
 
 
 def launch(item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:

@@ -40,7 +40,16 @@ def _infer_list_dtype(data: Any) -> DType:
         return dtypes.bool
     if any(isinstance(x, (float, np.floating)) for x in flat):
         return dtypes.default_float
-    return dtypes.default_int
+    return dtypes.int_for(*(int(x) for x in flat))
+
+
+def _check_ints_fit(data: Any, dt: DType) -> None:
+    """torch's RuntimeError for a Python int that an integer dtype asked for can't hold."""
+    lo, hi = dtypes.min(dt), dtypes.max(dt)
+    for x in np.asarray(data, dtype=object).reshape(-1):
+        if isinstance(x, int) and not isinstance(x, bool) and not lo <= x <= hi:
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow: "
+                               f"{x}")
 
 
 def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
@@ -55,7 +64,7 @@ def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
 class Tensor(MovementOps, DerivedOps, NNOps):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
-    __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "__weakref__")
+    __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "__weakref__")
     training: bool = False
     _rng: np.random.Generator = np.random.default_rng(0)
     _grad_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -67,6 +76,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         # None: not said. An optimizer given such a tensor makes it a parameter (as tinygrad).
         self._requires_grad: bool | None = None
         self._is_leaf = True
+        # (base, view ops) for a view of another tensor (x[1:], x.reshape(...)): an assign to
+        # the view writes through to the base, as in torch (MovementOps._view_result)
+        self._view: tuple[Tensor, tuple] | None = None
         if isinstance(data, UOp):
             self.uop = data if dt is None else data.cast(dt)
         elif isinstance(data, Tensor):
@@ -79,9 +91,12 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                 arr = np.asarray(data)
                 dt = dt or dtypes.from_np(arr.dtype)
             elif isinstance(data, (bool, int, float, list, tuple)):
+                if dt is not None and dt.is_int:
+                    _check_ints_fit(data, dt)
                 dt = dt or (dtypes.from_py(data) if isinstance(data, (bool, int, float))
                             else _infer_list_dtype(data))
-                arr = np.array(data)
+                # in the dtype chosen: numpy alone would make 2**63 a uint64, 2**64 an object
+                arr = np.array(data, dtype=dt.np if dt.is_int else None)
             else:
                 raise TypeError(f"can't make a Tensor from {type(data).__name__}")
             self.uop = _buffer_node(arr, device, dt)
@@ -130,6 +145,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if value and not self._requires_grad:  # a parameter gets a buffer of its own, so no
             self.uop = _buffer_node(self.numpy(), self.device, self.dtype)  # node is shared
+            self._view = None  # a parameter is storage of its own, not a view of its source
             Tensor._grad_leaves[id(self)] = self
         elif not value:
             Tensor._grad_leaves.pop(id(self), None)
@@ -204,8 +220,11 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         if x.shape != self.shape:
             raise RuntimeError(f"assign of shape {shape_str(x.shape)} to a tensor of shape "
                                f"{shape_str(self.shape)}")
-        realize.note_assign(self)  # a TinyJit follows state (tinyfw/jit.py)
         value = x.uop.detach().cast(self.dtype).copy_to(self.device)
+        if self._view is not None:
+            self._assign_through(value)  # the base changes (a TinyJit follows it, not the view)
+        else:
+            realize.note_assign(self)  # a TinyJit follows state (tinyfw/jit.py)
         # A node of its own (the DETACH's arg is a new number): graph nodes are shared between
         # equal expressions, and two tensors given one value must stay two tensors, with their
         # own gradients and buffers.
@@ -280,10 +299,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def full(shape: int | Sequence[int], fill_value: Scalar, dtype: DType | str | None = None,
              device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """A tensor of shape filled with one value: a constant, expanded (no memory is filled)."""
-        shape = argfix(shape)
-        if not all_int(shape) or any(s < 0 for s in shape):
-            raise RuntimeError(f"Trying to create tensor with negative dimension or a non-int "
-                               f"size: {shape}")
+        shape = Tensor._new_shape(shape)  # ints (else TypeError), none negative
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
         out = Tensor(const(fill_value, dt, Device.canonicalize(device), shape))
         if requires_grad is not None:
@@ -320,6 +336,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def eye(n: int, m: int | None = None, dtype: DType | str | None = None,
             device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """The n x m identity matrix."""
+        for name, size in (("n", n), ("m", m)):
+            if size is not None and size < 0:
+                raise RuntimeError(f"{name} must be greater or equal to 0, got {size}")
         out = (Tensor.arange(n, device=device).unsqueeze(1) ==
                Tensor.arange(m if m is not None else n, device=device))
         out = out.cast(dtype or dtypes.default_float)
@@ -339,23 +358,40 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                       requires_grad=requires_grad)
 
     @staticmethod
+    def _new_shape(*shape: int) -> tuple[int, ...]:
+        """A new tensor's shape, checked as torch does (numpy's ValueError would leak)."""
+        shape = argfix(*shape)
+        for i, s in enumerate(shape):
+            if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+                raise TypeError(f"argument 'size' must be tuple of ints, but found element of "
+                                f"type {type(s).__name__} at pos {i}: {shape}")
+        if any(s < 0 for s in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
+                               f"{shape_str(shape)}")
+        return tuple(int(s) for s in shape)
+
+    @staticmethod
     def rand(*shape: int, dtype: DType | str | None = None, device: str | None = None,
              requires_grad: bool | None = None) -> Tensor:
         """Uniform samples in [0, 1)."""
-        return Tensor._random(Tensor._rng.random(argfix(*shape)), dtype, device, requires_grad)
+        return Tensor._random(Tensor._rng.random(Tensor._new_shape(*shape)), dtype, device,
+                              requires_grad)
 
     @staticmethod
     def randn(*shape: int, dtype: DType | str | None = None, device: str | None = None,
               requires_grad: bool | None = None) -> Tensor:
         """Samples of the standard normal distribution."""
-        return Tensor._random(Tensor._rng.standard_normal(argfix(*shape)), dtype, device,
-                              requires_grad)
+        return Tensor._random(Tensor._rng.standard_normal(Tensor._new_shape(*shape)), dtype,
+                              device, requires_grad)
 
     @staticmethod
     def randint(*shape: int, low: int = 0, high: int = 10, dtype: DType | str | None = None,
                 device: str | None = None) -> Tensor:
         """Integers drawn uniformly from [low, high)."""
-        sample = Tensor._rng.integers(low, high, argfix(*shape))
+        if low >= high:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                               f"from={low} >= to={high}")
+        sample = Tensor._rng.integers(low, high, Tensor._new_shape(*shape))
         return Tensor(sample, device=device, dtype=dtype or dtypes.default_int)
 
     @staticmethod
@@ -363,7 +399,10 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                 dtype: DType | str | None = None, device: str | None = None,
                 requires_grad: bool | None = None) -> Tensor:
         """Uniform samples in [low, high)."""
-        sample = Tensor._rng.uniform(low, high, argfix(*shape))
+        if low > high:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                               f"from={low:g} > to={high:g}")
+        sample = Tensor._rng.uniform(low, high, Tensor._new_shape(*shape))
         return Tensor._random(sample, dtype, device, requires_grad)
 
     @staticmethod
@@ -468,7 +507,26 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     def idiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """Integer division rounding toward zero (C)."""
-        return self._binary(Ops.IDIV, x, reverse)
+        a, b = self._operands(x, reverse)
+        return a._divided(b, a._result(a.uop.alu(Ops.IDIV, b.uop), b))
+
+    def _divided(self, divisor: Tensor, out: Tensor) -> Tensor:
+        """out, a division of self by divisor, raising torch's error for an integer division by
+        zero: at once for a constant divisor, else when out is computed (a deferred check)."""
+        if self.dtype.is_float:
+            return out
+        below = divisor.uop
+        while below.op in (Ops.RESHAPE, Ops.EXPAND):
+            below = below.src[0]
+        if below.op is Ops.CONST:  # a Python number
+            if below.arg == 0:
+                raise RuntimeError("ZeroDivisionError: integer division (// or %) by the number 0")
+            return out
+        realize.attach_check(out.uop, realize.Check(
+            (divisor == 0).any().uop, RuntimeError,
+            f"ZeroDivisionError: integer division (// or %) of tensors of shape "
+            f"{shape_str(out.shape)} by a divisor holding 0"))
+        return out
 
     def floordiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """Division rounding down, as Python's // (and torch's)."""
@@ -477,7 +535,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             return a.div(b).floor()
         q = a.idiv(b)
         inexact = (a._binary(Ops.MOD, b) != 0) & ((a < 0) != (b < 0))
-        return q - inexact.cast(q.dtype)
+        return a._divided(b, q - inexact.cast(q.dtype))
 
     def mod(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """Remainder with the sign of the divisor, as Python's % (and torch's)."""
@@ -518,12 +576,17 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return out.reciprocal() if n < 0 else out
 
     def _power_by_bits(self, exponent: Tensor) -> Tensor:
-        """Integer self ** an integer tensor: multiply in self**(2**i) for each set bit."""
+        """Integer self ** an integer tensor: multiply in self**(2**i) for each set bit. A
+        negative exponent gives what torch gives: 1 for a base of 1, +-1 for -1, else 0."""
         out, base, rest = self.ones_like(), self, exponent
         for _ in range(exponent.dtype.itemsize * 8 - 1):
             out = (rest % 2 == 1).where(out * base, out)
             base, rest = base * base, rest // 2
-        return out
+        # chosen at the end (the loop's result is dropped there): a loop on where(e < 0, 0, e)
+        # instead makes gcc 12 -O2 take minutes to compile the kernel
+        negative, odd = exponent < 0, (exponent % 2) != 0
+        of_negative = (self == 1).where(1, (self == -1).where(odd.where(-1, 1), 0))
+        return negative.where(of_negative.cast(out.dtype), out)
 
     def maximum(self, x: Tensor | Scalar) -> Tensor:
         return self._binary(Ops.MAX, x)
@@ -633,12 +696,12 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return self._unary(Ops.TRUNC) if self.dtype.is_float else self
 
     def floor(self) -> Tensor:
-        t = self.trunc()
-        return t - (self < t).cast(self.dtype) if self.dtype.is_float else t
+        t = self.trunc()  # a where, not t - (x < t): t - 0.0 would turn -0.0 into 0.0
+        return (self < t).where(t - 1, t) if self.dtype.is_float else t
 
     def ceil(self) -> Tensor:
-        t = self.trunc()
-        return t + (self > t).cast(self.dtype) if self.dtype.is_float else t
+        t = self.trunc()  # ceil(-0.5) is -0.0, as trunc(-0.5)
+        return (self > t).where(t + 1, t) if self.dtype.is_float else t
 
     def round(self) -> Tensor:
         """Round to the nearest integer, halves to even (as torch.round)."""
@@ -647,8 +710,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         down = self.floor()
         frac = self - down
         up_on_tie = (down % 2) == 1
-        return (frac > 0.5).where(down + 1, (frac < 0.5).where(down, up_on_tie.where(down + 1,
-                                                                                     down)))
+        out = (frac > 0.5).where(down + 1, (frac < 0.5).where(down, up_on_tie.where(down + 1,
+                                                                                    down)))
+        return (out == 0).where(self * 0, out)  # a zero keeps x's sign: round(-0.4) is -0.0
 
     def sign(self) -> Tensor:
         """-1, 0 or 1 (its gradient is zero, but it is part of the graph, as in torch)."""
@@ -666,7 +730,10 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def isinf(self) -> Tensor: return (self == math.inf) | (self == -math.inf)
 
     # activations
-    def relu(self) -> Tensor: return (self > 0).where(self, 0)
+    def relu(self) -> Tensor:
+        """max(x, 0); NaN stays NaN and the gradient at 0 is 0, as in torch."""
+        return (self <= 0).where(0, self)
+
     def sigmoid(self) -> Tensor:
         """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""
         return self._math(elementwise_math.sigmoid)
@@ -716,8 +783,11 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         if axis is None:
             return tuple(range(self.ndim))
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        normalized = {normalize_axis(a, self.ndim) for a in axes}
-        return tuple(sorted(normalized)) if self.ndim else ()
+        normalized = [normalize_axis(a, self.ndim) for a in axes]
+        for a in normalized:
+            if normalized.count(a) > 1 and self.ndim:
+                raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+        return tuple(sorted(set(normalized))) if self.ndim else ()
 
     def _reduce(self, op: Ops, axis: Axis, keepdim: bool) -> Tensor:
         axes = self._axes(axis)
@@ -775,14 +845,24 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return x._reduce(Ops.ADD, axis, keepdim)
 
     def max(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
-        """The largest value over axis (ties share the gradient, as torch.amax)."""
-        if self.numel() == 0 and axis is None:
-            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() "
-                               "== 0. Specify the reduction dim with the 'dim' argument.")
+        """The largest value over axis (ties share the gradient, as torch.amax; NaN wins)."""
+        self._check_reducible("max", axis)
         return self._reduce(Ops.MAX, axis, keepdim)
+
+    def _check_reducible(self, name: str, axis: Axis, error: type = RuntimeError) -> None:
+        """torch's errors for a max, min, argmax or argmin over nothing (an empty axis has no
+        largest value; an empty kept axis is fine: the result is empty too)."""
+        if self.numel() == 0 and axis is None:
+            raise error(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                        "== 0. Specify the reduction dim with the 'dim' argument.")
+        for i in self._axes(axis):
+            if self.shape[i] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {i} to have non-zero size. "
+                                 f"(input of shape {shape_str(self.shape)})")
 
     def min(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
         """The smallest value over axis: a max of the values turned upside down."""
+        self._check_reducible("min", axis)
         if self.dtype.is_bool:
             return self.logical_not().max(axis, keepdim).logical_not()
         if not self.dtype.is_float:  # ~x = -x - 1 reverses the order without overflowing
@@ -796,19 +876,31 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return self.logical_not().any(axis, keepdim).logical_not()
 
     def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        """The index of the first largest value along axis (of the flattened tensor if None)."""
+        """The index of the first largest value along axis (of the flattened tensor if None);
+        a NaN counts as the largest, as in torch."""
+        return self._arg_extreme("argmax", axis, keepdim)
+
+    def _arg_extreme(self, name: str, axis: int | None, keepdim: bool) -> Tensor:
+        """argmax (or, for argmin, the argmax of the values turned upside down)."""
+        self._check_reducible(name, axis, IndexError)
         if axis is None:
-            return self.flatten().argmax(0)
+            return self.flatten()._arg_extreme(name, 0, False)
+        if name == "argmin":
+            flipped = self.logical_not() if self.dtype.is_bool else \
+                -self if self.dtype.is_float else ~self  # ~x = -x - 1: no overflow
+            return flipped._arg_extreme("argmax", axis, keepdim)
         axis = normalize_axis(axis, self.ndim)
         n = self.shape[axis]
         countdown = Tensor.arange(n, 0, -1, device=self.device).reshape(
             (n,) + (1,) * (self.ndim - axis - 1))
-        is_max = (self == self.max(axis, keepdim=True)).cast(dtypes.default_int)
-        return n - (is_max * countdown).max(axis, keepdim)
+        is_max = self == self.max(axis, keepdim=True)
+        if self.dtype.is_float:  # the max is NaN where there is one: then the NaNs are its place
+            is_max = is_max | self.isnan()
+        return n - (is_max.cast(dtypes.default_int) * countdown).max(axis, keepdim)
 
     def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        return (-self).argmax(axis, keepdim) if not self.dtype.is_bool else \
-            self.logical_not().argmax(axis, keepdim)
+        """The index of the first smallest value along axis (NaN counts as the smallest)."""
+        return self._arg_extreme("argmin", axis, keepdim)
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

@@ -40,6 +40,11 @@ TinyJit does not pretend otherwise: a function that draws from Tensor's generato
 captured raises JitError; draw the numbers outside and pass them in as a tensor argument.
 (Other host data made inside the function, Tensor.arange or Tensor([...]), is a constant.)
 
+Deferred checks. An error that depends on data (an integer division by a tensor holding 0, a
+class label out of range: realize.Check) is raised by realize once the graph is computed. The
+kernels computing such checks are captured like any other; after each replay their flags are
+read back (a scalar each) and a violated one raises its error, as realize would have.
+
 Rules, each checked with a JitError that says what to do: inputs are the tensor arguments
 (passed directly, not inside lists) and keep their shapes, dtypes and devices; other arguments
 keep their values; the function returns None, a Tensor, or tuples, lists and dicts of them
@@ -119,6 +124,7 @@ class TinyJit:
         self.pinned: set[Buffer] = set()          # buffers read, not made, by the cache
         self.written: set[Buffer] = set()         # buffers the cache writes
         self.ret: Any = None                      # what the captured call returned
+        self.checks: list[tuple[realize.Check, Buffer, Buffer | None]] = []  # see _verify
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         """Used on a method, the instance is passed as the first argument."""
@@ -144,9 +150,11 @@ class TinyJit:
             # values computed earlier from the inputs would be read, not recomputed: forgotten
             realize.forget_readers({_buffer(t) for t in tensors.values()})
             ret = self.capture(args, kwargs, tensors, others)
+            self.checks = _captured_checks(self.jit_cache)
         else:
             self._check_call(tensors, others)
             ret = self.replay(tensors)
+            self._verify()
         if self.cnt >= 1:  # the state buffers changed in place: values computed from them are old
             realize.forget_readers(self.written | self.pinned)
         self.cnt += 1
@@ -262,6 +270,14 @@ class TinyJit:
         # TODO 09.replay: write this part. The chapter explains it:
         #   chapters/09_jit/README.md#replaying
         raise NotImplementedError("not done yet: 09.replay")
+
+    def _verify(self) -> None:
+        """The deferred checks (realize.Check) the captured kernels computed, read again after
+        a replay: a violated one raises its error, as realize would have (the replay's state
+        updates have been made by then; its return value is not given)."""
+        for check, flag, value in self.checks:
+            if (error := realize.violation(check, flag, value)) is not None:
+                raise error
 
     def _fresh_outputs(self) -> dict[Buffer, Buffer]:
         """A new buffer for each returned tensor's that the cache writes (except state kept in
@@ -381,6 +397,17 @@ def _buffer(t: Tensor) -> Buffer:
     buf = realize.held_buffer(t.uop)
     assert buf is not None, "the tensor should have been realized"
     return buf
+
+
+def _captured_checks(cache: list[Launch]) -> list[tuple[realize.Check, Buffer, Buffer | None]]:
+    """Each deferred check computed by the cache, with the buffers its flag and value land in."""
+    written = {launch.item.output: launch.out for launch in cache}
+    found = []
+    for launch in cache:
+        if (check := realize.check_of(launch.item.output)) is not None:
+            value = None if check.value is None else written.get(check.value)
+            found.append((check, launch.out, value))
+    return found
 
 
 def _copy_item(dest: Buffer, src: Buffer) -> ScheduleItem:

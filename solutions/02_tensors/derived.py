@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tinyfw import realize
+from tinyfw.helpers import shape_str
+
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
 
@@ -44,6 +47,8 @@ class DerivedOps:
     def softmax(self: Tensor, axis: int = -1) -> Tensor:
         """exp(x) / sum(exp(x)) along axis, computed after subtracting the max so exp can't
         overflow."""
+        if self.numel() == 0:  # nothing to normalize (and a max over an empty axis raises)
+            return self.exp()
         # >>> exercise 02.softmax #softmax-and-its-stable-form
         shifted = self - self.max(axis, keepdim=True).detach()
         e = shifted.exp()
@@ -52,12 +57,19 @@ class DerivedOps:
 
     def log_softmax(self: Tensor, axis: int = -1) -> Tensor:
         """log(softmax(x)) along axis, without taking the log of a tiny number."""
+        if self.numel() == 0:  # nothing to normalize (and a max over an empty axis raises)
+            return self.exp()
         shifted = self - self.max(axis, keepdim=True).detach()
         return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
     def logsumexp(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over axis, computed stably."""
+        if any(self.shape[i] == 0 for i in self._axes(axis)):  # log of an empty sum: -inf
+            return self.exp().sum(axis, keepdim).log()
         m = self.max(axis, keepdim=True).detach()
+        # an infinite max shifts by nothing: inf - inf would be NaN, but log(sum(exp(x))) is
+        # then +inf (one value is inf) or -inf (all are), as torch gives
+        m = m.isinf().where(0.0, m)
         out = (self - m).exp().sum(axis, keepdim=True).log() + m
         return out if keepdim else out.squeeze(axis) if axis is not None else out.reshape(())
 
@@ -96,7 +108,21 @@ class DerivedOps:
         return out + bias if bias is not None else out
 
     def one_hot(self: Tensor, num_classes: int) -> Tensor:
-        """Integer labels as rows of 0s with a 1 at the label: shape (..., num_classes)."""
+        """Integer labels as rows of 0s with a 1 at the label: shape (..., num_classes). A
+        label out of range raises torch's RuntimeError when the result is computed."""
+        out = self._hot(num_classes)
+        _check_labels(out, self, (self < 0), RuntimeError, "Class values must be non-negative. "
+                      "(found {value})")
+        _check_labels(out, self, (self >= num_classes), RuntimeError,
+                      f"Class values must be smaller than num_classes. (found {{value}}, with "
+                      f"num_classes={num_classes})")
+        return out
+
+    def _hot(self: Tensor, num_classes: int) -> Tensor:
+        """one_hot without its checks: a label out of range makes a row of zeros."""
+        if not self.dtype.is_int:
+            raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor "
+                               f"(an integer dtype), not {self.dtype.name} (a Float or Bool)")
         classes = type(self).arange(num_classes, device=self.device)
         return (self.unsqueeze(-1) == classes).cast(self.dtype)
 
@@ -105,7 +131,17 @@ class DerivedOps:
         """torch.nn.functional.cross_entropy: logits of shape (N, C) or (C,), and target class
         indices (ints) or class probabilities (floats) along axis 1."""
         axis = 1 if self.ndim >= 2 else 0
-        probs = target if target.dtype.is_float else target.one_hot(self.shape[axis]).float()
+        if not target.dtype.is_float and target.shape != self.shape[:axis] + self.shape[axis + 1:]:
+            raise ValueError(f"Expected input batch_size ({self.shape[0] if axis else 1}) to "
+                             f"match target batch_size ({target.shape[0] if target.ndim else 1})"
+                             f": logits of shape {shape_str(self.shape)}, target of shape "
+                             f"{shape_str(target.shape)}")
+        if target.dtype.is_float:
+            probs = target
+        else:
+            probs = target._hot(self.shape[axis]).float()
+            _check_labels(probs, target, (target < 0) | (target >= self.shape[axis]),
+                          IndexError, "Target {value} is out of bounds.")
         if target.dtype.is_int and axis == 1 and self.ndim > 2:
             probs = probs.permute(0, probs.ndim - 1, *range(1, probs.ndim - 1))
         if label_smoothing:
@@ -120,7 +156,10 @@ class DerivedOps:
         to ignore_index count for nothing."""
         log_probs = self.log_softmax(-1)
         keep = (target != ignore_index)
-        picked = (log_probs * target.one_hot(self.shape[-1]).float()).sum(-1)
+        hot = target._hot(self.shape[-1]).float()
+        _check_labels(hot, target, keep & ((target < 0) | (target >= self.shape[-1])),
+                      IndexError, "Target {value} is out of bounds.")
+        picked = (log_probs * hot).sum(-1)
         smooth = log_probs.mean(-1)
         loss = -((1 - label_smoothing) * picked + label_smoothing * smooth) * keep.float()
         if reduction == "mean":
@@ -142,6 +181,19 @@ class DerivedOps:
     def mse(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         """Mean squared error."""
         return _reduce_loss((self - target).square(), reduction)
+
+
+def _check_labels(out: Tensor, labels: Tensor, bad: Tensor, error: type[Exception],
+                  message: str) -> None:
+    """Make computing out raise error(message) where any label is bad ("{value}" in message is
+    the first bad label): a deferred check (tinyfw/realize.py), as the labels are data."""
+    flat_bad, flat = bad.flatten(), labels.flatten()
+    if flat.numel() == 0:
+        return
+    first = flat_bad.cast(labels.dtype).argmax()  # the first True
+    at = type(labels).arange(flat.numel(), device=labels.device) == first
+    value = at.where(flat, 0).sum().cast(labels.dtype)
+    realize.attach_check(out.uop, realize.Check(flat_bad.any().uop, error, message, value.uop))
 
 
 def _reduce_loss(loss: Tensor, reduction: str) -> Tensor:

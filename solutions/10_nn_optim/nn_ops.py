@@ -43,6 +43,37 @@ def pool_padding(padding: IntOrTuple, dims: int) -> list[int]:
     raise ValueError(f"padding must be an int or {dims} or {2 * dims} ints, got {padding}")
 
 
+def check_window(what: str, kernel: tuple[int, ...], stride: IntOrTuple, dilation: IntOrTuple,
+                 padding: IntOrTuple) -> None:
+    """torch's RuntimeError for a window that can't slide: a kernel, stride or dilation below 1,
+    or a negative padding (what is "conv2d" or a pooling)."""
+    n = len(kernel)
+    strides, dilations = make_tuple(stride, n), make_tuple(dilation, n)
+    pads = pool_padding(padding, n)
+    for name, values in (("kernel size", kernel), ("stride", strides), ("dilation", dilations)):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise TypeError(f"{what}: {name} must be ints, got {values}")
+    if what == "conv2d":
+        if any(s <= 0 for s in strides):
+            raise RuntimeError(f"non-positive stride is not supported (conv2d stride {strides})")
+        if any(p < 0 for p in pads):
+            raise RuntimeError(f"negative padding is not supported (conv2d padding {padding})")
+        if any(d <= 0 for d in dilations):
+            raise RuntimeError(f"dilation should be greater than zero, but got {list(dilations)}")
+        return
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"{what}: kernel size should be greater than zero, but got "
+                           f"{list(kernel)}")
+    if any(s <= 0 for s in strides):
+        raise RuntimeError(f"{what}: stride should not be zero (or negative), but got "
+                           f"{list(strides)}")
+    if any(d <= 0 for d in dilations):
+        raise RuntimeError(f"{what}: dilation should be greater than zero, but got "
+                           f"{list(dilations)}")
+    if any(p < 0 for p in pads):
+        raise RuntimeError(f"{what}: pad must be non-negative, but got pad: {padding}")
+
+
 class NNOps:
     """Mixed into Tensor."""
     __slots__ = ()
@@ -104,6 +135,15 @@ class NNOps:
                                f"{weight.shape}")
         bs, cin_all, cout, cin = self.shape[0], self.shape[1], weight.shape[0], weight.shape[1]
         kh, kw = weight.shape[2:]
+        check_window("conv2d", (kh, kw), stride, dilation, padding)
+        pads = pool_padding(padding, 2)
+        padded = (self.shape[2] + pads[2] + pads[3], self.shape[3] + pads[0] + pads[1])
+        dilations = make_tuple(dilation, 2)
+        reach = tuple(d * (k - 1) + 1 for d, k in zip(dilations, (kh, kw)))
+        if any(r > p for r, p in zip(reach, padded)):
+            raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x "
+                               f"{padded[1]}). Kernel size: ({reach[0]} x {reach[1]}). Kernel "
+                               "size can't be greater than actual input size")
         if cin * groups != cin_all or cout % groups:
             raise RuntimeError(f"input of shape {self.shape} and weight of shape {weight.shape} "
                                f"don't fit {groups} groups")
@@ -123,6 +163,8 @@ class NNOps:
                    dilation: IntOrTuple = 1, padding: IntOrTuple = 0) -> Tensor:
         """The largest value of each window (stride defaults to the kernel size)."""
         kernel, pads = make_tuple(kernel_size, 2), pool_padding(padding, 2)
+        check_window("max_pool2d", kernel, stride if stride is not None else kernel, dilation,
+                     padding)
         x = self.pad(pads, value=dtypes.min(self.dtype)) if any(pads) else self
         return x._pool(kernel, stride if stride is not None else kernel, dilation).max((-2, -1))
 
@@ -132,6 +174,7 @@ class NNOps:
         """The mean of each window; with count_include_pad=False padding doesn't count."""
         kernel = make_tuple(kernel_size, 2)
         pads, step = pool_padding(padding, 2), stride if stride is not None else kernel
+        check_window("avg_pool2d", kernel, step, dilation, padding)
         total = self.pad(pads)._pool(kernel, step, dilation).sum((-2, -1))
         if count_include_pad:
             return total / (kernel[0] * kernel[1])

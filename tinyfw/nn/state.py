@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tinyfw.dtype import DType, dtypes
-from tinyfw.helpers import prod, shape_str
+from tinyfw.helpers import all_int, prod, shape_str
 from tinyfw.tensor import Tensor
 
 # ---------------------------------------------------------------------------------------------
@@ -155,7 +155,37 @@ def _read_header(raw: bytes, path: str | os.PathLike) -> tuple[dict[str, Any], i
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path} is not a safetensors file: its header is not JSON ({e})") \
             from e
+    if not isinstance(header, dict):
+        raise ValueError(f"{path} is not a safetensors file: its header is a JSON "
+                         f"{type(header).__name__}, not an object of tensors by name")
     return header, 8 + n
+
+
+def _entry(name: str, info: Any, path: str | os.PathLike, data_size: int
+           ) -> tuple[DType, tuple[int, ...], int, int]:
+    """The dtype, shape and byte range [begin, end) in the data of one header entry, checked:
+    a malformed entry raises ValueError naming the tensor (rather than reading other bytes)."""
+    where = f"tensor {name!r} in {path}"
+    if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
+        raise ValueError(f"{where}: its header entry {info!r} needs 'dtype', 'shape' and "
+                         "'data_offsets'")
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str):
+        raise ValueError(f"{where}: dtype {dtype!r} is not a string")
+    if dtype not in SAFETENSORS_DTYPES:
+        raise TypeError(f"tinyfw has no dtype for safetensors {dtype} (tensor {name!r})")
+    if not isinstance(shape, list) or not all_int(shape) or any(s < 0 for s in shape):
+        raise ValueError(f"{where}: shape {shape!r} is not a list of non-negative ints")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all_int(offsets):
+        raise ValueError(f"{where}: data_offsets {offsets!r} is not a list of two ints")
+    dt, (begin, end) = SAFETENSORS_DTYPES[dtype], offsets
+    if not 0 <= begin <= end <= data_size:
+        raise ValueError(f"{where}: data_offsets {offsets} are not a range 0 <= begin <= end <= "
+                         f"{data_size} (the size of the data)")
+    if end - begin != prod(shape) * dt.itemsize:
+        raise ValueError(f"{where}: byte range {offsets} does not hold {dtype} of shape "
+                         f"{shape} ({prod(shape) * dt.itemsize} bytes)")
+    return dt, tuple(shape), begin, end
 
 
 def safe_load(path: str | os.PathLike, device: str | None = None) -> dict[str, Tensor]:
@@ -167,15 +197,8 @@ def safe_load(path: str | os.PathLike, device: str | None = None) -> dict[str, T
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        if info["dtype"] not in SAFETENSORS_DTYPES:
-            raise TypeError(f"tinyfw has no dtype for safetensors {info['dtype']} "
-                            f"(tensor {name!r})")
-        dt, shape = SAFETENSORS_DTYPES[info["dtype"]], tuple(info["shape"])
-        begin, end = (start + o for o in info["data_offsets"])
-        if end - begin != prod(shape) * dt.itemsize or end > len(raw):
-            raise ValueError(f"tensor {name!r} in {path}: byte range {info['data_offsets']} "
-                             f"does not hold {info['dtype']} of shape {list(shape)}")
-        data = np.frombuffer(raw, _little_endian(dt), prod(shape), begin).reshape(shape)
+        dt, shape, begin, _ = _entry(name, info, path, len(raw) - start)
+        data = np.frombuffer(raw, _little_endian(dt), prod(shape), start + begin).reshape(shape)
         out[name] = Tensor(data.astype(dt.np), device=device)
     return out
 
