@@ -815,20 +815,29 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     def _reduce_in_chunks(self, op: Ops, axes: tuple[int, ...], keepdim: bool,
                           chunk: int) -> Tensor:
-        """A reduce over axes as two: over groups of chunk values (the last group padded with
-        the reduce's identity), then over the groups' results (which may split again)."""
-        kept = [i for i in range(self.ndim) if i not in axes]
+        """A reduce over axes in levels: over groups of chunk values (the last group padded
+        with the reduce's identity), then over the groups' results in groups of chunk again,
+        until at most chunk are left, then over those."""
+        kept = tuple(self.shape[i] for i in range(self.ndim) if i not in axes)
         n = prod(self.shape[i] for i in axes)
-        groups = -(-n // chunk)
+        order = tuple(i for i in range(self.ndim) if i not in axes) + axes
+        values = self.permute(order).reshape(kept + (n,))
         identity = 0 if op is Ops.ADD else dtypes.min(self.dtype)
-        flat = self.permute(tuple(kept + list(axes))).reshape(
-            tuple(self.shape[i] for i in kept) + (n,))
-        padded = flat.pad([(0, 0)] * len(kept) + [(0, groups * chunk - n)], value=identity)
-        padded = padded.reshape(tuple(self.shape[i] for i in kept) + (groups, chunk))
-        out = padded._reduce(op, -1, False)._reduce(op, -1, False)
+        while n > chunk:
+            groups = -(-n // chunk)
+            padded = values.pad([(0, 0)] * len(kept) + [(0, groups * chunk - n)], value=identity)
+            values = padded.reshape(kept + (groups, chunk))._reduce_whole(op)
+            n = groups
+        out = values._reduce_whole(op)
         if keepdim:
             out = out.reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape)))
         return out
+
+    def _reduce_whole(self, op: Ops) -> Tensor:
+        """The reduce over the last axis in one kernel loop, never split (a level of
+        _reduce_in_chunks)."""
+        out = self._result(self.uop.reduce(op, (self.ndim - 1,)), self)
+        return out.reshape(self.shape[:-1])
 
     def sum(self, axis: Axis = None, keepdim: bool = False,
             dtype: DType | str | None = None) -> Tensor:
