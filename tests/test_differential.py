@@ -1223,7 +1223,7 @@ SPECIAL_FLOATS = (math.nan, math.inf, -math.inf, -0.0, 0.0, float(F32.max), -flo
                   float(F32.smallest_subnormal), 2.0 ** 24 + 2, 0.5, -1.5, 1.0, -2.75, 7.0)
 SPECIAL_INTS = (2 ** 31 - 1, -2 ** 31, 2 ** 31 - 2, -2 ** 31 + 1, 0, 1, -1, 2, -3, 2 ** 24 + 1,
                 65536, -46341)
-SPECIAL_SHAPES = ((1,), (3,), (7,), (12,), (33,), (129,), (3, 5), (1, 7), (6, 1), (5, 3))
+SPECIAL_SHAPES = ((1,), (7,), (33,), (129,), (3, 5), (6, 1))  # few: each is a compile per op
 
 
 @st.composite
