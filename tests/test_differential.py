@@ -1304,21 +1304,22 @@ def assert_special(got: np.ndarray, ref: np.ndarray, ulps: int | None, what: str
 
 
 def run_on_devices(fn: Fn, arrays: list[np.ndarray], ref: np.ndarray, ulps: int | None,
-                   what: str) -> None:
-    """fn of the arrays on CPU and on NUMPY equals ref."""
+                   what: str, devices: tuple[str, ...] = ("CPU", "NUMPY")) -> None:
+    """fn of the arrays on each device (CPU and NUMPY) equals ref."""
     __tracebackhide__ = True
-    for device in ("CPU", "NUMPY"):
+    for device in devices:
         got = fn(*(Tensor(a, device=device) for a in arrays)).numpy()
         assert_special(got, ref, ulps, f"{device} {what}")
 
 
 SPECIAL_SETTINGS = settings(DIFF_SETTINGS, max_examples=30)
-COS_BUG = "cos on CPU is inaccurate for |x| >= 1e4: cos(1e5) -0.999378 (torch -0.999361), " \
+COS_BUG = "cos is inaccurate for |x| >= 1e4: cos(1e5) -0.999378 (torch -0.999361), " \
           "cos(16777218.0) 0.7796 (0.4482), cos(3.4028235e38) 0.5219 (0.8530)"
-TANH_BUG = "tanh on CPU loses tiny and small x: tanh(1e-20) and tanh(1.1754944e-38) are 0.0, " \
+TANH_BUG = "tanh loses tiny and small x: tanh(1e-20) and tanh(1.1754944e-38) are 0.0, " \
            "tanh(1e-5) is 1.001358e-05, tanh(1e-3) 0.00099993 (torch 0.001)"
-DIV_BUG = "x / d on CPU is x * (1 / d), and 1 / d overflows for a subnormal d: " \
-          "1e-40 / 1e-40 is inf (1.0), 0.0 / 1e-40 is nan (0.0)"
+DIV_BUG = "x / d is x * (1 / d), rounded twice: 49.0 / 7.0 is 7.0000005, 10.0 / 3.0 is " \
+          "3.3333335 (torch: 7.0, 3.3333333), and 1 / d overflows for a subnormal d: " \
+          "1e-40 / 1e-40 is inf (1.0), 0.0 / 1e-40 nan (0.0)"
 KNOWN_BAD = {"cos": COS_BUG, "tanh": TANH_BUG, "div": DIV_BUG}
 
 
@@ -1358,18 +1359,25 @@ def test_special_values_binary(name: str, kind: str, data: st.DataObject) -> Non
 KNOWN_BAD_INPUTS: dict[str, tuple[Fn, Fn, list[float], list[float] | None]] = {
     "cos": (lambda x: x.cos(), torch.cos, [1e5, 16777218.0, 3.4028235e38], None),
     "tanh": (lambda x: x.tanh(), torch.tanh, [1e-20, 1.1754944e-38, 1e-5, 1e-3], None),
-    "div": (operator.truediv, operator.truediv, [1e-40, 0.0, 6.0], [1e-40, 1e-40, 3.0]),
+    "div": (operator.truediv, operator.truediv, [49.0, 10.0, 1e-40, 0.0, 6.0],
+            [7.0, 3.0, 1e-40, 1e-40, 3.0]),
 }
 
 
 @pytest.mark.parametrize("name", with_known_bugs(sorted(KNOWN_BAD_INPUTS)))
 def test_known_bad_special_inputs(name: str) -> None:
-    """The smallest inputs on which the special-value tests above found each bug (KNOWN_BAD
-    says what CPU gives); NUMPY gets them right."""
+    """Small inputs on which the special-value tests above found each bug (KNOWN_BAD says what
+    CPU gives; NUMPY interprets the same kernels and gives the same)."""
     tiny_fn, torch_fn, a, b = KNOWN_BAD_INPUTS[name]
     arrays = [np.array(v, dtype=np.float32) for v in ([a] if b is None else [a, b])]
     ulps = 4 if name != "div" else None
     run_on_devices(tiny_fn, arrays, reference64(torch_fn, arrays), ulps, name)
+
+
+def _mean32(x: torch.Tensor, axis: int | None) -> torch.Tensor:
+    """The mean as torch's float32 one: the sum (in float64) rounded to float32, over n."""
+    total = (x.sum(axis) if axis is not None else x.sum()).to(torch.float32)
+    return total / (x.numel() // max(total.numel(), 1))
 
 
 SPECIAL_REDUCES: dict[str, tuple[Fn, Fn]] = {
@@ -1379,8 +1387,8 @@ SPECIAL_REDUCES: dict[str, tuple[Fn, Fn]] = {
             if axis is not None else torch.amax(x)),
     "min": (lambda x, axis: x.min(axis), lambda x, axis: torch.amin(x, axis)
             if axis is not None else torch.amin(x)),
-    "mean": (lambda x, axis: x.mean(axis), lambda x, axis: x.mean(axis) if axis is not None
-             else x.mean()),
+    # the float32 sum / n, as torch's float32 mean: mean(max, max) overflows to inf there too
+    "mean": (lambda x, axis: x.mean(axis), lambda x, axis: _mean32(x, axis)),
 }
 
 
@@ -1399,6 +1407,60 @@ def test_special_values_reduce(name: str, kind: str, data: st.DataObject) -> Non
     count = x.size if axis is None else x.shape[axis]
     ulps = None if name in ("max", "min") or kind == INT else 2 * count
     run_on_devices(lambda t: tiny_fn(t, axis), [x], ref, ulps, f"{name}({x.tolist()}, {axis})")
+
+
+OTHER_DEVICES = ("CL", "CUDA", "CUDAEMU", "WEBGPU")
+# GPUs may flush subnormals to zero (WGSL and OpenCL allow it): the other devices get these
+NORMAL_FLOATS = np.array([v for v in SPECIAL_FLOATS if not 0 < abs(v) < float(F32.tiny)],
+                         dtype=np.float32)
+SIN_BUG = "sin on WEBGPU of huge values: sin(3.4028235e38) is -1.0 (torch -0.5219)"
+KNOWN_BAD_ON: dict[tuple[str, str], str] = {
+    **{(d, n): KNOWN_BAD[n] for d in OTHER_DEVICES for n in ("cos", "div", "tanh")},
+    ("WEBGPU", "sin"): SIN_BUG,
+}
+
+
+@functools.cache
+def device_available(device: str) -> tuple[bool, str]:
+    """Whether device works here (as `python -m tinyfw.devices` checks), and if not, why."""
+    from tinyfw.devices import probe
+    return probe(device)
+
+
+def other_device_cases() -> list[Any]:
+    """(device, op) params for every op on every other device, known bugs marked xfail."""
+    names = [*sorted(SPECIAL_UNARY), *sorted(SPECIAL_BINARY), *sorted(SPECIAL_REDUCES)]
+    return [pytest.param(d, n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BAD_ON[d, n]))
+            if (d, n) in KNOWN_BAD_ON else (d, n) for d in OTHER_DEVICES for n in names]
+
+
+@pytest.mark.parametrize(("device", "name"), other_device_cases())
+def test_special_values_on_other_devices(device: str, name: str) -> None:
+    """Every special-value op on CL, CUDA, CUDAEMU and WEBGPU, on every pair of the normal
+    special values (nan, infs, -0.0, huge, float32's tiny: no subnormals) and, where the op
+    takes ints, of the int32 limits, gives torch's float64 result rounded to float32."""
+    ok, why = device_available(device)
+    if not ok:
+        pytest.skip(f"{device} is not available here: {why}")
+    x, n = NORMAL_FLOATS, len(NORMAL_FLOATS)
+    ints = np.array(SPECIAL_INTS, dtype=np.int32)
+    if name in SPECIAL_UNARY:
+        tiny_fn, torch_fn, kinds, ulps = SPECIAL_UNARY[name]
+        cases = [(tiny_fn, torch_fn, [x], ulps)]
+        cases += [(tiny_fn, torch_fn, [ints], ulps)] if "i" in kinds else []
+    elif name in SPECIAL_BINARY:
+        fn, kinds, ulps = SPECIAL_BINARY[name]
+        cases = [(fn, fn, [np.repeat(x, n), np.tile(x, n)], ulps)]
+        if "i" in kinds:
+            cases.append((fn, fn, [np.repeat(ints, len(ints)), np.tile(ints, len(ints))], ulps))
+    else:
+        tiny_r, torch_r = SPECIAL_REDUCES[name]
+        pairs = np.stack([np.repeat(x, n), np.tile(x, n)], 1)  # (n * n, 2): reduce along 1
+        ulps = None if name in ("max", "min") else 4
+        cases = [(lambda t: tiny_r(t, 1), lambda t: torch_r(t, 1), [pairs], ulps),
+                 (lambda t: tiny_r(t, None), lambda t: torch_r(t, None), [x[2:]], ulps)]
+    for tiny_fn, torch_fn, arrays, ulps in cases:
+        run_on_devices(tiny_fn, arrays, reference64(torch_fn, arrays), ulps, name, (device,))
 
 
 def long_sum_tolerance(x: np.ndarray, rtol: float = 4e-6) -> float:
