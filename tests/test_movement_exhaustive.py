@@ -19,11 +19,12 @@ enumeration is tiered (TIERS), and each tier realizes all its results with one
   shape with sizes 1..3 and (5, 2), (2, 5), (4, 3), (3, 4), and on (2, 3, 2), (3, 2, 3);
 * pairs_2d / pairs_3d: every stack of two ops of different kinds (first variants) on (5, 2),
   and those with a flip on (2, 3, 2); triples: six stacks of three on (3, 2);
+* index_2d: two strided slices (x[::-1, ::2], x[::2, 1::-2]) of six 2-D shapes;
 * test_long_flips: every flip of (6..10, 2) and (6..10, 3), summed and maxed over all axes.
 
 CL, CUDA and CUDAEMU, slow to compile, run the small enumeration (~150 kernels): the same tiers
 on (5, 2) and (2, 3) (flips), (2, 3) (singles), half the flip pairs of (2, 3), three triples,
-(2, 3, 2) flipped along all axes, and a third of the long flips. NUMPY, which compiles nothing,
+(2, 3, 2) flipped along all axes, one strided slice of (5, 2) and a third of the long flips. NUMPY, which compiles nothing,
 also runs test_wide_numpy: every variant of every op on every 2-D and 3-D shape above, and
 every stack of two (two variants of each op) on every 2-D shape.
 """
@@ -73,6 +74,8 @@ class Move:
         if self.kind == "expand":
             return np.broadcast_to(x.reshape((1,) * (len(self.arg) - x.ndim) + x.shape),
                                    self.arg)
+        if self.kind == "index":
+            return x[tuple(slice(*t) for t in self.arg)]
         return x.reshape(self.arg)
 
     def tensor(self, x: Tensor) -> Tensor:
@@ -87,16 +90,21 @@ class Move:
             return x.pad(self.arg)
         if self.kind == "expand":
             return x.expand(*self.arg)
+        if self.kind == "index":
+            return x[tuple(slice(*t) for t in self.arg)]
         return x.reshape(*self.arg)
 
     def __repr__(self) -> str:
         """As tinyfw code."""
         if self.kind in ("expand", "reshape"):
             return f".{self.kind}{self.arg!r}"
+        if self.kind == "index":
+            parts = (":".join("" if v is None else str(v) for v in t) for t in self.arg)
+            return f"[{', '.join(parts)}]"
         return f".{self.kind}({self.arg!r})"
 
 
-KINDS = ("flip", "permute", "shrink", "pad", "expand", "reshape")
+KINDS = ("flip", "permute", "shrink", "pad", "expand", "reshape")  # and "index" (strided slices)
 
 
 def variants(kind: str, shape: Shape) -> list[Move]:
@@ -121,6 +129,10 @@ def variants(kind: str, shape: Shape) -> list[Move]:
         out = [((1, 0),) * nd, ((0, 2),) * nd]
         out += [tuple((2, 1) if a == k else (0, 0) for a in range(nd)) for k in range(nd)]
         return [Move(kind, p) for p in out]
+    if kind == "index":  # strided slices, built on flip, shrink, pad and reshape
+        steps = [(None, None, -1), (None, None, 2), (1, None, -2), (None, None, -3)]
+        out = [tuple(steps[(k + a) % len(steps)] for a in range(nd)) for k in range(len(steps))]
+        return [Move(kind, t) for t in out]
     if kind == "expand":
         out = [tuple(3 if s == 1 else s for s in shape)] if 1 in shape else []
         out += [(2, *shape)]                                             # a new axis
@@ -219,6 +231,14 @@ SINGLES_2D = [s for s in SHAPES_2D if max(s) <= 3] + [(5, 2), (2, 5), (4, 3), (3
 FLIP_3D = [s for s in SHAPES_3D if s.count(1) <= 1]  # two size-1 axes: a 1-D flip
 SOME_3D = [(2, 3, 2), (3, 2, 3)]
 
+INDEX_2D = [(5, 2), (2, 5), (3, 4), (4, 3), (5, 5), (3, 3)]
+
+
+def indexed(shapes: Sequence[Shape], count: int) -> list[Chain]:
+    """Each shape sliced with the first count variants of strided slices (x[::-1, ::2], ...)."""
+    return [Chain(s, (m,)) for s in shapes for m in variants("index", s)[:count]]
+
+
 # tier -> (the full enumeration: CPU, NUMPY, WEBGPU; the small one: CL, CUDA, CUDAEMU)
 TIERS: dict[str, tuple[Callable[[], list[Chain]], Callable[[], list[Chain]]]] = {
     "flip_2d": (lambda: flips(SHAPES_2D, True), lambda: flips(SMALL_2D, True)),
@@ -228,6 +248,7 @@ TIERS: dict[str, tuple[Callable[[], list[Chain]], Callable[[], list[Chain]]]] = 
     "pairs_2d": (lambda: stacks([(5, 2)], 2), lambda: stacks([(2, 3)], 2, "flip")[::2]),
     "pairs_3d": (lambda: stacks(SMALL_3D, 2, "flip"), list),
     "triples": (lambda: triples([(3, 2)]), lambda: triples([(3, 2)])[:3]),
+    "index_2d": (lambda: indexed(INDEX_2D, 2), lambda: indexed(SMALL_2D[:1], 1)),
 }
 SLOW_DEVICES = ("CL", "CUDA", "CUDAEMU")
 
@@ -285,9 +306,9 @@ def test_movement_chains(device: str, tier: str) -> None:
 
 
 def test_wide_numpy() -> None:
-    """On NUMPY (the interpreter: no compiles), every variant of every op on every 2-D and 3-D
-    shape, and every stack of two ops (two variants of each) on every 2-D shape."""
-    chains = [Chain(s, (m,)) for s in SHAPES_2D + SHAPES_3D for k in KINDS
+    """On NUMPY (the interpreter: no compiles), every variant of every op (and of strided
+    slices) on every 2-D and 3-D shape, and every stack of two ops (two variants of each) on every 2-D shape."""
+    chains = [Chain(s, (m,)) for s in SHAPES_2D + SHAPES_3D for k in (*KINDS, "index")
               for m in variants(k, s)]
     chains += [c for s in SHAPES_2D for c in chains_of(s, 2, 2)]
     check(chains, "NUMPY")
