@@ -11,7 +11,7 @@ wrong); with -fno-tree-loop-vectorize removed from tinyfw/runtime_cpu.py this fi
 Distinct views give distinct kernels (the sizes are constants in the source), and each costs a
 compile (~50 ms of CPU time with gcc, ~0.2-0.4 s on CL and CUDAEMU, ~40 ms on WEBGPU). So the
 enumeration is tiered (TIERS), and each tier realizes all its results with one
-`Tensor.realize_all`. On CPU, NUMPY and WEBGPU (~1300 kernels):
+`Tensor.realize_all`. On CPU, NUMPY and WEBGPU (1563 values, ~1370 kernels):
 
 * flip_2d: every 2-D shape with sizes 1..5, flipped along every set of axes;
 * flip_3d: every 3-D shape with sizes 1..3 (but those with two size-1 axes), flipped along all;
@@ -22,11 +22,11 @@ enumeration is tiered (TIERS), and each tier realizes all its results with one
 * index_2d: two strided slices (x[::-1, ::2], x[::2, 1::-2]) of six 2-D shapes;
 * test_long_flips: every flip of (6..10, 2) and (6..10, 3), summed and maxed over all axes.
 
-CL, CUDA and CUDAEMU, slow to compile, run the small enumeration (~150 kernels): the same tiers
-on (5, 2) and (2, 3) (flips), (2, 3) (singles), half the flip pairs of (2, 3), three triples,
-(2, 3, 2) flipped along all axes, one strided slice of (5, 2) and a third of the long flips. NUMPY, which compiles nothing,
-also runs test_wide_numpy: every variant of every op on every 2-D and 3-D shape above, and
-every stack of two (two variants of each op) on every 2-D shape.
+CL, CUDA and CUDAEMU, slow to compile, run the small enumeration (173 values, ~160 kernels): the
+same tiers on (5, 2) and (2, 3) (flips), (2, 3) (singles), half the flip pairs of (2, 3), three
+triples, (2, 3, 2) flipped along all axes, one strided slice of (5, 2), a third of the long flips.
+NUMPY, which compiles nothing, also runs test_wide_numpy: every variant of every op on every 2-D
+and 3-D shape above, and every stack of two (two variants of each op) on every 2-D shape.
 """
 from __future__ import annotations
 
@@ -108,7 +108,8 @@ KINDS = ("flip", "permute", "shrink", "pad", "expand", "reshape")  # and "index"
 
 
 def variants(kind: str, shape: Shape) -> list[Move]:
-    """Every variant of an op kind that changes a tensor of shape (for flip and permute: all)."""
+    """The variants of an op kind tried on a tensor of shape, the first the most used: every
+    flip and permute that changes it, a chosen few shrinks, pads, expands, reshapes, slices."""
     nd = len(shape)
     if kind == "flip":
         return [Move(kind, axes) for k in range(1, nd + 1)
@@ -307,7 +308,8 @@ def test_movement_chains(device: str, tier: str) -> None:
 
 def test_wide_numpy() -> None:
     """On NUMPY (the interpreter: no compiles), every variant of every op (and of strided
-    slices) on every 2-D and 3-D shape, and every stack of two ops (two variants of each) on every 2-D shape."""
+    slices) on every 2-D and 3-D shape, and every stack of two ops (two variants of each) on
+    every 2-D shape."""
     chains = [Chain(s, (m,)) for s in SHAPES_2D + SHAPES_3D for k in (*KINDS, "index")
               for m in variants(k, s)]
     chains += [c for s in SHAPES_2D for c in chains_of(s, 2, 2)]
