@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -1537,3 +1539,40 @@ def test_long_sum_as_accurate_as_pairwise() -> None:
     x = np.random.default_rng(0).random((3, 299_335)).astype(np.float32)[1]
     got = Tensor(x, device="CPU").sum().item()
     assert abs(got - x.astype(np.float64).sum()) <= long_sum_tolerance(x, 1e-6)
+
+
+INT_DIVISION_SCRIPT = """
+import sys
+import numpy as np
+from tinyfw import Tensor
+device = sys.argv[1]
+a = Tensor(np.array([-2**31, 7, -7, -2**31, 5], dtype=np.int32), device=device)
+b = Tensor(np.array([-1, -1, 2, 1, 0], dtype=np.int32), device=device)
+print((a // b).numpy()[:4].tolist(), (a % b).numpy()[:4].tolist())
+"""
+TRAP_BUG = "INT_MIN // -1 and INT_MIN % -1 of int32 tensors kill the process with SIGFPE " \
+           "(x86 idiv traps on the overflow; torch gives -2**31 and 0)"
+
+
+def int_division_cases() -> list[Any]:
+    """Every device, those whose kernels run on the CPU's idiv marked xfail."""
+    return [pytest.param(d, marks=pytest.mark.xfail(strict=True, reason=TRAP_BUG))
+            if d in ("CPU", "CUDAEMU") else d for d in ("CPU", "NUMPY", "CL", "CUDA", "CUDAEMU",
+                                                         "WEBGPU")]
+
+
+@pytest.mark.parametrize("device", int_division_cases())
+def test_int_division_overflow_does_not_crash(device: str) -> None:
+    """int32 floor division and modulo of -2**31 by -1 give torch's -2**31 and 0 (the ones
+    that overflow), and a division by 0 does not crash either; run in a subprocess, as a trap
+    would take pytest down with it."""
+    ok, why = device_available(device)
+    if not ok:
+        pytest.skip(f"{device} is not available here: {why}")
+    done = subprocess.run([sys.executable, "-c", INT_DIVISION_SCRIPT, device],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{device}: exit status {done.returncode}: {done.stderr[-500:]}"
+    a = torch.tensor([-2 ** 31, 7, -7, -2 ** 31], dtype=torch.int32)
+    b = torch.tensor([-1, -1, 2, 1], dtype=torch.int32)
+    expected = f"{(a // b).tolist()} {(a % b).tolist()}"
+    assert done.stdout.strip() == expected, f"{device}: {done.stdout.strip()}, torch {expected}"
