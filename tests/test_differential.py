@@ -1,5 +1,10 @@
 """Random small programs give the same values and gradients on CPU (compiled C), on NUMPY (the
-reference interpreter) and in PyTorch (float32, with float64 to size the rounding error)."""
+reference interpreter) and in PyTorch (float32, with float64 to size the rounding error).
+
+Then special values (nan, infs, -0.0, huge, subnormal, int32 limits) in random programs and
+through each elementwise op and reduce, in arrays of sizes that are not powers of two, on every
+device; and long sums: each against torch's float64 result rounded once to float32, with
+tolerances set from float64 alone (a one-accumulator float32 sum fails them)."""
 from __future__ import annotations
 
 import functools
@@ -1570,7 +1575,7 @@ def test_int_division_overflow_does_not_crash(device: str) -> None:
     if not ok:
         pytest.skip(f"{device} is not available here: {why}")
     done = subprocess.run([sys.executable, "-c", INT_DIVISION_SCRIPT, device],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, f"{device}: exit status {done.returncode}: {done.stderr[-500:]}"
     a = torch.tensor([-2 ** 31, 7, -7, -2 ** 31], dtype=torch.int32)
     b = torch.tensor([-1, -1, 2, 1], dtype=torch.int32)
