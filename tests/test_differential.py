@@ -1347,14 +1347,10 @@ def run_on_devices(fn: Fn, arrays: list[np.ndarray], ref: np.ndarray, ulps: int 
 
 
 SPECIAL_SETTINGS = settings(DIFF_SETTINGS, max_examples=30)
-COS_BUG = "cos is inaccurate for |x| >= 1e4: cos(1e5) -0.999378 (torch -0.999361), " \
-          "cos(16777218.0) 0.7796 (0.4482), cos(3.4028235e38) 0.5219 (0.8530)"
-TANH_BUG = "tanh loses tiny and small x: tanh(1e-20) and tanh(1.1754944e-38) are 0.0, " \
-           "tanh(1e-5) is 1.001358e-05, tanh(1e-3) 0.00099993 (torch 0.001)"
 DIV_BUG = "x / d is x * (1 / d), rounded twice: 49.0 / 7.0 is 7.0000005, 10.0 / 3.0 is " \
           "3.3333335 (torch: 7.0, 3.3333333), and 1 / d overflows for a subnormal d: " \
           "1e-40 / 1e-40 is inf (1.0), 0.0 / 1e-40 nan (0.0)"
-KNOWN_BAD = {"cos": COS_BUG, "tanh": TANH_BUG, "div": DIV_BUG}
+KNOWN_BAD = {"div": DIV_BUG}
 
 
 def with_known_bugs(names: list[str]) -> list[Any]:
@@ -1400,8 +1396,10 @@ KNOWN_BAD_INPUTS: dict[str, tuple[Fn, Fn, list[float], list[float] | None]] = {
 
 @pytest.mark.parametrize("name", with_known_bugs(sorted(KNOWN_BAD_INPUTS)))
 def test_known_bad_special_inputs(name: str) -> None:
-    """Small inputs on which the special-value tests above found each bug (KNOWN_BAD says what
-    CPU gives; NUMPY interprets the same kernels and gives the same)."""
+    """Small inputs on which the special-value tests above found bugs: cos and tanh, fixed by
+    tinyfw/elementwise_math.py (cos(1e5) was -0.999378, not -0.999361, cos(3.4028235e38)
+    0.5219, not 0.8530, tanh(1e-20) 0.0, tanh(1e-5) 1.001358e-05), and division (KNOWN_BAD says
+    what CPU gives; NUMPY interprets the same kernels and gives the same)."""
     tiny_fn, torch_fn, a, b = KNOWN_BAD_INPUTS[name]
     arrays = [np.array(v, dtype=np.float32) for v in ([a] if b is None else [a, b])]
     ulps = 4 if name != "div" else None
@@ -1447,11 +1445,7 @@ OTHER_DEVICES = ("CL", "CUDA", "CUDAEMU", "WEBGPU")
 # GPUs may flush subnormals to zero (WGSL and OpenCL allow it): the other devices get these
 NORMAL_FLOATS = np.array([v for v in SPECIAL_FLOATS if not 0 < abs(v) < float(F32.tiny)],
                          dtype=np.float32)
-SIN_BUG = "sin on WEBGPU of huge values: sin(3.4028235e38) is -1.0 (torch -0.5219)"
-KNOWN_BAD_ON: dict[tuple[str, str], str] = {
-    **{(d, n): KNOWN_BAD[n] for d in OTHER_DEVICES for n in ("cos", "div", "tanh")},
-    ("WEBGPU", "sin"): SIN_BUG,
-}
+KNOWN_BAD_ON: dict[tuple[str, str], str] = {(d, "div"): DIV_BUG for d in OTHER_DEVICES}
 
 
 @functools.cache
@@ -1555,22 +1549,14 @@ a = Tensor(np.array([-2**31, 7, -7, -2**31, 5], dtype=np.int32), device=device)
 b = Tensor(np.array([-1, -1, 2, 1, 0], dtype=np.int32), device=device)
 print((a // b).numpy()[:4].tolist(), (a % b).numpy()[:4].tolist())
 """
-TRAP_BUG = "INT_MIN // -1 and INT_MIN % -1 of int32 tensors kill the process with SIGFPE " \
-           "(x86 idiv traps on the overflow; torch gives -2**31 and 0)"
+INT_DIVISION_DEVICES = ("CPU", "NUMPY", "CL", "CUDA", "CUDAEMU", "WEBGPU")
 
 
-def int_division_cases() -> list[Any]:
-    """Every device, those whose kernels run on the CPU's idiv marked xfail."""
-    return [pytest.param(d, marks=pytest.mark.xfail(strict=True, reason=TRAP_BUG))
-            if d in ("CPU", "CUDAEMU") else d for d in ("CPU", "NUMPY", "CL", "CUDA", "CUDAEMU",
-                                                         "WEBGPU")]
-
-
-@pytest.mark.parametrize("device", int_division_cases())
+@pytest.mark.parametrize("device", INT_DIVISION_DEVICES)
 def test_int_division_overflow_does_not_crash(device: str) -> None:
     """int32 floor division and modulo of -2**31 by -1 give torch's -2**31 and 0 (the ones
     that overflow), and a division by 0 does not crash either; run in a subprocess, as a trap
-    would take pytest down with it."""
+    would take pytest down with it (CPU and CUDAEMU died of SIGFPE before the traps fix)."""
     ok, why = device_available(device)
     if not ok:
         pytest.skip(f"{device} is not available here: {why}")
