@@ -1529,9 +1529,6 @@ def test_long_sums_against_float64(n: int, rows: int, name: str, offset: float,
                                        f"{err.max()}, allowed {tol.min()}"
 
 
-@pytest.mark.xfail(strict=True, reason="a float sum of 4096 * 256 values or fewer ends in one "
-                   "accumulator of up to 4095 partial sums: the CPU sum of row 1 below is off by "
-                   "0.203 (1.4e-6 relative; NUMPY's by 0.0002, torch's pairwise sum ~1e-8)")
 def test_long_sum_as_accurate_as_pairwise() -> None:
     """The CPU sum of 299335 uniform [0, 1) values (row 1 of the array below) is within 1e-6 of
     the float64 sum, as a pairwise float32 sum (torch's, numpy's) is by far."""
