@@ -25,18 +25,19 @@ from tinyfw.uop import Ops
 # expression could give different bits in two kernels (and differ from the NUMPY reference).
 COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
                  "-x", "c"]
-# Kernels that reduce are compiled without gcc's loop vectorizer, which miscompiles them in gcc
-# 12.2. Given a float sum whose inner loop walks memory backwards (a flip: `acc += data1[ridx0*2 -
-# ridx1 + 1]`), it turns the unrolled inner loop into an in-order ("fold-left") reduction chain
-# with the load permutation {1 0}, adds both lanes of the vector load, and keeps one of the
-# scalar adds it replaced: every element but one per row is counted twice (80 instead of 55 for
-# a flipped 5x2 sum, at -O2 and -O3, with or without -march=native; -fdump-tree-vect-details
-# says "using an in-order (fold-left) reduction"). A float reduction may not be reordered (no
-# -ffast-math), so the vectorizer has little to gain there anyway; kernels without a reduce keep
-# it (it makes an elementwise kernel about 4x faster), and the SLP vectorizer stays on for both.
-# Chapter 11 vectorizes reduces explicitly. tests/test_movement_exhaustive.py runs every small
-# movement chain, made contiguous and reduced over each axis, on every device.
-REDUCE_FLAGS = [*COMPILE_FLAGS, "-fno-tree-loop-vectorize"]
+# Kernels that reduce are compiled with no complete unrolling of loops, to avoid a bug of gcc
+# 12.2's loop vectorizer. Given a float sum whose inner loop walks memory backwards (a flip:
+# `acc += data1[ridx0*2 - ridx1 + 1]`), gcc unrolls the 2-iteration inner loop completely, sees
+# the two adds as an in-order ("fold-left") reduction chain with the load permutation {1 0},
+# adds both lanes of the vector load and keeps one of the scalar adds it replaced: every element
+# but one per row is counted twice (80 instead of 55 for a flipped 5x2 sum, at -O2 and -O3, with
+# or without -march=native; -fdump-tree-vect-details says "using an in-order (fold-left)
+# reduction"). tinyfw's lowering emits one update of an accumulator per innermost iteration, so
+# without gcc's unrolling no chain forms. -fno-tree-loop-vectorize avoids the bug too, but makes
+# a 512x512 matmul about 5x slower (gcc vectorizes its output loop around the reduce).
+# tests/test_movement_exhaustive.py runs every small movement chain, made contiguous and reduced
+# over each axis, on every device: it finds 13 wrong values without this.
+REDUCE_FLAGS = [*COMPILE_FLAGS, "--param=max-completely-peel-times=1"]
 
 
 def cache_dir() -> Path:
