@@ -19,7 +19,7 @@ from tinyfw.symbolic import Var
 from tinyfw.uop import BINARY, UNARY, Ops, UOp
 
 RNG = np.random.default_rng(5)
-FLOAT_ONLY = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC}
+FLOAT_ONLY = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC, Ops.FDIV}
 INT_AND_BOOL_ONLY = {Ops.AND, Ops.OR, Ops.XOR}
 
 

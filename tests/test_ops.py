@@ -361,6 +361,56 @@ def test_float_floordiv_mod() -> None:
     check([(3, 4), (4,)], lambda x, y: x % y, low=0.5, high=3)
 
 
+def division_grid(dt: np.dtype, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (a, b) to divide: n of random bit patterns (every exponent, denormals, nan and inf
+    among them), n of everyday magnitudes, and every pair of the hard values (+-0, +-inf, nan,
+    the smallest denormal, the smallest normal, a denormal like 1e-40, the largest float)."""
+    rng = np.random.default_rng(7)
+    ints = np.dtype(f"u{dt.itemsize}")
+    bits = rng.integers(0, np.iinfo(ints).max, (2, n), dtype=ints, endpoint=True)
+    random_a, random_b = bits.view(dt)
+    everyday_a = (rng.standard_normal(n) * 100).astype(dt)
+    everyday_b = rng.standard_normal(n).astype(dt)
+    info = np.finfo(dt)
+    hard = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -3.0, 7.0, 49.0, 10.0,
+                     float(info.smallest_subnormal), -float(info.smallest_subnormal),
+                     float(info.tiny), float(info.max), -float(info.max), 1e-40], dtype=dt)
+    a = np.concatenate([random_a, everyday_a, np.repeat(hard, len(hard))])
+    b = np.concatenate([random_b, everyday_b, np.tile(hard, len(hard))])
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float64, dtypes.float16],
+                         ids=lambda d: d.name)
+def test_division_is_correctly_rounded(dtype, needs_dtypes: NeedsDtypesFixture) -> None:
+    """a / b is IEEE division, rounded once, bit for bit numpy's (and torch's): not a * (1/b),
+    which rounds twice (49 / 7 came out 7.0000005) and overflows for a denormal b (1e-40 / 1e-40
+    was inf). Denormals, +-0, +-inf and nan included: x / 0 is +-inf, 0 / 0 and inf / inf nan."""
+    a, b = division_grid(dtype.np, 100_000)
+    with np.errstate(all="ignore"):
+        want = a / b
+    with needs_dtypes(dtype):
+        got = (Tensor(a, dtype=dtype) / Tensor(b, dtype=dtype)).numpy()
+    bits = np.dtype(f"u{dtype.itemsize}")
+    same = (got.view(bits) == want.view(bits)) | (np.isnan(got) & np.isnan(want))
+    wrong = np.flatnonzero(~same)
+    assert wrong.size == 0, (f"{wrong.size} of {a.size} quotients are not numpy's, e.g. "
+                             + ", ".join(f"{a[i]!r} / {b[i]!r} = {got[i]!r} (not {want[i]!r})"
+                                         for i in wrong[:5]))
+
+
+def test_division_by_a_scalar_is_correctly_rounded() -> None:
+    """A Python number as divisor or dividend is divided by, not multiplied by its reciprocal
+    (a compiler may fold 1/c of a constant c and multiply)."""
+    a = np.random.default_rng(8).standard_normal(10_000).astype(np.float32) * 100
+    for c in (3.0, 7.0, 10.0, 0.1, 1e-40):
+        with np.errstate(all="ignore"):
+            want_div, want_rdiv = a / np.float32(c), np.float32(c) / a
+        np.testing.assert_array_equal((Tensor(a) / c).numpy(), want_div, err_msg=f"a / {c}")
+        np.testing.assert_array_equal((c / Tensor(a)).numpy(), want_rdiv, err_msg=f"{c} / a")
+    assert (Tensor([49.0, 10.0]) / Tensor([7.0, 3.0])).tolist() == [7.0, np.float32(10 / 3)]
+
+
 @pytest.mark.parametrize("fn", [
     lambda x, y: x < y, lambda x, y: x > y, lambda x, y: x <= y, lambda x, y: x >= y,
     lambda x, y: x == y, lambda x, y: x != y,

@@ -142,7 +142,7 @@ UNARY: dict[str, Unary] = {
 # Ops on every pair (a, b) of special values: each ALU op itself, then the Tensor functions.
 BINARY: dict[str, Binary] = {
     **{f"{op.name}(a,b)": binary_op(op)
-       for op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MOD, Ops.CMPLT, Ops.CMPNE)},
+       for op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MOD, Ops.FDIV, Ops.CMPLT, Ops.CMPNE)},
     "WHERE(a<b,a,b)": where_op,
     "a+b": lambda a, b: a + b,
     "a-b": lambda a, b: a - b,

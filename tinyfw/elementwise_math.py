@@ -206,7 +206,7 @@ def tanh(x: UOp) -> UOp:
     e = expm1(small.where(x, 0.0) * 2.0)
     near_zero = e / (e + 2.0)
     q = exp(_abs(small.where(x.const_like(1.0), x)) * -2.0)
-    far = 1.0 - q * (q + 1.0).reciprocal() * 2.0
+    far = 1.0 - q / (q + 1.0) * 2.0
     return small.where(near_zero, (x < 0.0).where(-far, far))
 
 
@@ -216,7 +216,7 @@ def sigmoid(x: UOp) -> UOp:
     positive = (x < 0.0).alu(Ops.XOR, UOp.true_like(x))  # x >= 0 (false for nan)
     e = exp(positive.where(-x, x))  # exp(-|x|), with a gradient at 0 from the x >= 0 side
     s = (e + 1.0).reciprocal()
-    return positive.where(s, e * s)
+    return positive.where(s, e / (e + 1.0))  # e * s would round twice
 
 
 @dataclass(frozen=True)

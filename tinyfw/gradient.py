@@ -51,6 +51,8 @@ def gradient_rules() -> dict[Ops, GradRule]:
         Ops.MUL: lambda grad, node: (grad * node.src[1], grad * node.src[0]),
         Ops.NEG: lambda grad, node: (-grad,),
         Ops.RECIPROCAL: lambda grad, node: (-grad * node * node,),
+        # d(a/b)/db = -a/b**2, as -(g * (a/b)) / b: a/b**2 would overflow for a tiny b
+        Ops.FDIV: lambda grad, node: (grad / node.src[1], -(grad * node) / node.src[1]),
         Ops.SQRT: lambda grad, node: (grad / (node * 2),),
         Ops.EXP2: lambda grad, node: (grad * node * ln2,),
         Ops.LOG2: lambda grad, node: (grad / (node.src[0] * ln2),),

@@ -44,6 +44,8 @@ def nvrtc_compile(source: str, arch: str = "compute_80") -> bytes:
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []),
                   "nvrtcCreateProgram")
     try:
+        # NVRTC's defaults, -prec-div=true and -prec-sqrt=true, keep a float a / b (FDIV) and
+        # sqrt correctly rounded: no --use_fast_math, which turns them into approximations
         opts = [f"--gpu-architecture={arch}".encode(), b"-default-device", b"--fmad=false"]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if int(err) != 0:

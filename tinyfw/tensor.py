@@ -503,7 +503,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         """True division: ints and bools divide as floats."""
         a, b = self._operands(x, reverse)
         a, b = a._floating(), b._floating()
-        return a.mul(b.reciprocal())
+        return a._binary(Ops.FDIV, b)
 
     def idiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """Integer division rounding toward zero (C)."""

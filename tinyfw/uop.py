@@ -34,6 +34,7 @@ class Ops(Enum):
     MAX = auto()
     MOD = auto()         # remainder with the sign of the dividend, as in C
     IDIV = auto()        # integer division rounding toward zero, as in C
+    FDIV = auto()        # float division, correctly rounded (x * (1/d) rounds twice)
     CMPLT = auto()
     CMPNE = auto()
     AND = auto()
@@ -65,8 +66,8 @@ class Ops(Enum):
 
 UNARY = frozenset({Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC,
                    Ops.CAST})
-BINARY = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MOD, Ops.IDIV, Ops.CMPLT, Ops.CMPNE, Ops.AND,
-                    Ops.OR, Ops.XOR})
+BINARY = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MOD, Ops.IDIV, Ops.FDIV, Ops.CMPLT, Ops.CMPNE,
+                    Ops.AND, Ops.OR, Ops.XOR})
 TERNARY = frozenset({Ops.WHERE})
 ALU = UNARY | BINARY | TERNARY
 COMPARISON = frozenset({Ops.CMPLT, Ops.CMPNE})
@@ -175,7 +176,8 @@ class UOp(metaclass=_HashConsed):
     def __neg__(self) -> UOp: return self.alu(Ops.NEG)
     def __sub__(self, x: UOp | float) -> UOp: return self + (-self._lift(x))
     def __rsub__(self, x: float) -> UOp: return self._lift(x) + (-self)
-    def __truediv__(self, x: UOp | float) -> UOp: return self * self._lift(x).reciprocal()
+    def __truediv__(self, x: UOp | float) -> UOp: return self.alu(Ops.FDIV, self._lift(x))
+    def __rtruediv__(self, x: float) -> UOp: return self._lift(x).alu(Ops.FDIV, self)
     def __lt__(self, x: UOp | float) -> UOp: return self.alu(Ops.CMPLT, self._lift(x))
     def __gt__(self, x: UOp | float) -> UOp: return self._lift(x).alu(Ops.CMPLT, self)
     def ne(self, x: UOp | float) -> UOp: return self.alu(Ops.CMPNE, self._lift(x))

@@ -73,6 +73,9 @@ CASES: dict[str, list[Case]] = {
         Case(Ops.ADD, lambda a, b: a + b, lambda a, b: a + b, randn(2, 3), randn(2, 3)),
         Case(Ops.MUL, lambda a, b: a * b, lambda a, b: a * b, randn(2, 3), randn(2, 3)),
     ],
+    "fdiv": [
+        Case(Ops.FDIV, lambda a, b: a / b, lambda a, b: a / b, randn(2, 3), positive(2, 3)),
+    ],
     "neg_reciprocal_sqrt": [
         Case(Ops.NEG, lambda a: -a, lambda a: -a, randn(4)),
         Case(Ops.RECIPROCAL, UOp.reciprocal, torch.reciprocal, positive(2, 3)),
@@ -144,7 +147,7 @@ def test_rule_matches_torch(group: str) -> None:
 
 # Every op the Tensor front end records, except the leaves (DEVICE, BUFFER, CONST).
 RECORDED = ["NEG", "EXP2", "LOG2", "SIN", "SQRT", "RECIPROCAL", "TRUNC", "CAST", "ADD", "MUL",
-            "MAX", "MOD", "IDIV", "CMPLT", "CMPNE", "AND", "OR", "XOR", "WHERE", "REDUCE",
+            "MAX", "MOD", "IDIV", "FDIV", "CMPLT", "CMPNE", "AND", "OR", "XOR", "WHERE", "REDUCE",
             "RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP", "CONTIGUOUS", "DETACH", "COPY"]
 
 

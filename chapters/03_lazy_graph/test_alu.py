@@ -55,6 +55,16 @@ def test_integer_division_rounds_toward_zero() -> None:
                  what="IDIV (C's integer division; divisor 0 gives 0)")
 
 
+def test_float_division_is_rounded_once() -> None:
+    """FDIV is IEEE division: 49 / 7 is 7 exactly (49 * (1/7) is not); x / 0 is +-inf, 0 / 0
+    nan, and a denormal divisor is no overflow (1/1e-40 is inf, 1e-40 / 1e-40 is 1)."""
+    a = np.array([49.0, 10.0, 1.0, -1.0, 0.0, 1e-40, 0.0, np.inf, 3.0], dtype=np.float32)
+    b = np.array([7.0, 3.0, 0.0, 0.0, 0.0, 1e-40, 1e-40, np.inf, np.inf], dtype=np.float32)
+    with np.errstate(all="ignore"):  # numpy warns of the divisions by zero
+        expected, actual = a / b, apply(Ops.FDIV, a, b, dtype=np.float32)
+    expect_equal(actual, expected, what="FDIV (float division, rounded once)")
+
+
 def test_remainder_has_the_sign_of_the_dividend() -> None:
     """MOD is C's %: -7 % 2 is -1 (Python says 1); x % 0 is 0; floats use fmod."""
     a = np.array([7, -7, 7, -7, 0, 6, -6, 5, 100, -1], dtype=np.int32)

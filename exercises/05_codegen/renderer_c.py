@@ -72,6 +72,7 @@ OP_TEMPLATES: dict[Ops, Template] = {
     Ops.MOD: lambda dt, a: (f"fmod({a[0]},{a[1]})" if dt.is_float else
                             c_mod(dt, a)),
     Ops.IDIV: c_idiv(C_TYPES, C_UNSIGNED),
+    Ops.FDIV: lambda dt, a: f"({a[0]}/{a[1]})",  # IEEE division: correctly rounded
     Ops.CMPLT: lambda dt, a: f"({a[0]}<{a[1]})",
     Ops.CMPNE: lambda dt, a: f"({a[0]}!={a[1]})",
     Ops.AND: lambda dt, a: f"({a[0]}&{a[1]})",

@@ -56,7 +56,7 @@ def alu_rules() -> dict[Ops, Callable[..., np.ndarray]]:
         Ops.RECIPROCAL: np.reciprocal, Ops.TRUNC: np.trunc,
         Ops.ADD: _bool_or(np.logical_or, np.add),
         Ops.MUL: _bool_or(np.logical_and, np.multiply),
-        Ops.MAX: np.maximum, Ops.MOD: _c_mod, Ops.IDIV: _c_idiv,
+        Ops.MAX: np.maximum, Ops.MOD: _c_mod, Ops.IDIV: _c_idiv, Ops.FDIV: np.true_divide,
         Ops.CMPLT: np.less, Ops.CMPNE: np.not_equal,
         Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or, Ops.XOR: np.bitwise_xor,
         Ops.WHERE: np.where,
