@@ -192,7 +192,7 @@ def _check_labels(out: Tensor, labels: Tensor, bad: Tensor, error: type[Exceptio
         return
     first = flat_bad.cast(labels.dtype).argmax()  # the first True
     at = type(labels).arange(flat.numel(), device=labels.device) == first
-    value = at.where(flat, 0).sum().cast(labels.dtype)
+    value = at.where(flat, 0).sum(dtype=labels.dtype)
     realize.attach_check(out.uop, realize.Check(flat_bad.any().uop, error, message, value.uop))
 
 
