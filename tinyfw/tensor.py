@@ -13,7 +13,7 @@ from tinyfw import elementwise_math, gradient, realize
 from tinyfw.derived import Axis, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dtype
-from tinyfw.helpers import all_int, argfix, normalize_axis, prod, shape_str
+from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.movement import MovementOps
 from tinyfw.nn_ops import NNOps
 from tinyfw.uop import Ops, UOp, const
