@@ -75,12 +75,12 @@ def _exp2(dt: DType, a: list[str]) -> str:
 
 # tf_sin_huge: sin of an f32 whose magnitude is 2**23 or more (an integer), where lavapipe's sin
 # reduces the argument inexactly (off by 4e-5 at 1.6e7, by anything past 1e8). Such an x is
-# m * 2**s, m an integer of 24 bits and 0 <= s <= 104. Its angle in turns, x / 2pi, has an integer part that
-# sin ignores, and its fraction needs only the bits of 1/2pi from s + 1 on (Payne and Hanek's
-# reduction): 64 of them, w0 and w1, give the first 32 bits of the fraction, m * w0 + the high
-# word of m * w1, mod 2**32. Read as an i32, those are turns in [-1/2, 1/2), and sin of that
-# angle is the answer (within 3e-7). b holds the first 192 bits of 1/2pi; WGSL has no u64, so
-# tf_mulhi builds the high word of a 32-bit product from 16-bit halves.
+# m * 2**s, m an integer of 24 bits and 0 <= s <= 104. Its angle in turns, x / 2pi, has an
+# integer part that sin ignores, and its fraction needs only the bits of 1/2pi from s + 1 on
+# (Payne and Hanek's reduction): 64 of them, w0 and w1, give the first 32 bits of the fraction,
+# m * w0 + the high word of m * w1, mod 2**32. Read as an i32, those are turns in [-1/2, 1/2),
+# and sin of that angle is the answer (within 3e-7). b holds the first 192 bits of 1/2pi; WGSL
+# has no u64, so tf_mulhi builds the high word of a 32-bit product from 16-bit halves.
 SIN_HELPERS = """fn tf_mulhi(u: u32, v: u32) -> u32 {
   let lo = (u & 0xffffu) * (v & 0xffffu);
   let m1 = (u >> 16u) * (v & 0xffffu);
