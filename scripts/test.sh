@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every test: tests/ (the framework on the CPU device, every
-# chapter's grading, the site build and the browser test), then the op and accuracy suites on each
-# backend device of TINYFW_DEVICES (default: CL WEBGPU CUDAEMU; all run on the CPU here).
+# chapter's grading, the site build and the browser test), then the op, accuracy and edge-input
+# suites on each backend device of TINYFW_DEVICES (default: CL WEBGPU CUDAEMU; all run on the CPU
+# here).
 # Extra arguments go to the first pytest run only, and then the device runs are left out.
 # Exits non-zero when anything fails.
 set -euo pipefail
@@ -40,9 +41,9 @@ run() {
 workers=(-n "${TINYFW_WORKERS:-2}")
 run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --dist loadfile "$@"
 for device in $devices; do
-  run "op suite and accuracy on $device" env DEVICE="$device" \
-    .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py -q -ra "${workers[@]}" \
-    --dist load
+  run "op, accuracy and edge-input suites on $device" env DEVICE="$device" \
+    .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py tests/test_edge_inputs.py \
+    tests/test_reduce_accuracy.py -q -ra "${workers[@]}" --dist load
 done
 
 echo
