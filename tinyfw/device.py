@@ -91,6 +91,7 @@ class Runtime:
     builds each distinct source once and remembers which program each kernel uses."""
 
     max_reduce: int | None = None  # the longest reduce one thread may run (None: no limit)
+    has_float64: bool = True       # whether it computes in float64 (WGSL does not)
 
     def __init__(self, name: str, allocator: Allocator):
         self.name, self.allocator = name, allocator

@@ -552,7 +552,13 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         if not a.dtype.is_float:
             return a._power_by_bits(b)
         zero, negative = a == 0, a < 0
-        magnitude = (b * zero.where(1.0, a.abs()).log2()).exp2()
+        base = zero.where(1.0, a.abs())
+        if a.dtype.itemsize <= 4 and Device[a.device].has_float64:
+            # exp2 multiplies the rounding error of b * log2|a| by |b log2 a| ln 2 (up to ~60
+            # ulp of a float32 result); in float64 that product is exact enough to round once
+            magnitude = (b.double() * base.double().log2()).exp2().cast(a.dtype)
+        else:  # (float64 itself, and WEBGPU, which has no float64: the error grows as above)
+            magnitude = (b * base.log2()).exp2()
         magnitude = zero.where((b > 0).where(0.0, (b < 0).where(math.inf, 1.0)), magnitude)
         odd = (b.abs() % 2) == 1
         signed = odd.where(-magnitude, magnitude)
