@@ -98,6 +98,7 @@ class WebGPURuntime(Runtime):
     """The WEBGPU device: kernels rendered as WGSL, one pipeline per kernel."""
 
     max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
+    has_float64 = False
 
     def __init__(self) -> None:
         wgpu_device()
