@@ -94,24 +94,24 @@ def describe(name: str) -> str:
     """What a working device runs on here, in a few words."""
     try:
         if name == "CPU":
-            from tinyfw.runtime_cpu import find_compiler
+            from tinyfw.runtime.ops_cpu import find_compiler
             return f"C compiled by {find_compiler()} (-O2 -march=native), one thread"
         if name == "NUMPY":
             return "the reference interpreter: each kernel's AST evaluated with numpy"
         if name == "CL":
-            from tinyfw.runtime_cl import cl_context
+            from tinyfw.runtime.ops_cl import cl_context
             dev = cl_context()[0].devices[0]
             return (f"{dev.platform.version.split(' Linux')[0].strip()} on {dev.name} "
                     f"({dev.max_compute_units} compute units)")
         if name == "WEBGPU":
-            from tinyfw.runtime_webgpu import wgpu_device
+            from tinyfw.runtime.ops_webgpu import wgpu_device
             info = wgpu_device().adapter.info
             kind = " - a CPU Vulkan driver" if info.get("adapter_type") == "CPU" else ""
             return f"{info.get('device')}, {info.get('description')}{kind}"
         if name == "CUDAEMU":
             return "emulator: CUDA source checked by NVRTC, then compiled by g++ for this CPU"
         if name == "CUDA":
-            from tinyfw.runtime_cuda import cuda_context
+            from tinyfw.runtime.ops_cuda import cuda_context
             cuda_context()
             return "NVIDIA GPU through the CUDA driver"
     except Exception as error:  # noqa: BLE001 - a description is never worth failing for
@@ -132,7 +132,7 @@ def synchronizer(name: str) -> Callable[[], None]:
         return lambda: None
     import wgpu  # a tinyfw without Runtime.synchronize: read 4 bytes back through the queue
 
-    from tinyfw.runtime_webgpu import wgpu_device
+    from tinyfw.runtime.ops_webgpu import wgpu_device
     device = wgpu_device()
     marker = device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
 
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = None if args.warm_cache else fresh_caches()
     try:
         from tinyfw.device import Device
-        from tinyfw.devices import probe
+        from tinyfw.device import probe
         names = list(Device.names)
         if args.devices:
             try:

@@ -11,7 +11,7 @@ whole run. The conv net prints, after three progress bars, `test accuracy 98.99%
 
 Everything a training loop needs is here, in the order it happens:
 
-  1. the data: tinyfw.datasets.mnist() gives uint8 images (N, 1, 28, 28) and labels; batches()
+  1. the data: tinyfw.nn.datasets.mnist() gives uint8 images (N, 1, 28, 28) and labels; batches()
      goes through them once per epoch in a random order;
   2. the model: plain classes holding nn layers (no base class, as in tinygrad);
   3. the training step: forward, loss, backward, Adam; wrapped in TinyJit, which replays its
@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tinyfw import Tensor, nn
-from tinyfw.datasets import batches, mnist
-from tinyfw.jit import TinyJit
+from tinyfw.nn.datasets import batches, mnist
+from tinyfw.engine.jit import TinyJit
 from tinyfw.nn.state import get_parameters, get_state_dict, safe_save
 from tinyfw.progress import tqdm
 
@@ -85,7 +85,7 @@ def make_train_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
                     jit: bool) -> Callable[[Tensor, Tensor], Tensor]:
     """One step on a batch: forward, loss, backward, Adam; returns the loss.
 
-    TinyJit's rules (tinyfw/jit.py) shape this function: the batch comes in as tensor
+    TinyJit's rules (tinyfw/engine/jit.py) shape this function: the batch comes in as tensor
     arguments (a replay swaps in their buffers), nothing random is drawn inside, nothing is
     read (.item()) inside, and everything assigned (parameters, Adam's moments, BatchNorm's
     running statistics) is realized by the end: one realize_all of the loss and the

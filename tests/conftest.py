@@ -7,7 +7,7 @@ import pytest
 
 from tinyfw import DType, dtypes
 from tinyfw.device import Device
-from tinyfw.renderer_c import NotSupportedError
+from tinyfw.renderer.cstyle import NotSupportedError
 
 # The dtypes a device cannot compute with. WGSL has 32-bit scalars only (f16 is an optional
 # feature that tinyfw does not ask for), so WEBGPU has no float64, int64 or float16.

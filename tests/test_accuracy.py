@@ -1,4 +1,4 @@
-"""Accuracy of the composed math functions (tinyfw/elementwise_math.py) over the whole float
+"""Accuracy of the composed math functions (tinyfw/mixin/elementwise_math.py) over the whole float
 range, in ulps of the dtype, on the device under test (DEVICE): dense grids with the hard points
 (0, -0.0, denormals, 1 +- eps, multiples of pi/2, the overflow and underflow thresholds, huge
 values, +-inf, nan), each function and dtype computed in one kernel. The references are float64
@@ -158,7 +158,7 @@ def special_mismatches(got: np.ndarray, hi: np.ndarray, dt: np.dtype) -> np.ndar
 
 def device_domain(name: str, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The inputs the device under test can be held to. WEBGPU (lavapipe) flushes denormals to
-    zero, and its SIN (tf_sin in tinyfw/renderer_wgsl.py, which cos and tan are made of) is
+    zero, and its SIN (tf_sin in tinyfw/renderer/wgsl.py, which cos and tan are made of) is
     accurate for |x| < 1e5 only: cos and tan (of sin(2x)) are checked there on |x| <= 5e4."""
     keep = np.ones(x.shape, bool)
     if name in ("cos", "tan"):  # past half the largest float, cos is accurate in absolute terms

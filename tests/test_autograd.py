@@ -343,7 +343,7 @@ def test_parameters_made_alike_are_distinct() -> None:
 def test_two_tensors_assigned_one_value_stay_two() -> None:
     """Equal expressions share a graph node; assign gives each tensor a node of its own, so
     each keeps its own gradient and, once realized, its own buffer."""
-    from tinyfw import realize
+    from tinyfw.engine import realize
     src = Tensor([1.0, 2.0])
     a, b = Tensor([0.0, 0.0], requires_grad=True), Tensor([0.0, 0.0], requires_grad=True)
     a.assign(src), b.assign(src)

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from tinyfw import Device, DType, Tensor, dtypes
-from tinyfw.codegen import Kernel, Program, lower, program_of
-from tinyfw.devices import probe
-from tinyfw.renderer_c import C, NotSupportedError
-from tinyfw.renderer_cl import OPENCL
-from tinyfw.renderer_cuda import CUDA
-from tinyfw.renderer_wgsl import WGSL
-from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
-from tinyfw.uop import Ops, UOp
-from tinyfw.view import ShapeTracker
+from tinyfw.codegen.lower import Kernel, Program, lower, program_of
+from tinyfw.device import probe
+from tinyfw.renderer.cstyle import C, NotSupportedError
+from tinyfw.renderer.opencl_c import OPENCL
+from tinyfw.renderer.cuda_c import CUDA
+from tinyfw.renderer.wgsl import WGSL
+from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.uop.ops import Ops, UOp
+from tinyfw.shape.view import ShapeTracker
 
 BIG = 2**31 + 5
 

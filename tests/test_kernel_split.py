@@ -4,10 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tinyfw import Tensor, realize
-from tinyfw.codegen import AxisKind, Kernel, LOps, lower
-from tinyfw.renderer_c import render
-from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw import Tensor
+from tinyfw.engine import realize
+from tinyfw.codegen.lower import AxisKind, Kernel, LOps, lower
+from tinyfw.renderer.cstyle import render
+from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
 
 
 def run_kernel(kernel: Kernel, item) -> np.ndarray:

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from tinyfw import Tensor, dtypes, realize
-from tinyfw.datasets import make_moons
+from tinyfw import Tensor, dtypes
+from tinyfw.engine import realize
+from tinyfw.nn.datasets import make_moons
 from tinyfw.nn import optim
 from tinyfw.progress import format_time, tqdm, trange
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from tinyfw import Tensor, realize
-from tinyfw.schedule import ScheduleItem, find_materialized
-from tinyfw.uop import MOVEMENT, Ops, UOp
+from tinyfw import Tensor
+from tinyfw.engine import realize
+from tinyfw.engine.schedule import ScheduleItem, find_materialized
+from tinyfw.uop.ops import MOVEMENT, Ops, UOp
 
 RNG = np.random.default_rng(7)
 

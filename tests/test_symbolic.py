@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyfw.symbolic import (
+from tinyfw.shape.symbolic import (
     FALSE,
     TRUE,
     Const,

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyfw.helpers import prod
-from tinyfw.interpreter import loop_vars
-from tinyfw.view import ShapeTracker, View
-from tinyfw.viz_views import tracker_indices
+from tinyfw.runtime.ops_numpy import loop_vars
+from tinyfw.shape.view import ShapeTracker, View
+from tinyfw.viz.views import tracker_indices
 
 SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None)
 Op = tuple[str, object]

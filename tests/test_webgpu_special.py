@@ -1,7 +1,7 @@
 """WEBGPU gives NaN, the infinities and signed zeros as the CPU device does. WGSL lets a compiler
 assume no value is NaN or infinite, and lavapipe's does: Mesa's optimizer folds x*0 to 0, x-x to
 0, exp2(log2 x) to x (naga asks for no float controls), so the WGSL renderer hides float
-operands from it (renderer_wgsl.hidden). Every ALU op and the Tensor functions built on them run
+operands from it (wgsl.hidden). Every ALU op and the Tensor functions built on them run
 here on every special value (unary) or pair of them (binary), one kernel per op, on WEBGPU and on
 CPU, and the results must agree: NaN where CPU has NaN, the same infinities, the same sign of
 zero, and finite values within a few units in the last place (lavapipe's exp2, log2 and sin are
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, dtypes
-from tinyfw.devices import probe
-from tinyfw.renderer_c import NotSupportedError
-from tinyfw.uop import Ops
+from tinyfw.device import probe
+from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.uop.ops import Ops
 
 INF, NAN = math.inf, math.nan
 # The special values, some ordinary ones (2.5, -3 for pow's odd and fractional exponents), the

@@ -97,7 +97,7 @@ class Runtime:
         self.name, self.allocator = name, allocator
         # Built programs stay here for the process's life, and stay callable: a program whose
         # compiled code the device unloads meanwhile (CPU: only so many libraries are loaded at
-        # once, tinyfw/runtime_cpu.py) loads it again itself when next called.
+        # once, tinyfw/runtime/ops_cpu.py) loads it again itself when next called.
         self.programs: dict[str, Any] = {}              # source -> built program
         self.by_kernel: dict[tuple[Any, ...], Any] = {}  # kernel -> its program
 
@@ -145,9 +145,9 @@ class NumpyRuntime(Runtime):
         """Nothing to build: the interpreter reads the kernel's AST as it is."""
 
     def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        from tinyfw import interpreter
+        from tinyfw.runtime import ops_numpy
         memory = [out.ensure_allocated()] + [b.numpy() for b in inputs]
-        interpreter.run_kernel(item.ast, memory)
+        ops_numpy.run_kernel(item.ast, memory)
 
 
 class _DeviceRegistry:
@@ -181,14 +181,25 @@ class _DeviceRegistry:
         return self._runtimes[name]
 
 
+def probe(name: str) -> tuple[bool, str]:
+    """(available, a reason when it is not): the device is started and runs one small kernel."""
+    from tinyfw import Tensor
+    try:
+        Device[name]
+        value = (Tensor([1.0, 2.0], device=name) * 2).sum().item()
+    except Exception as error:  # each backend fails in its own way; the message says why
+        return False, str(error).splitlines()[0]
+    return (value == 6.0, "" if value == 6.0 else f"computed {value} instead of 6.0")
+
+
 # Every device: the module and class of its runtime, imported when the device is first used.
 _RUNTIMES: dict[str, tuple[str, str]] = {
-    "CPU": ("tinyfw.runtime_cpu", "CPURuntime"),
+    "CPU": ("tinyfw.runtime.ops_cpu", "CPURuntime"),
     "NUMPY": ("tinyfw.device", "NumpyRuntime"),
-    "CL": ("tinyfw.runtime_cl", "CLRuntime"),
-    "CUDA": ("tinyfw.runtime_cuda", "CUDARuntime"),
-    "CUDAEMU": ("tinyfw.runtime_cuda", "CUDAEmulatorRuntime"),
-    "WEBGPU": ("tinyfw.runtime_webgpu", "WebGPURuntime"),
+    "CL": ("tinyfw.runtime.ops_cl", "CLRuntime"),
+    "CUDA": ("tinyfw.runtime.ops_cuda", "CUDARuntime"),
+    "CUDAEMU": ("tinyfw.runtime.ops_cuda", "CUDAEmulatorRuntime"),
+    "WEBGPU": ("tinyfw.runtime.ops_webgpu", "WebGPURuntime"),
 }
 
 Device = _DeviceRegistry()

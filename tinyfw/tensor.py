@@ -9,14 +9,16 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from tinyfw import elementwise_math, gradient, realize
-from tinyfw.derived import Axis, DerivedOps
+from tinyfw.mixin import elementwise_math
+from tinyfw.uop import gradient
+from tinyfw.engine import realize
+from tinyfw.mixin.derived import Axis, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dtype
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
-from tinyfw.movement import MovementOps
-from tinyfw.nn_ops import NNOps
-from tinyfw.uop import Ops, UOp, const
+from tinyfw.mixin.movement import MovementOps
+from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.uop.ops import Ops, UOp, const
 
 Scalar = bool | int | float
 TensorLike = "Tensor | Scalar"
@@ -198,7 +200,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     def numpy(self) -> np.ndarray:
         """The value as a numpy array (a copy)."""
-        realize.note_read(self)  # a TinyJit capturing forbids it (tinyfw/jit.py)
+        realize.note_read(self)  # a TinyJit capturing forbids it (tinyfw/engine/jit.py)
         node = realize.realize(self.uop)
         # Buffer.numpy is already a new array of the caller's own: a copy more would be a second
         # pass over the memory and a second array at once.
@@ -224,7 +226,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         if self._view is not None:
             self._assign_through(value)  # the base changes (a TinyJit follows it, not the view)
         else:
-            realize.note_assign(self)  # a TinyJit follows state (tinyfw/jit.py)
+            realize.note_assign(self)  # a TinyJit follows state (tinyfw/engine/jit.py)
         # A node of its own (the DETACH's arg is a new number): graph nodes are shared between
         # equal expressions, and two tensors given one value must stay two tensors, with their
         # own gradients and buffers.
@@ -671,7 +673,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     # unary math
     def _math(self, fn: Callable[[UOp], UOp]) -> Tensor:
-        """fn (a function of graph nodes, from tinyfw/elementwise_math.py) of this tensor, cast
+        """fn (a function of graph nodes, from tinyfw/mixin/elementwise_math.py) of this tensor, cast
         to the default float if it is an int or bool."""
         x = self._floating()
         return x._result(fn(x.uop), x)
@@ -688,7 +690,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
     def exp2(self) -> Tensor: return self._floating()._unary(Ops.EXP2)
     def log2(self) -> Tensor: return self._floating()._unary(Ops.LOG2)
-    # accurate compositions of the primitives, in tinyfw/elementwise_math.py
+    # accurate compositions of the primitives, in tinyfw/mixin/elementwise_math.py
     def exp(self) -> Tensor: return self._math(elementwise_math.exp)
     def expm1(self) -> Tensor: return self._math(elementwise_math.expm1)
     def log(self) -> Tensor: return self._math(elementwise_math.log)

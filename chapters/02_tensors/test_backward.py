@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from chapters.grading import expect_close
-from tinyfw import Tensor, dtypes, gradient
-from tinyfw.uop import UOp
+from tinyfw import Tensor, dtypes
+from tinyfw.uop import gradient
+from tinyfw.uop.ops import UOp
 
 pytestmark = pytest.mark.task("02.backward")
 

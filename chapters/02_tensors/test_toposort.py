@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tinyfw import dtypes, gradient
+from tinyfw import dtypes
+from tinyfw.uop import gradient
 from tinyfw.device import Buffer
-from tinyfw.uop import Ops, UOp
+from tinyfw.uop.ops import Ops, UOp
 
 pytestmark = pytest.mark.task("02.toposort")
 

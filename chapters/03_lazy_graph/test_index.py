@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from chapters.grading import expect_equal
-from tinyfw.interpreter import loop_vars
-from tinyfw.symbolic import Expr
-from tinyfw.view import ShapeTracker, View
-from tinyfw.viz_views import tracker_indices
+from tinyfw.runtime.ops_numpy import loop_vars
+from tinyfw.shape.symbolic import Expr
+from tinyfw.shape.view import ShapeTracker, View
+from tinyfw.viz.views import tracker_indices
 
 pytestmark = pytest.mark.task("03.index")
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from chapters.grading import expect_equal
-from tinyfw.view import ShapeTracker, View
-from tinyfw.viz_views import tracker_indices
+from tinyfw.shape.view import ShapeTracker, View
+from tinyfw.viz.views import tracker_indices
 
 pytestmark = pytest.mark.task("03.reshape")
 

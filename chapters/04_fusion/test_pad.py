@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from chapters.grading import expect_close, expect_equal
-from tinyfw import Tensor, realize
-from tinyfw.schedule import find_materialized, pad_source_to_materialize
-from tinyfw.uop import Ops
+from tinyfw import Tensor
+from tinyfw.engine import realize
+from tinyfw.engine.schedule import find_materialized, pad_source_to_materialize
+from tinyfw.uop.ops import Ops
 
 pytestmark = pytest.mark.task("04.pad")
 

@@ -8,9 +8,9 @@ import pytest
 
 from chapters.grading import expect_close, expect_equal
 from tinyfw import Tensor
-from tinyfw.schedule import apply_movement
-from tinyfw.uop import MOVEMENT, Ops, UOp
-from tinyfw.view import ShapeTracker
+from tinyfw.engine.schedule import apply_movement
+from tinyfw.uop.ops import MOVEMENT, Ops, UOp
+from tinyfw.shape.view import ShapeTracker
 
 pytestmark = pytest.mark.task("04.push_views")
 

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from chapters.grading import expect_close
-from tinyfw import Tensor, realize
-from tinyfw.schedule import find_materialized, is_realized_explicitly
-from tinyfw.uop import Ops
+from tinyfw import Tensor
+from tinyfw.engine import realize
+from tinyfw.engine.schedule import find_materialized, is_realized_explicitly
+from tinyfw.uop.ops import Ops
 
 pytestmark = pytest.mark.task("04.realized")
 

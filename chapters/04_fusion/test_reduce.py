@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from chapters.grading import expect_close
-from tinyfw import Tensor, realize
-from tinyfw.schedule import find_materialized, reduce_would_be_recomputed
-from tinyfw.uop import Ops, UOp
+from tinyfw import Tensor
+from tinyfw.engine import realize
+from tinyfw.engine.schedule import find_materialized, reduce_would_be_recomputed
+from tinyfw.uop.ops import Ops, UOp
 
 pytestmark = pytest.mark.task("04.reduce")
 

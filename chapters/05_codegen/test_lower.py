@@ -15,10 +15,10 @@ import pytest
 import tinyfw
 from chapters.grading import expect_close, expect_equal
 from tinyfw import Tensor, dtypes
-from tinyfw.codegen import Kernel, LOps, Program, lower
-from tinyfw.realize import buffer_of
-from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
-from tinyfw.uop import Ops
+from tinyfw.codegen.lower import Kernel, LOps, Program, lower
+from tinyfw.engine.realize import buffer_of
+from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.uop.ops import Ops
 
 pytestmark = pytest.mark.task("05.lower")
 
@@ -44,9 +44,9 @@ def lowered(t: Tensor, number: int = -1) -> Program:
 
 @functools.cache
 def reference_renderer() -> ModuleType:
-    """tinyfw's own renderer_c.py, loaded apart, so these tests use it even when chapter 05's
+    """tinyfw's own cstyle.py, loaded apart, so these tests use it even when chapter 05's
     render() is yours."""
-    path = Path(tinyfw.__file__).parent / "renderer_c.py"
+    path = Path(tinyfw.__file__).parent / "renderer" / "cstyle.py"
     spec = importlib.util.spec_from_file_location("_reference_renderer_c", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

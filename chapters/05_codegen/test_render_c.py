@@ -11,12 +11,12 @@ import pytest
 
 from chapters.grading import expect_close, expect_equal
 from tinyfw import dtypes
-from tinyfw.codegen import LOps, Program
+from tinyfw.codegen.lower import LOps, Program
 from tinyfw.dtype import DType
-from tinyfw.renderer_c import CStyleLanguage, render
-from tinyfw.runtime_cpu import ClangStyleCompiler, CPUProgram
-from tinyfw.symbolic import Const, Expr, Var, make_and
-from tinyfw.uop import Ops
+from tinyfw.renderer.cstyle import CStyleLanguage, render
+from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.shape.symbolic import Const, Expr, Var, make_and
+from tinyfw.uop.ops import Ops
 
 pytestmark = pytest.mark.task("05.render_c")
 

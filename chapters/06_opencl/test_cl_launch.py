@@ -9,7 +9,7 @@ import pytest
 from chapters.device_checks import CASES, check_case, forget_programs
 from chapters.grading import expect_close, expect_equal
 from chapters.learner import reference
-from tinyfw.runtime_cl import CLProgram, cl_context
+from tinyfw.runtime.ops_cl import CLProgram, cl_context
 
 pytestmark = pytest.mark.task("06.cl_launch")
 

@@ -9,7 +9,7 @@ import pytest
 from chapters.grading import expect_equal
 from tinyfw import Tensor, dtypes
 from tinyfw.dtype import DType
-from tinyfw.runtime_cl import CLAllocator, cl_context
+from tinyfw.runtime.ops_cl import CLAllocator, cl_context
 
 pytestmark = pytest.mark.task("06.cl_memory")
 

@@ -8,7 +8,7 @@ import pytest
 from chapters.device_checks import CASES, Case, check_case, forget_programs
 from chapters.learner import reference
 from tinyfw import dtypes
-from tinyfw.renderer_cl import OPENCL
+from tinyfw.renderer.opencl_c import OPENCL
 
 pytestmark = pytest.mark.task("06.opencl_language")
 

@@ -8,7 +8,7 @@ import pytest
 from chapters.device_checks import CASES, Case, check_case, forget_programs
 from chapters.learner import reference
 from tinyfw import dtypes
-from tinyfw.renderer_cuda import CUDA
+from tinyfw.renderer.cuda_c import CUDA
 
 pytestmark = pytest.mark.task("07.cuda_language")
 

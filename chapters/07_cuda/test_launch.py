@@ -11,7 +11,7 @@ import pytest
 
 from chapters.device_checks import CASES, Case, check_case, forget_programs
 from chapters.learner import reference
-from tinyfw.runtime_cuda import kernel_args, launch_dims
+from tinyfw.runtime.ops_cuda import kernel_args, launch_dims
 
 pytestmark = pytest.mark.task("07.launch")
 

@@ -8,9 +8,9 @@ import pytest
 from chapters.device_checks import CASES, Case
 from chapters.learner import reference
 from tinyfw import Tensor
-from tinyfw.codegen import program_of
-from tinyfw.renderer_cuda import CUDA
-from tinyfw.runtime_cuda import nvrtc_compile
+from tinyfw.codegen.lower import program_of
+from tinyfw.renderer.cuda_c import CUDA
+from tinyfw.runtime.ops_cuda import nvrtc_compile
 
 pytestmark = pytest.mark.task("07.nvrtc")
 

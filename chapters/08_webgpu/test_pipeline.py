@@ -12,8 +12,8 @@ from chapters.device_checks import CASES, Case, check_case, forget_programs
 from chapters.grading import expect_close
 from chapters.learner import reference
 from tinyfw import dtypes
-from tinyfw.renderer_wgsl import MAX_GROUPS, WORKGROUP, wgsl_groups
-from tinyfw.runtime_webgpu import WebGPUAllocator, WebGPUProgram, wgpu_device
+from tinyfw.renderer.wgsl import MAX_GROUPS, WORKGROUP, wgsl_groups
+from tinyfw.runtime.ops_webgpu import WebGPUAllocator, WebGPUProgram, wgpu_device
 
 pytestmark = pytest.mark.task("08.pipeline")
 WEBGPU_CASES = [case for case in CASES if case.name != "half"]

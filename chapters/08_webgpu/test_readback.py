@@ -10,7 +10,7 @@ from chapters.grading import expect_close, expect_equal
 from chapters.learner import reference
 from tinyfw import Tensor, dtypes
 from tinyfw.dtype import DType
-from tinyfw.runtime_webgpu import WebGPUAllocator, WebGPUProgram, wgpu_device
+from tinyfw.runtime.ops_webgpu import WebGPUAllocator, WebGPUProgram, wgpu_device
 
 pytestmark = pytest.mark.task("08.readback")
 

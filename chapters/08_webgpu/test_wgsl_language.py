@@ -9,7 +9,7 @@ import pytest
 from chapters.device_checks import CASES, Case, check_case, forget_programs
 from chapters.learner import reference
 from tinyfw import dtypes
-from tinyfw.renderer_wgsl import WGSL
+from tinyfw.renderer.wgsl import WGSL
 
 pytestmark = pytest.mark.task("08.wgsl_language")
 WEBGPU_CASES = [case for case in CASES if case.name != "half"]

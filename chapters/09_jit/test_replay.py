@@ -12,8 +12,9 @@ import pytest
 
 from chapters.grading import expect_close, expect_equal
 from chapters.learner import reference
-from tinyfw import Tensor, realize
-from tinyfw.jit import TinyJit
+from tinyfw import Tensor
+from tinyfw.engine import realize
+from tinyfw.engine.jit import TinyJit
 
 pytestmark = pytest.mark.task("09.replay")
 

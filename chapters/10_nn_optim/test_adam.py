@@ -11,8 +11,9 @@ import torch
 
 from chapters.grading import expect_close, expect_equal
 from chapters.learner import reference
-from tinyfw import Tensor, nn, realize
-from tinyfw.datasets import make_moons
+from tinyfw import Tensor, nn
+from tinyfw.engine import realize
+from tinyfw.nn.datasets import make_moons
 from tinyfw.nn import optim
 from tinyfw.nn.state import get_parameters
 

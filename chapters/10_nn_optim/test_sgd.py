@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from chapters.grading import expect_close
-from tinyfw import Tensor, realize
+from tinyfw import Tensor
+from tinyfw.engine import realize
 from tinyfw.nn import optim
 
 pytestmark = pytest.mark.task("10.sgd")

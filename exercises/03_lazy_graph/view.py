@@ -1,4 +1,4 @@
-# Exercises of chapter 03, generated from tinyfw/view.py by `python -m tools.generate`.
+# Exercises of chapter 03, generated from tinyfw/shape/view.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/03_lazy_graph
 """Views: how a shape reads flat memory (strides, offset, validity mask), and stacks of them."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tinyfw.helpers import prod
-from tinyfw.symbolic import Const, Expr, lift, make_and, make_sum
+from tinyfw.shape.symbolic import Const, Expr, lift, make_and, make_sum
 
 Bounds = tuple[tuple[int, int], ...]
 

@@ -1,4 +1,4 @@
-# Exercises of chapter 04, generated from tinyfw/schedule.py by `python -m tools.generate`.
+# Exercises of chapter 04, generated from tinyfw/engine/schedule.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/04_fusion
 """Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tinyfw.dtype import dtypes
-from tinyfw.uop import ALU, MOVEMENT, Ops, UOp
-from tinyfw.view import ShapeTracker
+from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp
+from tinyfw.shape.view import ShapeTracker
 
 
 @dataclass(frozen=True)

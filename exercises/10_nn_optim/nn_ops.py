@@ -1,4 +1,4 @@
-# Exercises of chapter 10, generated from tinyfw/nn_ops.py by `python -m tools.generate`.
+# Exercises of chapter 10, generated from tinyfw/mixin/nn_ops.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/10_nn_optim
 """The functional ops of neural networks, as Tensor methods: convolution, pooling, dropout and

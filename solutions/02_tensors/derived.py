@@ -1,12 +1,12 @@
-# Solutions of chapter 02, generated from tinyfw/derived.py by `python -m tools.generate`.
-# Edit tinyfw/derived.py rather than this copy. Grade these solutions with:
+# Solutions of chapter 02, generated from tinyfw/mixin/derived.py by `python -m tools.generate`.
+# Edit tinyfw/mixin/derived.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
 """Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tinyfw import realize
+from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ class DerivedOps:
 def _check_labels(out: Tensor, labels: Tensor, bad: Tensor, error: type[Exception],
                   message: str) -> None:
     """Make computing out raise error(message) where any label is bad ("{value}" in message is
-    the first bad label): a deferred check (tinyfw/realize.py), as the labels are data."""
+    the first bad label): a deferred check (tinyfw/engine/realize.py), as the labels are data."""
     flat_bad, flat = bad.flatten(), labels.flatten()
     if flat.numel() == 0:
         return

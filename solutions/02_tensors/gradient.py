@@ -1,5 +1,5 @@
-# Solutions of chapter 02, generated from tinyfw/gradient.py by `python -m tools.generate`.
-# Edit tinyfw/gradient.py rather than this copy. Grade these solutions with:
+# Solutions of chapter 02, generated from tinyfw/uop/gradient.py by `python -m tools.generate`.
+# Edit tinyfw/uop/gradient.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
 """Reverse-mode autodiff on the lazy graph: one table of local rules, and the backward pass."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import functools
 import math
 from typing import Callable
 
-from tinyfw.elementwise_math import cos
-from tinyfw.uop import Ops, UOp
+from tinyfw.mixin.elementwise_math import cos
+from tinyfw.uop.ops import Ops, UOp
 
 # A rule takes the gradient flowing into a node's output and the node itself, and returns the
 # gradient of each of the node's sources, in order (None where no gradient flows).

@@ -1,5 +1,5 @@
-# Solutions of chapter 03, generated from tinyfw/view.py by `python -m tools.generate`.
-# Edit tinyfw/view.py rather than this copy. Grade these solutions with:
+# Solutions of chapter 03, generated from tinyfw/shape/view.py by `python -m tools.generate`.
+# Edit tinyfw/shape/view.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/03_lazy_graph --impl=solutions
 """Views: how a shape reads flat memory (strides, offset, validity mask), and stacks of them."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tinyfw.helpers import prod
-from tinyfw.symbolic import Const, Expr, lift, make_and, make_sum
+from tinyfw.shape.symbolic import Const, Expr, lift, make_and, make_sum
 
 Bounds = tuple[tuple[int, int], ...]
 

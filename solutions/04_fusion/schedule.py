@@ -1,5 +1,5 @@
-# Solutions of chapter 04, generated from tinyfw/schedule.py by `python -m tools.generate`.
-# Edit tinyfw/schedule.py rather than this copy. Grade these solutions with:
+# Solutions of chapter 04, generated from tinyfw/engine/schedule.py by `python -m tools.generate`.
+# Edit tinyfw/engine/schedule.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/04_fusion --impl=solutions
 """Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tinyfw.dtype import dtypes
-from tinyfw.uop import ALU, MOVEMENT, Ops, UOp
-from tinyfw.view import ShapeTracker
+from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp
+from tinyfw.shape.view import ShapeTracker
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-# Solutions of chapter 09, generated from tinyfw/jit.py by `python -m tools.generate`.
-# Edit tinyfw/jit.py rather than this copy. Grade these solutions with:
+# Solutions of chapter 09, generated from tinyfw/engine/jit.py by `python -m tools.generate`.
+# Edit tinyfw/engine/jit.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
@@ -70,14 +70,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tinyfw import realize
-from tinyfw.debug import debug_level
+from tinyfw.engine import realize
+from tinyfw.engine.debug import debug_level
 from tinyfw.device import Buffer
 from tinyfw.dtype import DType
 from tinyfw.helpers import shape_str
-from tinyfw.schedule import ScheduleItem
+from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.tensor import Tensor
-from tinyfw.uop import Ops, UOp
+from tinyfw.uop.ops import Ops, UOp
 
 # Devices where a kernel may not read and write one buffer: WebGPU refuses a buffer bound both
 # as a kernel's (writable) output and as one of its (read-only) inputs.
@@ -397,7 +397,7 @@ def _capture_in_this_thread() -> _Recorder | None:
 
 
 def __getattr__(name: str) -> Any:
-    """`tinyfw.jit._capturing` reads as the capture under way in the calling thread (it was a
+    """`tinyfw.engine.jit._capturing` reads as the capture under way in the calling thread (it was a
     module variable before captures became per thread; the chapter's tests read it)."""
     if name == "_capturing":
         return _capture_in_this_thread()

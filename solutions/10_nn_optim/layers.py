@@ -10,7 +10,7 @@ from typing import Sequence
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod
-from tinyfw.nn_ops import IntOrTuple, make_tuple
+from tinyfw.mixin.nn_ops import IntOrTuple, make_tuple
 from tinyfw.tensor import Tensor
 
 

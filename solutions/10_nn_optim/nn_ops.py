@@ -1,5 +1,5 @@
-# Solutions of chapter 10, generated from tinyfw/nn_ops.py by `python -m tools.generate`.
-# Edit tinyfw/nn_ops.py rather than this copy. Grade these solutions with:
+# Solutions of chapter 10, generated from tinyfw/mixin/nn_ops.py by `python -m tools.generate`.
+# Edit tinyfw/mixin/nn_ops.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/10_nn_optim --impl=solutions
 """The functional ops of neural networks, as Tensor methods: convolution, pooling, dropout and
 normalization, each composed of the primitive ops (chapter 10)."""

@@ -1,0 +1,103 @@
+# Exercises of chapter 03, generated from tinyfw/runtime/ops_numpy.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/03_lazy_graph
+"""The reference device: runs each kernel with numpy, every loop iteration at once."""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import numpy as np
+
+from tinyfw.dtype import DType, dtypes
+from tinyfw.shape.symbolic import Var
+from tinyfw.uop.ops import Ops, UOp
+from tinyfw.shape.view import ShapeTracker
+
+
+def _c_idiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division rounding toward zero (C), where numpy's // rounds down; x / 0 is 0, and
+    MIN / -1 is MIN (the negation wraps, as in torch). a minus its remainder (C's, with the sign
+    of a) is a multiple of b between 0 and a, so it cannot overflow and numpy's // of it is
+    exact; dividing magnitudes instead goes wrong for MIN, whose magnitude wraps to MIN."""
+    safe_b = np.where(b == 0, 1, b)
+    q = (a - np.fmod(a, safe_b)) // safe_b  # numpy's MIN // -1 is MIN, with a warning
+    return np.where(b == 0, 0, q).astype(a.dtype)
+
+
+def _c_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Remainder with the sign of the dividend (C); x % 0 is 0 for ints."""
+    if a.dtype.kind == "f":
+        return np.fmod(a, b)
+    safe_b = np.where(b == 0, 1, b)
+    return np.where(b == 0, 0, np.fmod(a, safe_b)).astype(a.dtype)
+
+
+def cast(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """x converted to dtype the way C converts: floats truncate toward zero, nonzero is true."""
+    if dtype.is_bool:
+        return x != 0
+    if dtype.is_int and x.dtype.kind == "f":  # out-of-range values are undefined in C
+        x = np.trunc(np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0))
+    return x.astype(dtype.np)
+
+
+def _bool_or(fn_bool: Callable, fn_other: Callable) -> Callable:
+    return lambda a, b: fn_bool(a, b) if a.dtype == np.bool_ else fn_other(a, b)
+
+
+@functools.cache
+def alu_rules() -> dict[Ops, Callable[..., np.ndarray]]:
+    """What each elementwise primitive op computes, as a numpy function of its sources."""
+    # TODO 03.alu: write this part. The chapter explains it:
+    #   chapters/03_lazy_graph/README.md#evaluating-the-primitive-ops
+    raise NotImplementedError("not done yet: 03.alu")
+
+
+def reduce_axes(x: np.ndarray, op: Ops, axes: tuple[int, ...], dtype: DType) -> np.ndarray:
+    """x summed or maxed over axes, which stay as size-1 axes (float16 sums add up in float32)."""
+    # TODO 03.reduce: write this part. The chapter explains it:
+    #   chapters/03_lazy_graph/README.md#evaluating-the-primitive-ops
+    raise NotImplementedError("not done yet: 03.reduce")
+
+
+def loop_vars(shape: tuple[int, ...]) -> list[Var]:
+    """One index variable per axis of shape."""
+    return [Var(f"i{d}", 0, max(s - 1, 0)) for d, s in enumerate(shape)]
+
+
+def read_view(memory: np.ndarray, st: ShapeTracker, fill: object = 0) -> np.ndarray:
+    """Every element of a view: memory at the view's index where valid, fill elsewhere."""
+    # TODO 03.read_view: write this part. The chapter explains it:
+    #   chapters/03_lazy_graph/README.md#reading-memory-through-a-view
+    raise NotImplementedError("not done yet: 03.read_view")
+
+
+def evaluate(node: UOp, src: list[np.ndarray], buffers: list[np.ndarray]) -> np.ndarray:
+    """The value of one node of a kernel, given the values of its sources."""
+    if node.op is Ops.LOAD:
+        return read_view(buffers[node.arg], node.src[0].arg)
+    if node.op is Ops.CONST:  # one number in memory; its view only ever reads index 0
+        return read_view(np.array([node.arg], dtype=node.dtype.np), node.src[0].arg)
+    if node.op is Ops.CAST:
+        return cast(src[0], node.dtype)
+    if node.op is Ops.REDUCE:
+        return reduce_axes(src[0], node.arg[0], node.arg[1], node.dtype)
+    rule = alu_rules()[node.op]
+    return np.asarray(rule(*src)).astype(node.dtype.np, copy=False)
+
+
+def run_kernel(ast: UOp, buffers: list[np.ndarray]) -> None:
+    """Run one kernel: evaluate its expression everywhere at once and store it in buffers[0]."""
+    assert ast.op is Ops.STORE
+    values: dict[UOp, np.ndarray] = {}
+    with np.errstate(all="ignore"):
+        for node in ast.src[1].toposort():
+            if node.op is not Ops.VIEW:
+                values[node] = evaluate(node, [values[s] for s in node.src
+                                               if s.op is not Ops.VIEW], buffers)
+    result = values[ast.src[1]]
+    index, valid = ast.src[0].arg.to_indexed(loop_vars(result.shape))
+    grid = {f"i{d}": g for d, g in enumerate(np.indices(result.shape, sparse=True))}
+    at = np.broadcast_to(np.asarray(index.evaluate(grid)), result.shape)
+    buffers[0][at.reshape(-1)] = result.reshape(-1)

@@ -1,0 +1,126 @@
+# Exercises of chapter 05, generated from tinyfw/codegen/lower.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/05_codegen
+"""Lowering: a kernel's AST becomes loops, index arithmetic and a linear program of simple steps."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum, auto
+from typing import Any
+
+from tinyfw.dtype import DType, dtypes
+from tinyfw.codegen.kernel import Axis, AxisKind, Kernel  # noqa: F401  (re-exported)
+from tinyfw.helpers import prod
+from tinyfw.shape.symbolic import Const, Expr, Sum, Var
+from tinyfw.uop.ops import Ops, UOp
+
+
+class LOps(Enum):
+    """The steps of a linear program: what a renderer turns into lines of source."""
+    PARAM = auto()      # arg: (buffer number, is output); dtype: element type
+    LOOP = auto()       # arg: (variable name, size)
+    ENDLOOP = auto()
+    CONST = auto()      # arg: the value
+    LOAD = auto()       # src: (PARAM,); arg: (index Expr, valid Expr); 0 where not valid
+    VALID = auto()      # arg: a validity Expr; a bool
+    ALU = auto()        # arg: the Ops of the operation; src: its operands
+    ACC = auto()        # an accumulator; arg: its initial value
+    UPDATE = auto()     # src: (ACC, value); arg: Ops.ADD or Ops.MAX
+    STORE = auto()      # src: (PARAM, value); arg: index Expr
+
+
+@dataclass(frozen=True)
+class Step:
+    op: LOps
+    dtype: DType
+    src: tuple[int, ...] = ()
+    arg: Any = None
+
+
+@dataclass
+class Program:
+    """A kernel as a list of steps; a step refers to earlier steps by their position."""
+    name: str
+    steps: list[Step] = field(default_factory=list)
+    params: list[int] = field(default_factory=list)   # the PARAM steps, buffer 0 first
+    global_size: tuple[int, ...] = ()
+
+    def add(self, op: LOps, dtype: DType, src: tuple[int, ...] = (), arg: Any = None) -> int:
+        self.steps.append(Step(op, dtype, src, arg))
+        return len(self.steps) - 1
+
+    @property
+    def index_dtype(self) -> DType:
+        """int32 where every loop variable, thread index and index expression (every part of
+        one, as C evaluates it) stays within int32; else int64, since a 32-bit index would
+        overflow: a loop that never ends, a negative index."""
+        return dtypes.int32 if self.index_extent() <= INT32_MAX else dtypes.int64
+
+    def index_extent(self) -> int:
+        """The largest magnitude a loop variable, a thread index or a part of an index
+        expression can take (a loop variable counts up to its loop's size)."""
+        extent = prod(self.global_size) + LAUNCH_SLACK if self.global_size else 0
+        for step in self.steps:
+            if step.op is LOps.LOOP:
+                extent = max(extent, step.arg[1])
+            elif step.op in (LOps.LOAD, LOps.VALID, LOps.STORE):
+                exprs = step.arg if step.op is LOps.LOAD else (step.arg,)
+                extent = max([extent] + [expr_extent(e) for e in exprs])
+        return extent
+
+
+INT32_MAX = 2**31 - 1
+# Threads a GPU may run past the last output element, which compute their index before the
+# guard sends them home: up to a block (CUDA, 128) or a row of workgroups (WGSL, 65535 * 64).
+LAUNCH_SLACK = 2**22
+
+
+def expr_extent(e: Expr) -> int:
+    """The largest magnitude of e and of every value met while evaluating it as rendered: each
+    part, and each running total of a sum (added left to right)."""
+    extent = max(abs(e.vmin), abs(e.vmax))
+    if isinstance(e, Sum):
+        low = high = 0
+        for term in e.terms:
+            low, high = low + term.vmin, high + term.vmax
+            extent = max(extent, abs(low), abs(high))
+    return max([extent] + [expr_extent(c) for c in e.children()])
+
+
+def accumulator_dtype(dtype: DType) -> DType:
+    """float16 sums accumulate in float32, as the reference does."""
+    return dtypes.float32 if dtype == dtypes.float16 else dtype
+
+
+def identity(op: Ops, dtype: DType) -> float | int | bool:
+    """The value a reduce starts from: 0 for a sum, the smallest value for a max."""
+    return (False if dtype.is_bool else 0) if op is Ops.ADD else dtypes.min(dtype)
+
+
+def lower(kernel: Kernel) -> Program:
+    """The kernel as loops: one loop per GLOBAL axis around, if there is a reduce, an
+    accumulator and one loop per REDUCE axis; loads read through their views' index
+    expressions; the result is stored in row-major order of the output shape."""
+    # TODO 05.lower: write this part. The chapter explains it:
+    #   chapters/05_codegen/README.md#from-a-kernel-to-loops
+    raise NotImplementedError("not done yet: 05.lower")
+
+
+def flops_and_bytes(kernel: Kernel, input_bytes: int) -> tuple[int, int]:
+    """Rough work of a kernel: ALU operations times iterations, and bytes read and written."""
+    alu = sum(1 for n in kernel.ast.toposort() if n.op not in
+              (Ops.LOAD, Ops.CONST, Ops.VIEW, Ops.STORE, Ops.CAST))
+    out_bytes = prod(kernel.output_shape) * kernel.ast.dtype.itemsize
+    return alu * prod(kernel.full_shape), input_bytes + out_bytes
+
+
+
+def program_of(item: Any) -> Program:
+    """The linear program of a scheduled kernel (its AST, lowered with the default loops)."""
+    return lower(Kernel.from_ast(item.ast, item.name))
+
+
+def launch_size(item: Any) -> int:
+    """How many threads a GPU runs for a kernel: one per output element (known without
+    lowering, so a launch costs no lowering)."""
+    return max(item.output.numel, 1)

@@ -1,0 +1,88 @@
+# Exercises of chapter 06, generated from tinyfw/renderer/opencl_c.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/06_opencl
+"""OpenCL C: C with address spaces, a kernel qualifier and work-item ids. What differs from C
+on the CPU is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from tinyfw.dtype import DType, dtypes
+from tinyfw.renderer.cstyle import (OP_TEMPLATES, CStyleLanguage, Template, c_idiv,
+                                render_const)
+from tinyfw.uop.ops import Ops
+
+CL_TYPES: dict[DType, str] = {
+    dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.int16: "short",
+    dtypes.int32: "int", dtypes.int64: "long", dtypes.float16: "float", dtypes.float32: "float",
+    dtypes.float64: "double"}
+
+
+def _builtin(name: str) -> Template:
+    """OpenCL's math built-ins are overloaded: one name for every float type."""
+    return lambda dt, a: f"{name}({a[0]})"
+
+
+class OpenCLLanguage(CStyleLanguage):
+    """OpenCL C. Values of float16 compute as float (half arithmetic is an optional
+    extension); in memory they stay 16 bits, read and written with vload_half/vstore_half.
+    bool has no defined size in memory, so bool buffers hold uchar."""
+
+    name = "CL"
+    types: ClassVar[dict[DType, str]] = CL_TYPES
+    storage: ClassVar[dict[DType, str]] = {**CL_TYPES, dtypes.bool: "uchar",
+                                           dtypes.float16: "half"}
+    ops: ClassVar[dict[Ops, Template]] = {
+        **OP_TEMPLATES,
+        Ops.EXP2: _builtin("exp2"), Ops.LOG2: _builtin("log2"), Ops.SIN: _builtin("sin"),
+        Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _builtin("trunc"),
+        Ops.RECIPROCAL: lambda dt, a: f"(({CL_TYPES[dt]})1/{a[0]})",
+        Ops.IDIV: c_idiv(CL_TYPES, {dtypes.int32: "uint", dtypes.int64: "ulong"}),
+        Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({CL_TYPES[dt]}){a[0]})"}
+    prelude = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+               "float tf_round_half(float x) { ushort h; vstore_half(x, 0, (half*)&h); "
+               "return vload_half(0, (const half*)&h); }\n")
+    has_threads = True
+
+    def const(self, value: float | int | bool, dtype: DType) -> str:
+        """C's literals, except that a 64-bit integer is a long (L) and a float16 a float
+        (holding the value rounded to float16)."""
+        if dtype == dtypes.int64:
+            return render_const(value, dtype).replace("LL", "L")
+        if dtype == dtypes.float16:
+            return render_const(float(np.float16(value)), dtypes.float32)
+        return render_const(value, dtype)
+
+    def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
+        """A float16 result is computed in float, then rounded to float16, as numpy rounds."""
+        expr = super().op(op, dtype, args)
+        return f"tf_round_half({expr})" if dtype == dtypes.float16 else expr
+
+    def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
+        """`__kernel void name(__global T* restrict data0, __global const T* ...)`."""
+        # TODO 06.opencl_language: write this part. The chapter explains it:
+        #   chapters/06_opencl/README.md#the-opencl-dialect
+        raise NotImplementedError("not done yet: 06.opencl_language")
+
+    def thread_index(self) -> str:
+        """The work-item's id along dimension 0 (a size_t), as an index: one work-item per
+        output element."""
+        # TODO 06.opencl_language: write this part. The chapter explains it:
+        #   chapters/06_opencl/README.md#the-opencl-dialect
+        raise NotImplementedError("not done yet: 06.opencl_language")
+
+    def load(self, buf: str, index: str, dtype: DType) -> str:
+        """half and bool are stored differently from how they compute."""
+        # TODO 06.opencl_language: write this part. The chapter explains it:
+        #   chapters/06_opencl/README.md#the-opencl-dialect
+        raise NotImplementedError("not done yet: 06.opencl_language")
+
+    def store(self, buf: str, index: str, value: str, dtype: DType) -> str:
+        # TODO 06.opencl_language: write this part. The chapter explains it:
+        #   chapters/06_opencl/README.md#the-opencl-dialect
+        raise NotImplementedError("not done yet: 06.opencl_language")
+
+
+OPENCL = OpenCLLanguage()

@@ -1,0 +1,224 @@
+# Exercises of chapter 07, generated from tinyfw/runtime/ops_cuda.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/07_cuda
+"""The CUDA device: NVRTC compiles the rendered CUDA C, the driver API loads and launches it.
+Without a GPU, CUDAEMU compiles the same source with NVRTC (to prove it compiles) and runs it
+on the CPU, as C++ against a small header that provides CUDA's built-ins and runs the grid."""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tinyfw.codegen.lower import launch_size, lower, program_of
+from tinyfw.device import Buffer, NumpyAllocator, Runtime
+from tinyfw.dtype import DType
+from tinyfw.renderer.cuda_c import BLOCK, CUDA, cuda_type
+
+FIX_CUDA = ("install the NVIDIA driver (`nvidia-smi` must work) and `pip install -e '.[cuda]'`; "
+            "without a GPU, the CUDAEMU device runs the same CUDA source on the CPU")
+FIX_NVRTC = "install NVRTC: `pip install -e '.[cuda]'` (it brings nvidia-cuda-nvrtc)"
+EMU_HEADER = Path(__file__).with_name("cuda_emu.h")
+
+
+def _check(result: Any, what: str) -> Any:
+    """Unpack a cuda-python (error, value...) tuple, raising on an error code."""
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        raise RuntimeError(f"{what} failed: {err}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def nvrtc_compile(source: str, arch: str = "compute_80") -> bytes:
+    """CUDA C source to PTX with NVRTC (no GPU needed), or, for an arch like "sm_90", to a
+    CUBIN (machine code for that GPU, which the driver loads without compiling). Fused
+    multiply-adds stay off, as on the CPU. A failed compile raises a RuntimeError holding
+    NVRTC's log and the source."""
+    # TODO 07.nvrtc: write this part. The chapter explains it:
+    #   chapters/07_cuda/README.md#compiling-with-nvrtc
+    raise NotImplementedError("not done yet: 07.nvrtc")
+
+
+def launch_dims(n: int) -> tuple[int, int]:
+    """(blocks, threads per block) for n threads: BLOCK threads a block, enough blocks to
+    cover n (the last one partly idle: the kernel's `if (gid >= n) return;`), at least one."""
+    # TODO 07.launch: write this part. The chapter explains it:
+    #   chapters/07_cuda/README.md#launching-a-grid
+    raise NotImplementedError("not done yet: 07.launch")
+
+
+def kernel_args(pointers: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """cuLaunchKernel's kernelParams: an array holding, for each argument, the address of the
+    argument's value; here each value is a device pointer (a 64-bit integer). Returns the
+    array and the arrays it points into, which must stay alive until the launch."""
+    # TODO 07.launch: write this part. The chapter explains it:
+    #   chapters/07_cuda/README.md#launching-a-grid
+    raise NotImplementedError("not done yet: 07.launch")
+
+
+@functools.cache
+def cuda_context() -> Any:
+    """The CUDA driver's context on GPU 0, or a RuntimeError that says what is missing."""
+    try:
+        import cuda.bindings.driver as drv
+    except ImportError as error:
+        raise RuntimeError(f"CUDA needs cuda-bindings ({error}): {FIX_CUDA}") from None
+    try:
+        _check(drv.cuInit(0), "cuInit")
+    except Exception as error:  # cuda.pathfinder's DynamicLibNotFoundError when no driver
+        if isinstance(error, RuntimeError) and "failed" in str(error):
+            raise RuntimeError(f"CUDA found no usable GPU ({error}): {FIX_CUDA}") from None
+        raise RuntimeError(f"CUDA cannot load the NVIDIA driver ({type(error).__name__}): "
+                           f"{FIX_CUDA}") from None
+    device = _check(drv.cuDeviceGet(0), "cuDeviceGet")
+    context = _check(drv.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+    _check(drv.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+    return context
+
+
+@functools.cache
+def gpu_arch() -> str:
+    """The GPU's own architecture, like "sm_90": kernels are compiled to its machine code, so
+    the driver needs no PTX compiler of NVRTC's version (an older driver rejects newer PTX)."""
+    import cuda.bindings.driver as drv
+    cuda_context()
+    device = _check(drv.cuDeviceGet(0), "cuDeviceGet")
+    attribute = drv.CUdevice_attribute
+    major = _check(drv.cuDeviceGetAttribute(
+        attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cuDeviceGetAttribute")
+    minor = _check(drv.cuDeviceGetAttribute(
+        attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cuDeviceGetAttribute")
+    return f"sm_{major}{minor}"
+
+
+class CUDAAllocator:
+    """GPU memory through the driver: cuMemAlloc, and copies to and from the host."""
+
+    def alloc(self, size: int, dtype: DType) -> Any:
+        import cuda.bindings.driver as drv
+        _check(drv.cuCtxSetCurrent(cuda_context()), "cuCtxSetCurrent")
+        return _check(drv.cuMemAlloc(max(size * dtype.itemsize, 1)), "cuMemAlloc")
+
+    def copyin(self, dest: Any, src: np.ndarray) -> None:
+        import cuda.bindings.driver as drv
+        data = np.ascontiguousarray(src.reshape(-1))
+        if data.size:
+            _check(drv.cuMemcpyHtoD(dest, data.ctypes.data, data.nbytes), "cuMemcpyHtoD")
+
+    def copyout(self, src: Any, size: int, dtype: DType) -> np.ndarray:
+        import cuda.bindings.driver as drv
+        out = np.empty(size, dtype=dtype.np)
+        if size:
+            _check(drv.cuMemcpyDtoH(out.ctypes.data, src, out.nbytes), "cuMemcpyDtoH")
+        return out
+
+
+class CUDAProgram:
+    """A module (a CUBIN, or PTX the driver compiles) loaded by the driver; launched on a 1-D
+    grid of 1-D blocks."""
+
+    def __init__(self, name: str, binary: bytes):
+        import cuda.bindings.driver as drv
+        _check(drv.cuCtxSetCurrent(cuda_context()), "cuCtxSetCurrent")
+        self.module = _check(drv.cuModuleLoadData(binary), "cuModuleLoadData")
+        self.fn = _check(drv.cuModuleGetFunction(self.module, name.encode()), "cuModuleGetFunction")
+
+    def __call__(self, buffers: list[Any], grid: int, block: int) -> None:
+        import cuda.bindings.driver as drv
+        args, _alive = kernel_args([int(b) for b in buffers])
+        _check(drv.cuLaunchKernel(self.fn, grid, 1, 1, block, 1, 1, 0, 0, args.ctypes.data, 0),
+               "cuLaunchKernel")
+        _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+class CUDARuntime(Runtime):
+    """The CUDA device on a machine with an NVIDIA GPU."""
+
+    def __init__(self) -> None:
+        cuda_context()
+        super().__init__("CUDA", CUDAAllocator())
+
+    def source(self, item: Any) -> str:
+        return CUDA.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *CUDA.code())
+
+    def build(self, item: Any, source: str) -> CUDAProgram:
+        return CUDAProgram(item.name, nvrtc_compile(source, gpu_arch()))
+
+    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        program = self.prepare(item)
+        program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
+                *launch_dims(launch_size(item)))
+
+
+# --- running CUDA source on the CPU ---
+def emulation_source(source: str, name: str, dtypes_: list[DType]) -> str:
+    """The CUDA source, unchanged, after the emulation header, and a launcher that runs the
+    grid: each block's threads run as real threads when the kernel synchronizes them."""
+    casts = ", ".join(f"({'const ' if i else ''}{cuda_type(dt)}*)args[{i}]"
+                      for i, dt in enumerate(dtypes_))
+    return (f'#include "{EMU_HEADER}"\n{source}\n'
+            f'TF_LAUNCHER({name}, {casts})\n')
+
+
+# CUDA source run on the CPU is compiled as C++ (threads for __syncthreads), then cached and
+# verified like the CPU device's kernels (tinyfw/runtime/ops_cpu.py)
+EMULATION_FLAGS = ["-O1", "-fPIC", "-shared", "-pthread", "-x", "c++"]
+
+
+def find_cxx() -> str:
+    """The C++ compiler for emulated CUDA: $CXX, else g++ beside gcc, else c++."""
+    from tinyfw.runtime.ops_cpu import find_compiler
+    return os.getenv("CXX") or ("g++" if find_compiler() in ("cc", "gcc") else "c++")
+
+
+class EmulatedCUDAProgram:
+    """CUDA source compiled as C++ for the CPU, with the emulation header."""
+
+    def __init__(self, name: str, source: str):
+        from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+        # the header's hash in the source: an entry made with another header is not used
+        header = hashlib.sha256(EMU_HEADER.read_bytes()).hexdigest()
+        source = f"// {EMU_HEADER.name} sha256 {header}\n{source}"
+        compiler = ClangStyleCompiler(EMULATION_FLAGS, find_cxx)
+        self.threads = int("__syncthreads" in source)  # real threads only when they meet
+        self.program = CPUProgram(f"tf_launch_{name}", compiler.compile(source), source,
+                                  compiler)
+
+    def __call__(self, buffers: list[np.ndarray], grid: int, block: int) -> None:
+        args = (ctypes.c_void_p * len(buffers))(*[b.ctypes.data for b in buffers])
+        self.program.call(args, ctypes.c_int(grid), ctypes.c_int(block),
+                          ctypes.c_int(self.threads))
+
+
+class CUDAEmulatorRuntime(Runtime):
+    """CUDAEMU: every kernel is rendered as CUDA C and compiled by NVRTC, exactly as for a GPU;
+    then the same source runs on the CPU through the emulation header."""
+
+    def __init__(self) -> None:
+        super().__init__("CUDAEMU", NumpyAllocator())
+        self.ptx: dict[str, bytes] = {}  # what NVRTC made of each source
+
+    def source(self, item: Any) -> str:
+        return CUDA.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *CUDA.code())
+
+    def build(self, item: Any, source: str) -> EmulatedCUDAProgram:
+        self.ptx[source] = nvrtc_compile(source)
+        kinds = [item.output.dtype] + [n.dtype for n in item.inputs]
+        return EmulatedCUDAProgram(item.name, emulation_source(source, item.name, kinds))
+
+    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        program = self.prepare(item)
+        arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == self.name
+                                             else b.numpy() for b in inputs]
+        program(arrays, *launch_dims(launch_size(item)))

@@ -1,0 +1,131 @@
+# Exercises of chapter 08, generated from tinyfw/runtime/ops_webgpu.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/08_webgpu
+"""The WEBGPU device: WGSL compute shaders through wgpu (Mesa's lavapipe where there is no GPU)."""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from tinyfw.codegen.lower import lower, program_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.dtype import DType
+from tinyfw.renderer.wgsl import WGSL, WIDENED, wgsl_groups
+
+FIX_WEBGPU = ("install wgpu and a Vulkan driver: `pip install -e '.[webgpu]'` and "
+              "`apt-get install mesa-vulkan-drivers` (set WGPU_BACKEND_TYPE=Vulkan on Linux)")
+
+
+@functools.cache
+def wgpu_device() -> Any:
+    """The wgpu device of the first adapter, or a RuntimeError saying what is missing."""
+    try:
+        import wgpu
+    except ImportError as error:
+        raise RuntimeError(f"WEBGPU needs wgpu ({error}): {FIX_WEBGPU}") from None
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as error:  # wgpu raises its own errors when no adapter is there
+        raise RuntimeError(f"WEBGPU found no adapter ({error}): {FIX_WEBGPU}") from None
+    if adapter is None:
+        raise RuntimeError(f"WEBGPU found no adapter: {FIX_WEBGPU}")
+    limits = {"max-storage-buffers-per-shader-stage":
+              adapter.limits["max-storage-buffers-per-shader-stage"]}
+    return adapter.request_device_sync(required_limits=limits)
+
+
+def _usage() -> int:
+    import wgpu
+    return wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+
+
+def _padded(nbytes: int) -> int:
+    """WebGPU copies move multiples of 4 bytes."""
+    return max(-(-nbytes // 4) * 4, 4)
+
+
+def _stored(dtype: DType) -> np.dtype:
+    """How an element is kept in a storage buffer: WGSL has no 8- or 16-bit integers and no
+    bool arrays, so those are widened to 32-bit ints."""
+    return np.dtype(np.int32) if dtype in WIDENED else dtype.np
+
+
+class WebGPUAllocator:
+    """Storage buffers; reads go through a staging buffer mapped for reading."""
+
+    def alloc(self, size: int, dtype: DType) -> Any:
+        nbytes = _padded(size * _stored(dtype).itemsize)
+        return wgpu_device().create_buffer(size=nbytes, usage=_usage())
+
+    def copyin(self, dest: Any, src: np.ndarray) -> None:
+        flat = np.ascontiguousarray(src.reshape(-1))
+        if flat.dtype.kind in "biu" and flat.dtype.itemsize < 4:
+            flat = flat.astype(np.int32)
+        data = flat.tobytes()
+        if data:
+            wgpu_device().queue.write_buffer(dest, 0, data + b"\0" * (_padded(len(data)) -
+                                                                    len(data)))
+
+    def copyout(self, src: Any, size: int, dtype: DType) -> np.ndarray:
+        """A storage buffer cannot be mapped: copy it into a staging buffer that can (MAP_READ
+        | COPY_DST), map that for reading (which waits for the queue), copy the bytes out."""
+        # TODO 08.readback: write this part. The chapter explains it:
+        #   chapters/08_webgpu/README.md#reading-results-back
+        raise NotImplementedError("not done yet: 08.readback")
+
+
+class WebGPUProgram:
+    """A compute pipeline, built once per kernel and reused by every launch."""
+
+    def __init__(self, name: str, source: str, n_buffers: int):
+        """Shader module, bind group layout (binding 0 the output, read-write; the inputs
+        read-only), pipeline layout, compute pipeline with entry point name."""
+        # TODO 08.pipeline: write this part. The chapter explains it:
+        #   chapters/08_webgpu/README.md#running-a-shader
+        raise NotImplementedError("not done yet: 08.pipeline")
+
+    def __call__(self, buffers: list[Any], groups: tuple[int, int]) -> None:
+        """A bind group of the buffers, one compute pass dispatching the workgroups, submitted
+        to the queue (not waited for: a later read waits)."""
+        # TODO 08.pipeline: write this part. The chapter explains it:
+        #   chapters/08_webgpu/README.md#running-a-shader
+        raise NotImplementedError("not done yet: 08.pipeline")
+
+
+class WebGPURuntime(Runtime):
+    """The WEBGPU device: kernels rendered as WGSL, one pipeline per kernel."""
+
+    max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
+    has_float64 = False
+
+    def __init__(self) -> None:
+        wgpu_device()
+        super().__init__("WEBGPU", WebGPUAllocator())
+
+    def source(self, item: Any) -> str:
+        return WGSL.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *WGSL.code())
+
+    def build(self, item: Any, source: str) -> WebGPUProgram:
+        return WebGPUProgram(item.name, source, len(item.inputs) + 1)
+
+    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        program = self.prepare(item)
+        program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
+                wgsl_groups(item))
+
+    def synchronize(self) -> None:
+        """Reads 4 bytes back: mapping a buffer waits for the queue (wgpu 0.32's
+        on_submitted_work_done_sync does not work)."""
+        import wgpu
+        device = wgpu_device()
+        probe = device.create_buffer(size=4, usage=wgpu.BufferUsage.MAP_READ |
+                                     wgpu.BufferUsage.COPY_DST)
+        device.queue.submit([])
+        probe.map_sync(wgpu.MapMode.READ)
+        probe.unmap()
+        probe.destroy()

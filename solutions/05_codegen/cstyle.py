@@ -1,0 +1,275 @@
+# Solutions of chapter 05, generated from tinyfw/renderer/cstyle.py by `python -m tools.generate`.
+# Edit tinyfw/renderer/cstyle.py rather than this copy. Grade these solutions with:
+#   python -m pytest chapters/05_codegen --impl=solutions
+"""Rendering a linear program as C, and the walk every C-like language shares: a language is a
+class whose methods and tables say how it writes types, kernels, values, loads and stores."""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Callable, ClassVar
+
+from tinyfw.codegen.lower import LOps, Program, Step
+from tinyfw.dtype import DType, dtypes
+from tinyfw.uop.ops import Ops
+
+Template = Callable[[DType, list[str]], str]
+
+C_TYPES: dict[DType, str] = {
+    dtypes.bool: "bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char",
+    dtypes.int16: "short", dtypes.int32: "int", dtypes.int64: "long long",
+    dtypes.float16: "_Float16", dtypes.float32: "float", dtypes.float64: "double",
+}
+
+
+def _math(name: str) -> Template:
+    """A libm call in the precision of dtype (float16 computes in float)."""
+    def render(dtype: DType, a: list[str]) -> str:
+        if dtype == dtypes.float64:
+            return f"{name}({a[0]})"
+        call = f"{name}f((float){a[0]})"
+        return f"(_Float16){call}" if dtype == dtypes.float16 else call
+    return render
+
+
+# The unsigned type of the same width, per signed integer type that can trap in / and %.
+C_UNSIGNED: dict[DType, str] = {dtypes.int32: "unsigned int", dtypes.int64: "unsigned long long"}
+
+
+def c_idiv(types: dict[DType, str], unsigned: dict[DType, str]) -> Template:
+    """a / b of integers, rounding toward zero, that never traps: b == 0 gives 0 (tinyfw's rule),
+    and b == -1 gives -a wrapped to the type (MIN / -1 is MIN, as torch gives), where C's
+    MIN / -1 overflows, which x86 reports as SIGFPE like a division by zero. -a is taken in
+    the unsigned type of the same width, where it wraps rather than being undefined; int8 and
+    int16 promote to int in C, so their / cannot trap. types and unsigned: the language's type
+    names, and its unsigned ones for the types that can trap."""
+    def render(dt: DType, a: list[str]) -> str:
+        if dt not in unsigned:
+            return f"({a[1]}==0?0:{a[0]}/{a[1]})"
+        negated = f"({types[dt]})(0-({unsigned[dt]}){a[0]})"
+        return f"({a[1]}==0?0:{a[1]}==-1?{negated}:{a[0]}/{a[1]})"
+    return render
+
+
+def c_mod(dt: DType, a: list[str]) -> str:
+    """a % b of integers, with the sign of a, that never traps: 0 where b is 0 (tinyfw's rule)
+    or -1 (every remainder of a division by -1 is 0; C's MIN % -1 traps as MIN / -1 does)."""
+    if dt in C_UNSIGNED:
+        return f"(({a[1]}==0||{a[1]}==-1)?0:{a[0]}%{a[1]})"
+    return f"({a[1]}==0?0:{a[0]}%{a[1]})"
+
+
+# One template per op: the dtype of the result and the operands' names give the C expression.
+OP_TEMPLATES: dict[Ops, Template] = {
+    Ops.NEG: lambda dt, a: f"(!{a[0]})" if dt.is_bool else f"(-{a[0]})",
+    Ops.EXP2: _math("exp2"), Ops.LOG2: _math("log2"), Ops.SIN: _math("sin"),
+    Ops.SQRT: _math("sqrt"), Ops.TRUNC: _math("trunc"),
+    Ops.RECIPROCAL: lambda dt, a: f"(({C_TYPES[dt]})1/{a[0]})",
+    Ops.ADD: lambda dt, a: f"({a[0]}||{a[1]})" if dt.is_bool else f"({a[0]}+{a[1]})",
+    Ops.MUL: lambda dt, a: f"({a[0]}&&{a[1]})" if dt.is_bool else f"({a[0]}*{a[1]})",
+    Ops.MAX: lambda dt, a: (f"(({a[0]}>{a[1]}||{a[0]}!={a[0]})?{a[0]}:{a[1]})" if dt.is_float
+                            else f"(({a[0]}>{a[1]})?{a[0]}:{a[1]})"),  # a != a: a is NaN
+    Ops.MOD: lambda dt, a: (f"fmod({a[0]},{a[1]})" if dt.is_float else
+                            c_mod(dt, a)),
+    Ops.IDIV: c_idiv(C_TYPES, C_UNSIGNED),
+    Ops.FDIV: lambda dt, a: f"({a[0]}/{a[1]})",  # IEEE division: correctly rounded
+    Ops.CMPLT: lambda dt, a: f"({a[0]}<{a[1]})",
+    Ops.CMPNE: lambda dt, a: f"({a[0]}!={a[1]})",
+    Ops.AND: lambda dt, a: f"({a[0]}&{a[1]})",
+    Ops.OR: lambda dt, a: f"({a[0]}|{a[1]})",
+    Ops.XOR: lambda dt, a: f"({a[0]}^{a[1]})",
+    Ops.WHERE: lambda dt, a: f"({a[0]}?{a[1]}:{a[2]})",
+    Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({C_TYPES[dt]}){a[0]})",
+}
+
+
+class NotSupportedError(RuntimeError):
+    """A dtype or an op that a target language cannot express."""
+
+
+def render_const(value: float | int | bool, dtype: DType) -> str:
+    """A number as a C literal of dtype."""
+    if dtype.is_bool:
+        return "1" if value else "0"
+    if dtype.is_int:
+        if dtype == dtypes.int64 and value == dtypes.min(dtype):
+            # -9223372036854775808LL would negate a constant too large for long long
+            return f"({int(value) + 1}LL-1)"
+        text = f"{int(value)}" + ("LL" if dtype == dtypes.int64 else "")
+        return f"({text})" if value < 0 else text  # so that -x of it is not a decrement
+    if math.isnan(value):
+        text = "NAN"
+    elif math.isinf(value):
+        text = "INFINITY" if value > 0 else "-INFINITY"
+    else:
+        text = repr(float(value)) + ("f" if dtype != dtypes.float64 else "")
+    return f"(({C_TYPES[dtype]}){text})"
+
+
+class CStyleLanguage:
+    """C on the CPU, and the base of every C-like language: the tables (types, op templates)
+    and the small methods below are what a language changes; render() is the walk they share.
+    A language with threads (a GPU's) gives each output element its own thread: the global
+    loops disappear and their indices come from the thread's id."""
+
+    name: ClassVar[str] = "CPU"
+    types: ClassVar[dict[DType, str]] = C_TYPES      # a value's type
+    storage: ClassVar[dict[DType, str]] = C_TYPES    # an element's type in memory
+    ops: ClassVar[dict[Ops, Template]] = OP_TEMPLATES
+    prelude: ClassVar[str] = "#include <math.h>\n#include <stdbool.h>\n"
+    has_threads: ClassVar[bool] = False
+    # The type of loop variables and thread indices: int, or (see with_index) the language's
+    # 64-bit int for a kernel whose indices can pass 2**31 - 1.
+    index_dtype: DType = dtypes.int32
+    int_type: str = "int"
+
+    def type_of(self, dtype: DType) -> str:
+        """The type of a value of dtype, or NotSupportedError."""
+        if dtype not in self.types:
+            raise NotSupportedError(f"{dtype.name} is not supported on {self.name}")
+        return self.types[dtype]
+
+    def buffer_type(self, dtype: DType) -> str:
+        """The element type of a buffer of dtype, or NotSupportedError."""
+        if dtype not in self.storage:
+            raise NotSupportedError(f"{dtype.name} is not supported on {self.name}")
+        return self.storage[dtype]
+
+    def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
+        """The kernel's first line; params are (buffer number, element type, is output)."""
+        args = ", ".join(f"{'' if out else 'const '}{t}* restrict data{i}"
+                         for i, t, out in params)
+        return f"void {name}({args}) {{"
+
+    def thread_index(self) -> str:
+        """The flat index of the running thread (languages with threads only)."""
+        raise NotSupportedError(f"{self.name} runs no threads")
+
+    def decl(self, type_: str, name: str, value: str, mutable: bool) -> str:
+        """A statement declaring a variable (mutable: it is assigned again later)."""
+        return f"{type_} {name} = {value};"
+
+    def with_index(self, dtype: DType) -> CStyleLanguage:
+        """This language with loop variables and thread indices of dtype (int64 for a kernel
+        whose indices can pass 2**31 - 1), or NotSupportedError where it has no such type."""
+        language = copy.copy(self)
+        language.index_dtype, language.int_type = dtype, self.type_of(dtype)
+        return language
+
+    def loop(self, var: str, size: int) -> str:
+        """The first line of `for var in range(size)`."""
+        return f"for ({self.int_type} {var} = 0; {var} < {size}; {var}++) {{"
+
+    def const(self, value: Any, dtype: DType) -> str:
+        """A literal of dtype."""
+        return render_const(value, dtype)
+
+    def load(self, buf: str, index: str, dtype: DType) -> str:
+        """An expression reading element index of buffer buf."""
+        return f"{buf}[{index}]"
+
+    def store(self, buf: str, index: str, value: str, dtype: DType) -> str:
+        """A statement writing value to element index of buffer buf."""
+        return f"{buf}[{index}] = {value};"
+
+    def ternary(self, cond: str, a: str, b: str) -> str:
+        """a where cond holds, else b."""
+        return f"({cond}?{a}:{b})"
+
+    def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
+        """The expression of an ALU op on operands already named."""
+        return self.ops[op](dtype, args)
+
+    def code(self) -> tuple[Any, ...]:
+        """The functions that shape this language's source (a key for caching programs, so
+        that code swapped in later, a learner's, takes effect at once)."""
+        names = ("render", "type_of", "buffer_type", "kernel_header", "thread_index", "decl",
+                 "loop", "const", "load", "store", "ternary", "op", "with_index")
+        return tuple(getattr(type(self), n) for n in names) + (CStyleLanguage.render,)
+
+    def render(self, prog: Program) -> str:
+        """The program as one function (a kernel) of this language: parameters data0 (the
+        output), data1, ...; a loop per LOOP step, except global loops on a language with
+        threads, whose indices come from the thread index; one statement per step."""
+        # >>> exercise 05.render_c #rendering-c
+        if prog.index_dtype != self.index_dtype:  # indices past 2**31 - 1: 64-bit ones
+            return self.with_index(prog.index_dtype).render(prog)
+        names: dict[int, str] = {}
+        params = []
+        for i in prog.params:
+            number, is_output = prog.steps[i].arg
+            names[i] = f"data{number}"
+            params.append((number, self.buffer_type(prog.steps[i].dtype), is_output))
+        lines = [self.kernel_header(prog.name, params)]
+        if self.has_threads:
+            total = 1
+            for size in prog.global_size:
+                total *= size
+            lines.append("  " + self.decl(self.int_type, "gid", self.thread_index(), False))
+            lines.append(f"  if (gid >= {total}) {{ return; }}")
+            stride = total
+            for step in prog.steps:
+                if step.op is LOps.LOOP and step.arg[0].startswith("gidx"):
+                    var, size = step.arg
+                    stride //= size
+                    lines.append("  " + self.decl(self.int_type, var,
+                                                  f"((gid / {stride}) % {size})", False))
+        open_loops: list[bool] = []  # per open LOOP: whether it was written as a loop
+        depth = 1
+        for i, step in enumerate(prog.steps):
+            pad = "  " * depth
+            if step.op is LOps.LOOP:
+                written = not (self.has_threads and step.arg[0].startswith("gidx"))
+                open_loops.append(written)
+                if written:
+                    lines.append(pad + self.loop(*step.arg))
+                    depth += 1
+            elif step.op is LOps.ENDLOOP:
+                if open_loops.pop():
+                    depth -= 1
+                    lines.append("  " * depth + "}")
+            elif step.op is LOps.CONST:
+                names[i] = self.const(step.arg, step.dtype)
+            elif step.op is LOps.VALID:
+                names[i] = f"v{i}"
+                lines.append(pad + self.decl(self.type_of(dtypes.bool), names[i],
+                                             step.arg.render(), False))
+            elif step.op is LOps.LOAD:
+                index, valid = step.arg
+                read = self.load(names[step.src[0]], index.render(), step.dtype)
+                if not (valid.is_const and valid.vmin == 1):
+                    read = self.ternary(valid.render(), read, self.const(0, step.dtype))
+                names[i] = f"v{i}"
+                lines.append(pad + self.decl(self.type_of(step.dtype), names[i], read, False))
+            elif step.op is LOps.ALU:
+                expr = self.op(step.arg, step.dtype, [names[s] for s in step.src])
+                names[i] = f"v{i}"
+                lines.append(pad + self.decl(self.type_of(step.dtype), names[i], expr, False))
+            elif step.op is LOps.ACC:
+                names[i] = f"acc{i}"
+                lines.append(pad + self.decl(self.type_of(step.dtype), names[i],
+                                             self.const(step.arg, step.dtype), True))
+            elif step.op is LOps.UPDATE:
+                acc, value = names[step.src[0]], names[step.src[1]]
+                lines.append(f"{pad}{acc} = {self.op(step.arg, step.dtype, [acc, value])};")
+            elif step.op is LOps.STORE:
+                lines.append(pad + self.store(names[step.src[0]], step.arg.render(),
+                                              names[step.src[1]], step.dtype))
+        lines.append("}")
+        return self.prelude + "\n".join(lines) + "\n"
+        # <<< exercise
+
+
+C = CStyleLanguage()
+
+
+def render(prog: Program) -> str:
+    """The program as a C function `void name(T* restrict data0, const T* restrict data1, ...)`."""
+    return C.render(prog)
+
+
+def describe(step: Step) -> str:
+    """One line for a step, for DEBUG output (index expressions as C)."""
+    parts = step.arg if isinstance(step.arg, tuple) else (step.arg,)
+    arg = ", ".join(p.render() if hasattr(p, "render") else repr(p) for p in parts)
+    return f"{step.op.name:<8} {step.dtype.name:<8} {str(list(step.src)):<10} {arg}"

@@ -1,0 +1,165 @@
+# Solutions of chapter 08, generated from tinyfw/runtime/ops_webgpu.py by `python -m tools.generate`.
+# Edit tinyfw/runtime/ops_webgpu.py rather than this copy. Grade these solutions with:
+#   python -m pytest chapters/08_webgpu --impl=solutions
+"""The WEBGPU device: WGSL compute shaders through wgpu (Mesa's lavapipe where there is no GPU)."""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from tinyfw.codegen.lower import lower, program_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.dtype import DType
+from tinyfw.renderer.wgsl import WGSL, WIDENED, wgsl_groups
+
+FIX_WEBGPU = ("install wgpu and a Vulkan driver: `pip install -e '.[webgpu]'` and "
+              "`apt-get install mesa-vulkan-drivers` (set WGPU_BACKEND_TYPE=Vulkan on Linux)")
+
+
+@functools.cache
+def wgpu_device() -> Any:
+    """The wgpu device of the first adapter, or a RuntimeError saying what is missing."""
+    try:
+        import wgpu
+    except ImportError as error:
+        raise RuntimeError(f"WEBGPU needs wgpu ({error}): {FIX_WEBGPU}") from None
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as error:  # wgpu raises its own errors when no adapter is there
+        raise RuntimeError(f"WEBGPU found no adapter ({error}): {FIX_WEBGPU}") from None
+    if adapter is None:
+        raise RuntimeError(f"WEBGPU found no adapter: {FIX_WEBGPU}")
+    limits = {"max-storage-buffers-per-shader-stage":
+              adapter.limits["max-storage-buffers-per-shader-stage"]}
+    return adapter.request_device_sync(required_limits=limits)
+
+
+def _usage() -> int:
+    import wgpu
+    return wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+
+
+def _padded(nbytes: int) -> int:
+    """WebGPU copies move multiples of 4 bytes."""
+    return max(-(-nbytes // 4) * 4, 4)
+
+
+def _stored(dtype: DType) -> np.dtype:
+    """How an element is kept in a storage buffer: WGSL has no 8- or 16-bit integers and no
+    bool arrays, so those are widened to 32-bit ints."""
+    return np.dtype(np.int32) if dtype in WIDENED else dtype.np
+
+
+class WebGPUAllocator:
+    """Storage buffers; reads go through a staging buffer mapped for reading."""
+
+    def alloc(self, size: int, dtype: DType) -> Any:
+        nbytes = _padded(size * _stored(dtype).itemsize)
+        return wgpu_device().create_buffer(size=nbytes, usage=_usage())
+
+    def copyin(self, dest: Any, src: np.ndarray) -> None:
+        flat = np.ascontiguousarray(src.reshape(-1))
+        if flat.dtype.kind in "biu" and flat.dtype.itemsize < 4:
+            flat = flat.astype(np.int32)
+        data = flat.tobytes()
+        if data:
+            wgpu_device().queue.write_buffer(dest, 0, data + b"\0" * (_padded(len(data)) -
+                                                                    len(data)))
+
+    def copyout(self, src: Any, size: int, dtype: DType) -> np.ndarray:
+        """A storage buffer cannot be mapped: copy it into a staging buffer that can (MAP_READ
+        | COPY_DST), map that for reading (which waits for the queue), copy the bytes out."""
+        # >>> exercise 08.readback #reading-results-back
+        import wgpu
+        device = wgpu_device()
+        stored = _stored(dtype)
+        nbytes = _padded(size * stored.itemsize)
+        staging = device.create_buffer(size=nbytes, usage=wgpu.BufferUsage.MAP_READ |
+                                       wgpu.BufferUsage.COPY_DST)
+        encoder = device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(src, 0, staging, 0, nbytes)
+        device.queue.submit([encoder.finish()])
+        staging.map_sync(wgpu.MapMode.READ)  # waits for the queue, then maps
+        data = bytes(staging.read_mapped())
+        staging.unmap()
+        staging.destroy()
+        values = np.frombuffer(data, dtype=stored, count=size)
+        return (values != 0) if dtype.is_bool else values.astype(dtype.np)
+        # <<< exercise
+
+
+class WebGPUProgram:
+    """A compute pipeline, built once per kernel and reused by every launch."""
+
+    def __init__(self, name: str, source: str, n_buffers: int):
+        """Shader module, bind group layout (binding 0 the output, read-write; the inputs
+        read-only), pipeline layout, compute pipeline with entry point name."""
+        # >>> exercise 08.pipeline #running-a-shader
+        import wgpu
+        device = wgpu_device()
+        module = device.create_shader_module(code=source)
+        entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": wgpu.BufferBindingType.storage if i == 0 else
+                               wgpu.BufferBindingType.read_only_storage}}
+                   for i in range(n_buffers)]
+        self.layout = device.create_bind_group_layout(entries=entries)
+        pipeline_layout = device.create_pipeline_layout(bind_group_layouts=[self.layout])
+        self.pipeline = device.create_compute_pipeline(
+            layout=pipeline_layout, compute={"module": module, "entry_point": name})
+        # <<< exercise
+
+    def __call__(self, buffers: list[Any], groups: tuple[int, int]) -> None:
+        """A bind group of the buffers, one compute pass dispatching the workgroups, submitted
+        to the queue (not waited for: a later read waits)."""
+        # >>> exercise 08.pipeline #running-a-shader
+        device = wgpu_device()
+        bind = device.create_bind_group(layout=self.layout, entries=[
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate(buffers)])
+        encoder = device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(self.pipeline)
+        compute.set_bind_group(0, bind)
+        compute.dispatch_workgroups(*groups, 1)
+        compute.end()
+        device.queue.submit([encoder.finish()])
+        # <<< exercise
+
+
+class WebGPURuntime(Runtime):
+    """The WEBGPU device: kernels rendered as WGSL, one pipeline per kernel."""
+
+    max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
+    has_float64 = False
+
+    def __init__(self) -> None:
+        wgpu_device()
+        super().__init__("WEBGPU", WebGPUAllocator())
+
+    def source(self, item: Any) -> str:
+        return WGSL.render(program_of(item))
+
+    def code(self) -> tuple[Any, ...]:
+        return (lower, *WGSL.code())
+
+    def build(self, item: Any, source: str) -> WebGPUProgram:
+        return WebGPUProgram(item.name, source, len(item.inputs) + 1)
+
+    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        program = self.prepare(item)
+        program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
+                wgsl_groups(item))
+
+    def synchronize(self) -> None:
+        """Reads 4 bytes back: mapping a buffer waits for the queue (wgpu 0.32's
+        on_submitted_work_done_sync does not work)."""
+        import wgpu
+        device = wgpu_device()
+        probe = device.create_buffer(size=4, usage=wgpu.BufferUsage.MAP_READ |
+                                     wgpu.BufferUsage.COPY_DST)
+        device.queue.submit([])
+        probe.map_sync(wgpu.MapMode.READ)
+        probe.unmap()
+        probe.destroy()

@@ -1,0 +1,81 @@
+"""A kernel ready to lower: its AST and the loops it runs over, which can be split."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum, auto
+
+from tinyfw.uop.ops import Ops, UOp
+
+
+class AxisKind(Enum):
+    """What a loop of the kernel does. Later chapters add kinds (upcast, unroll, local)."""
+    GLOBAL = auto()   # one iteration per output element: a C loop, a GPU thread index
+    REDUCE = auto()   # accumulated into one output element
+
+
+@dataclass(frozen=True)
+class Axis:
+    size: int
+    kind: AxisKind
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel ready to lower: its AST and the loops it runs over, one Axis per dimension of
+    the full shape (the shape before the reduce). Splitting an axis reshapes every view."""
+    ast: UOp
+    axes: tuple[Axis, ...]
+    name: str
+
+    @staticmethod
+    def from_ast(ast: UOp, name: str) -> Kernel:
+        reduce = next((n for n in ast.toposort() if n.op is Ops.REDUCE), None)
+        full = reduce.src[0].shape if reduce is not None else ast.shape
+        reduced = set(reduce.arg[1]) if reduce is not None else set()
+        axes = tuple(Axis(s, AxisKind.REDUCE if i in reduced else AxisKind.GLOBAL)
+                     for i, s in enumerate(full))
+        return Kernel(ast, axes, name)
+
+    @property
+    def full_shape(self) -> tuple[int, ...]:
+        return tuple(a.size for a in self.axes)
+
+    def split(self, axis: int, amount: int, kind: AxisKind | None = None) -> Kernel:
+        """The same kernel with loop `axis` of size n split into n // amount outer iterations
+        and `amount` inner ones; the inner loop gets `kind` (by default, the axis's own). Every
+        view is reshaped to the new loops, so lower() needs no change to handle it."""
+        size = self.axes[axis].size
+        if amount <= 0 or size % amount:
+            raise ValueError(f"cannot split a loop of {size} into parts of {amount}")
+        outer = Axis(size // amount, self.axes[axis].kind)
+        inner = Axis(amount, kind or self.axes[axis].kind)
+        axes = self.axes[:axis] + (outer, inner) + self.axes[axis + 1:]
+        full = tuple(a.size for a in axes)
+        out = tuple(1 if a.kind is AxisKind.REDUCE else a.size for a in axes)
+        reduce_axes = tuple(i for i, a in enumerate(axes) if a.kind is AxisKind.REDUCE)
+        reduce = self.reduce
+        inside = set(reduce.src[0].toposort()) if reduce is not None else set()
+        done: dict[UOp, UOp] = {}
+        for node in self.ast.toposort():
+            if node.op is Ops.VIEW:
+                continue
+            srcs = []
+            for s in node.src:
+                if s.op is Ops.VIEW:  # views inside the reduce see the full loops
+                    shape = full if node in inside else out
+                    s = UOp(Ops.VIEW, s.dtype, (), s.arg.reshape(shape))
+                else:
+                    s = done[s]
+                srcs.append(s)
+            arg = (node.arg[0], reduce_axes) if node.op is Ops.REDUCE else node.arg
+            done[node] = UOp(node.op, node.dtype, tuple(srcs), arg)
+        return Kernel(done[self.ast], axes, self.name)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return tuple(1 if a.kind is AxisKind.REDUCE else a.size for a in self.axes)
+
+    @property
+    def reduce(self) -> UOp | None:
+        return next((n for n in self.ast.toposort() if n.op is Ops.REDUCE), None)
+

@@ -1,0 +1,75 @@
+"""Seeing inside: what DEBUG=1..5 prints while tensors are realized."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tinyfw.codegen.lower import Kernel, flops_and_bytes, lower
+from tinyfw.renderer.cstyle import describe
+
+
+def debug_level() -> int:
+    """The DEBUG environment variable (read every time, so it can change while running)."""
+    try:
+        return int(os.getenv("DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
+def print_schedule(items: list[Any]) -> None:
+    """DEBUG>=1: how many kernels (and copies) a realize runs, and their names."""
+    kernels = [i for i in items if i.ast is not None]
+    copies = len(items) - len(kernels)
+    names = ", ".join(i.name for i in kernels)
+    more = f" and {copies} cop{'y' if copies == 1 else 'ies'}" if copies else ""
+    print(f"schedule: {len(kernels)} kernel{'s' if len(kernels) != 1 else ''}{more}: {names}")
+
+
+def print_kernel_run(number: int, item: Any, seconds: float, input_bytes: int) -> None:
+    """DEBUG>=2: one line per kernel: device, name, time, GFLOP/s and GB/s."""
+    if item.ast is None:
+        print(f"*** {item.device:<6} {number:4d} {item.name:<24} tm {seconds * 1e6:9.1f}us")
+        return
+    flops, moved = flops_and_bytes(Kernel.from_ast(item.ast, item.name), input_bytes)
+    gflops = flops / max(seconds, 1e-9) / 1e9
+    gbs = moved / max(seconds, 1e-9) / 1e9
+    print(f"*** {item.device:<6} {number:4d} {item.name:<24} tm {seconds * 1e6:9.1f}us "
+          f"{gflops:8.2f} GFLOP/s {gbs:8.2f} GB/s")
+
+
+def print_kernel_details(item: Any, runtime: Any) -> None:
+    """DEBUG>=3 the kernel's loops and steps; >=4 its source; >=5 its AST."""
+    level = debug_level()
+    if item.ast is None:
+        return
+    kernel = Kernel.from_ast(item.ast, item.name)
+    if level >= 3:
+        loops = " ".join(f"{a.kind.name.lower()}:{a.size}" for a in kernel.axes)
+        print(f"kernel {item.name}: loops {loops}; inputs {len(item.inputs)}")
+        for i, step in enumerate(lower(kernel).steps):
+            print(f"  {i:3d} {describe(step)}")
+    if level >= 4:
+        print(runtime.source(item))
+    if level >= 5:
+        print_ast(item.ast)
+
+
+def arg_text(arg: Any) -> str:
+    """A node's argument, short: a ShapeTracker as shape and strides (offset, mask if set)."""
+    views = getattr(arg, "views", None)
+    if views is None:
+        return str(arg)
+    return " | ".join(f"shape {v.shape} strides {v.strides}"
+                      + (f" offset {v.offset}" if v.offset else "")
+                      + (f" mask {v.mask}" if v.mask is not None else "") for v in views)
+
+
+def print_ast(ast: Any) -> None:
+    """A kernel's AST, one node per line, sources first; a node names its sources by number."""
+    numbers: dict[Any, int] = {}
+    for node in ast.toposort():
+        numbers[node] = len(numbers)
+        srcs = ", ".join(f"%{numbers[s]}" for s in node.src)
+        arg = "" if node.arg is None else f" {arg_text(node.arg)}"
+        print(f"  %{numbers[node]:<3} {node.op.name:<8} {node.dtype.name:<8} "
+              f"{str(node.shape):<14} ({srcs}){arg}")

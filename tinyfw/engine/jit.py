@@ -1,0 +1,528 @@
+"""TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
+
+On a small model, a training step spends most of its time in Python: building the lazy graph,
+differentiating it, scheduling it into kernels and finding their compiled programs. None of
+that changes from one step to the next; only the data does. `step = TinyJit(step)` (after
+tinygrad's TinyJit) takes advantage of it:
+
+  call 1   runs the function as usual (its kernels get compiled);
+  call 2   runs it as usual while *capturing*: every kernel (or copy) launched is recorded in
+           the jit cache, with the exact Buffer objects it read and wrote;
+  call 3+  does not call the function. The new inputs' buffers stand in for the captured
+           call's, new buffers for its outputs, and the cached kernels are launched in order.
+           The tensors returned are new each call: a loss kept from an earlier step keeps its
+           value (tinygrad's replays overwrite the same output tensors, a known pitfall).
+
+State. tinyfw's assign is lazy: `p.assign(p - lr * p.grad)`, realized, gives p a *new* buffer.
+Replayed as captured, the kernels would read p's old buffer every time, and every step would
+start from the same parameters. So the capture follows each tensor assigned in the function
+(Tensor.assign tells realize.note_assign) and, at its end, keeps that tensor's value in the
+buffer it held before the call, `old`, so that every replay reads and writes the same buffers:
+  - in place where safe: the kernel that computed the new value writes `old` itself, as
+    tinygrad's assign does. Safe when no later kernel reads `old` (none wants the old value),
+    the kernel reads `old` only at the element it writes (the same view as its store, as an
+    SGD update does: each element is read before it is written, by the same thread), no
+    returned tensor shows the new buffer, and the device lets one kernel read and write one
+    buffer (WebGPU does not);
+  - else by a copy new -> old, appended to the jit cache (one extra copy per replay).
+Then the tensor points at `old` again. In-place beats copying: no extra pass over the memory.
+
+Tensors the cache reads but never writes, or keeps state in, are *pinned*: a learning rate,
+frozen weights, the parameters an eval step reads. Assigning one outside a capture is fine:
+before the next call of any TinyJit, its new value is copied into the pinned buffer.
+
+Random numbers. Tensor.rand and friends sample with numpy on the host while the graph is
+built, so a replay would reuse the captured call's numbers forever (a dropout mask frozen).
+TinyJit does not pretend otherwise: a function that draws from Tensor's generator while it is
+captured raises JitError; draw the numbers outside and pass them in as a tensor argument.
+(Other host data made inside the function, Tensor.arange or Tensor([...]), is a constant.)
+
+Deferred checks. An error that depends on data (an integer division by a tensor holding 0, a
+class label out of range: realize.Check) is raised by realize once the graph is computed. The
+kernels computing such checks are captured like any other; after each replay their flags are
+read back (a scalar each) and a violated one raises its error, as realize would have.
+
+Rules, each checked with a JitError that says what to do: inputs are the tensor arguments
+(passed directly, not inside lists) and keep their shapes, dtypes and devices; other arguments
+keep their values; the function returns None, a Tensor, or tuples, lists and dicts of them
+(not its inputs); it does not read data (.numpy(), .item(), print) while captured; it
+launches some kernel; the tensors it assigns are realized before the call and by its end; it
+sets .grad to None before backward (a replay cannot add to an earlier call's gradient); no
+TinyJit is called inside another's capture. Not checked: a replay sees only the buffers it
+captured, so Python state the function reads (Tensor.training, globals) is fixed at capture,
+and a tensor replaced rather than assigned (`model.w = Tensor(...)`) is not seen.
+
+Threads. A capture is its thread's alone: the kernels launched, the reads refused and the
+nested calls refused are the capturing thread's; another thread may meanwhile realize, read
+and jit tensors of its own. (Random numbers are the exception: Tensor's generator is shared,
+so another thread drawing from it during a capture makes the capture fail.)
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tinyfw.engine import realize
+from tinyfw.engine.debug import debug_level
+from tinyfw.device import Buffer
+from tinyfw.dtype import DType
+from tinyfw.helpers import shape_str
+from tinyfw.engine.schedule import ScheduleItem
+from tinyfw.tensor import Tensor
+from tinyfw.uop.ops import Ops, UOp
+
+# Devices where a kernel may not read and write one buffer: WebGPU refuses a buffer bound both
+# as a kernel's (writable) output and as one of its (read-only) inputs.
+NO_IN_PLACE = frozenset({"WEBGPU"})
+
+
+class JitError(RuntimeError):
+    """A function TinyJit cannot replay faithfully, or a call unlike the captured one."""
+
+
+@dataclass
+class Launch:
+    """One captured kernel (a copy when item.ast is None) and the buffers it wrote and read."""
+    item: ScheduleItem
+    out: Buffer
+    inputs: list[Buffer]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """What the captured call got for one tensor argument."""
+    buffer: Buffer
+    shape: tuple[int, ...]
+    dtype: DType
+    device: str
+
+
+class TinyJit:
+    """`TinyJit(fn)` or `@TinyJit`: call 1 runs fn, call 2 captures the kernels it launches,
+    calls 3+ replay them on the new inputs without calling fn (see the module docstring)."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+        self.name: str = getattr(fn, "__qualname__", repr(fn))
+        self.positional = _positional_names(fn)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the capture: the next call runs the function as call 1 again."""
+        self.cnt = 0                              # calls so far
+        self.jit_cache: list[Launch] = []         # what a replay launches, in order
+        self.inputs: dict[str, InputSpec] = {}    # tensor arguments of the captured call
+        self.constants: dict[str, Any] = {}       # its other arguments
+        self.pinned: set[Buffer] = set()          # buffers read, not made, by the cache
+        self.written: set[Buffer] = set()         # buffers the cache writes
+        self.ret: Any = None                      # what the captured call returned
+        self.checks: list[tuple[realize.Check, Buffer, Buffer | None]] = []  # see _verify
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        """Used on a method, the instance is passed as the first argument."""
+        return self if obj is None else functools.partial(self.__call__, obj)
+
+    def __repr__(self) -> str:
+        return f"<TinyJit {self.name} cnt={self.cnt} kernels={len(self.jit_cache)}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if (capturing := _capture_in_this_thread()) is not None:
+            raise JitError(f"TinyJit({self.name}) was called while TinyJit({capturing.name}) "
+                           "captured its function: nested JITs are not supported. Jit only the "
+                           "outer function (the inner one's kernels are captured with it), or "
+                           "call the inner function undecorated.")
+        _copy_back_moved()
+        tensors, others = _arguments(self.name, self.positional, args, kwargs)
+        for t in tensors.values():
+            t.realize()  # inputs are buffers before the call
+        if self.cnt == 0:
+            ret = self.fn(*args, **kwargs)
+            Tensor.realize_all(*_output_tensors(ret, self.name))
+        elif self.cnt == 1:
+            # values computed earlier from the inputs would be read, not recomputed: forgotten
+            realize.forget_readers({_buffer(t) for t in tensors.values()})
+            ret = self.capture(args, kwargs, tensors, others)
+            self.checks = _captured_checks(self.jit_cache)
+        else:
+            self._check_call(tensors, others)
+            ret = self.replay(tensors)
+            self._verify()
+        if self.cnt >= 1:  # the state buffers changed in place: values computed from them are old
+            realize.forget_readers(self.written | self.pinned)
+        self.cnt += 1
+        return ret
+
+    # --- call 2: capture ---
+    def capture(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                tensors: dict[str, Tensor], others: dict[str, Any]) -> Any:
+        """Run the function while recording every launch into the jit cache, then keep each
+        assigned tensor's state in one buffer so that the cache can run again and again."""
+        # >>> exercise 09.capture #capturing
+        self.inputs = {name: InputSpec(_buffer(t), t.shape, t.dtype, t.device)
+                       for name, t in tensors.items()}
+        self.constants = others
+        old_grads, rng = _leftover_grads(), _rng_state()
+        with _Recorder(self.name) as recorder:
+            ret = self.fn(*args, **kwargs)
+            outputs = _output_tensors(ret, self.name)
+            Tensor.realize_all(*outputs)
+        self.jit_cache = recorder.launches
+        self._check_capture(outputs, old_grads, rng)
+        olds = {id(old): old for t, old in recorder.assigned if self._keep_in(t, old, outputs)}
+        for t in outputs:  # the tensors returned hold just their buffers, which replays refresh
+            t.uop = _view(_buffer(t), t.shape)
+        self.written = {launch.out for launch in self.jit_cache}
+        read = {b for launch in self.jit_cache for b in launch.inputs}
+        inputs = {spec.buffer for spec in self.inputs.values()}
+        self.pinned = ({b for b in read if b not in self.written} | set(olds.values())) - inputs
+        realize.forget(self.written)  # replays overwrite these: nodes must not trust them
+        self.ret = ret
+        _jits.add(self)
+        if debug_level() >= 1:
+            copies = sum(launch.item.ast is None for launch in self.jit_cache)
+            print(f"TinyJit({self.name}): captured {len(self.jit_cache)} launches ({copies} "
+                  f"copies), {len(self.inputs)} inputs, {len(olds)} tensors of state")
+        return ret
+        # <<< exercise
+
+    def _keep_in(self, tensor: Tensor, old: Buffer, outputs: list[Tensor]) -> bool:
+        """Make replays leave tensor's value in old, the buffer it held before the captured
+        call: the kernel that wrote its new value writes old instead where that is safe, else
+        a copy new -> old is appended. Old gets this call's value now and tensor points at it.
+        False if the tensor did not move to a new buffer."""
+        new = realize.held_buffer(tensor.uop)
+        if new is None:
+            raise JitError(f"TinyJit({self.name}): the function assigned to a tensor of shape "
+                           f"{shape_str(tensor.shape)} but left it unrealized, so replays would "
+                           "not update it. Realize it in the function (Tensor.realize_all(...) "
+                           "with the parameters) or return it.")
+        if new is old:
+            return False
+        writer = next((i for i, launch in enumerate(self.jit_cache) if launch.out is new), None)
+        shown = any(t is not tensor and realize.held_buffer(t.uop) is new for t in outputs)
+        if writer is not None and not shown and self._can_write_in_place(writer, old):
+            for launch in self.jit_cache[writer:]:
+                launch.out = old if launch.out is new else launch.out
+                launch.inputs = [old if b is new else b for b in launch.inputs]
+        else:
+            self.jit_cache.append(Launch(_copy_item(old, new), old, [new]))
+        old.copyin(new.numpy())
+        tensor.uop = _view(old, tensor.shape)
+        return True
+
+    def _can_write_in_place(self, writer: int, old: Buffer) -> bool:
+        """Can the kernel at jit_cache[writer] write old rather than its own new buffer?"""
+        launch = self.jit_cache[writer]
+        ast = launch.item.ast
+        if ast is None or launch.item.device in NO_IN_PLACE:
+            return False
+        if any(old in later.inputs for later in self.jit_cache[writer + 1:]):
+            return False  # a later kernel reads the old value
+        reads = {i + 1 for i, b in enumerate(launch.inputs) if b is old}  # LOAD args count from 1
+        store_view = ast.src[0].arg
+        return all(node.src[0].arg == store_view for node in ast.toposort()
+                   if node.op is Ops.LOAD and node.arg in reads)
+
+    def _check_capture(self, outputs: list[Tensor], old_grads: set[Buffer],
+                       rng: tuple[int, Any]) -> None:
+        """What a capture must not have done; see the module docstring."""
+        if not self.jit_cache:
+            raise JitError(f"TinyJit({self.name}): the captured call launched no kernel, so "
+                           "there is nothing to replay. A jitted function must compute with "
+                           "tensors and return (or realize) the result; one that only returns "
+                           "values computed before needs no JIT.")
+        if _rng_state() != rng:
+            raise JitError(f"TinyJit({self.name}): the function drew random numbers (rand, randn"
+                           ", randint, uniform, dropout, ...) while it was captured. tinyfw "
+                           "samples them on the host as the graph is built, so every replay "
+                           "would reuse these same numbers. Draw them outside the function and "
+                           "pass them in as a tensor argument.")
+        if any(b in old_grads for launch in self.jit_cache for b in launch.inputs):
+            raise JitError(f"TinyJit({self.name}): backward added to a .grad left from an "
+                           "earlier call; a replay would add to that old gradient every time. "
+                           "Set .grad = None on the parameters (zero_grad) in the function, "
+                           "before backward.")
+        by_buffer = {id(spec.buffer): name for name, spec in self.inputs.items()}
+        if len(by_buffer) < len(self.inputs):
+            raise JitError(f"TinyJit({self.name}): two tensor arguments share one buffer; the "
+                           "cache could not tell them apart on a replay. Pass distinct tensors "
+                           "(a copy: t.contiguous().realize()).")
+        for t in outputs:
+            if (name := by_buffer.get(id(_buffer(t)))) is not None:
+                raise JitError(f"TinyJit({self.name}): the function returned its input {name}; "
+                               "a replay would return the captured call's tensor, not the new "
+                               f"one. Return a copy ({name}.contiguous()) or leave it out.")
+
+    # --- call 3 and after: replay ---
+    def _check_call(self, tensors: dict[str, Tensor], others: dict[str, Any]) -> None:
+        """The call must look like the captured one: the same arguments, tensors of the same
+        shapes, dtypes and devices, and equal other arguments."""
+        fix = "pass arguments like the captured call's, or call .reset() (or use another " \
+              "TinyJit) to capture anew"
+        if tensors.keys() != self.inputs.keys() or others.keys() != self.constants.keys():
+            raise JitError(f"TinyJit({self.name}): called with tensor arguments "
+                           f"{sorted(tensors)} and others {sorted(others)}, but captured with "
+                           f"{sorted(self.inputs)} and {sorted(self.constants)}: {fix}.")
+        for name, t in tensors.items():
+            spec = self.inputs[name]
+            for what, now, then in (("shape", shape_str(t.shape), shape_str(spec.shape)),
+                                    ("dtype", t.dtype.name, spec.dtype.name),
+                                    ("device", t.device, spec.device)):
+                if now != then:
+                    raise JitError(f"TinyJit({self.name}): input {name} has {what} {now}, but "
+                                   f"the captured call's {name} had {what} {then}. The "
+                                   f"captured kernels fit only that {what}: {fix}.")
+        for name, value in others.items():
+            if not _same(value, self.constants[name]):
+                raise JitError(f"TinyJit({self.name}): argument {name} is {value!r}, but the "
+                               f"captured call had {self.constants[name]!r}. Non-tensor "
+                               "arguments are baked into the captured kernels: pass a Tensor "
+                               f"for a value that changes, or {fix}.")
+
+    def replay(self, tensors: dict[str, Tensor]) -> Any:
+        """Launch each captured kernel again, with the new inputs' buffers standing in for the
+        captured call's, and new buffers for the outputs. The function is not called; what it
+        returned comes back in the same shape, holding this call's values."""
+        # >>> exercise 09.replay #replaying
+        swap = {self.inputs[name].buffer: self._input_buffer(name, t)
+                for name, t in tensors.items()}
+        swap.update(self._fresh_outputs())
+        for launch in self.jit_cache:
+            out = swap.get(launch.out, launch.out)
+            inputs = [swap.get(b, b) for b in launch.inputs]
+            realize.launch(launch.item, out, inputs)
+        if debug_level() >= 2:
+            print(f"TinyJit({self.name}): replayed {len(self.jit_cache)} launches")
+        return _rebuilt(self.ret, swap)
+        # <<< exercise
+
+    def _verify(self) -> None:
+        """The deferred checks (realize.Check) the captured kernels computed, read again after
+        a replay: a violated one raises its error, as realize would have (the replay's state
+        updates have been made by then; its return value is not given)."""
+        for check, flag, value in self.checks:
+            if (error := realize.violation(check, flag, value)) is not None:
+                raise error
+
+    def _fresh_outputs(self) -> dict[Buffer, Buffer]:
+        """A new buffer for each returned tensor's that the cache writes (except state kept in
+        place), so that a value returned by an earlier call is not overwritten by this one. (A
+        returned tensor no kernel writes, computed before the call, comes back as it is.)"""
+        outputs = [_buffer(t) for t in _output_tensors(self.ret, self.name)]
+        return {buf: Buffer(buf.device, buf.size, buf.dtype)
+                for buf in outputs if buf in self.written and buf not in self.pinned}
+
+    def _input_buffer(self, name: str, t: Tensor) -> Buffer:
+        """The buffer of input `name`; a copy if the cache writes it elsewhere (an output fed
+        back in, as in `h = step(h)`: a kernel would read it while another overwrites it)."""
+        buf = _buffer(t)
+        if buf in self.written and buf is not self.inputs[name].buffer:
+            return Buffer(buf.device, buf.size, buf.dtype, buf.numpy())
+        return buf
+
+
+# --- listening to realize and Tensor ---
+class _Recorder(realize.Listener):
+    """Listens while a function is captured: keeps each launch, and each tensor assigned with
+    the buffer it held before (its first assign); refuses reads of data. `with _Recorder(name)
+    as recorder:` listens during the block and marks a capture under way (_capturing), undoing
+    both at its end, even when the block raises. Both are the calling thread's alone
+    (realize.thread_listeners, _this_thread): another thread's kernels and reads are not the
+    captured function's."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.launches: list[Launch] = []
+        self.assigned: list[tuple[Tensor, Buffer]] = []
+
+    def __enter__(self) -> _Recorder:
+        _this_thread.recorder = self
+        realize.thread_listeners().append(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        realize.thread_listeners().remove(self)
+        _this_thread.recorder = None
+
+    def launched(self, item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
+        self.launches.append(Launch(item, out, list(inputs)))
+
+    def assigning(self, tensor: Any) -> None:
+        if any(t is tensor for t, _ in self.assigned):
+            return
+        old = realize.held_buffer(tensor.uop)
+        if old is None:
+            raise JitError(f"TinyJit({self.name}): the function assigns to a tensor of shape "
+                           f"{shape_str(tensor.shape)} whose value is still lazy (no buffer), "
+                           "so there is no buffer to keep its state in. Realize it before the "
+                           "call, e.g. with Tensor.realize_all(...) at the end of the function.")
+        self.assigned.append((tensor, old))
+
+    def reading(self, tensor: Any) -> None:
+        raise JitError(f"TinyJit({self.name}): the function reads a tensor's data (.numpy(), "
+                       ".item(), .tolist(), print, `if`, or requires_grad=True) while it is "
+                       "captured. Replays do not run the function, so the read would not "
+                       "happen again. Return the tensor and read it after the call.")
+
+
+class _Guard(realize.Listener):
+    """Always listening: a pinned tensor assigned outside a capture is noted, so that its new
+    value is copied into its pinned buffer before the next TinyJit call."""
+
+    def assigning(self, tensor: Any) -> None:
+        if _capture_in_this_thread() is not None:  # this thread's capture follows it itself
+            return
+        buf = realize.held_buffer(tensor.uop)
+        if buf is not None and any(buf in jit.pinned for jit in list(_jits)):
+            _moved.append((weakref.ref(tensor), buf))
+
+
+_this_thread = threading.local()                        # .recorder: its capture, if any
+_jits: weakref.WeakSet[TinyJit] = weakref.WeakSet()     # the TinyJits captured, still alive
+_moved: list[tuple[weakref.ref[Tensor], Buffer]] = []   # pinned tensors assigned since
+realize.listeners.append(_Guard())
+
+
+def _capture_in_this_thread() -> _Recorder | None:
+    """The capture under way in the calling thread, if any (other threads' do not count)."""
+    return getattr(_this_thread, "recorder", None)
+
+
+def __getattr__(name: str) -> Any:
+    """`tinyfw.engine.jit._capturing` reads as the capture under way in the calling thread (it was a
+    module variable before captures became per thread; the chapter's tests read it)."""
+    if name == "_capturing":
+        return _capture_in_this_thread()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _copy_back_moved() -> None:
+    """Each pinned tensor assigned since the last TinyJit call: its new value is copied into
+    its pinned buffer (through the host), and it points at that buffer again."""
+    global _moved
+    moved, _moved = _moved, []
+    for ref, pinned in moved:
+        if (tensor := ref()) is None:
+            continue
+        value = realize.buffer_of(realize.realize(tensor.uop))
+        if value is not pinned:
+            pinned.copyin(value.numpy())
+            realize.forget_readers({pinned})
+        tensor.uop = _view(pinned, tensor.shape)
+
+
+# --- helpers ---
+def _view(buf: Buffer, shape: tuple[int, ...]) -> UOp:
+    """A lazy node for buf's whole memory, in shape."""
+    return UOp(Ops.BUFFER, buf.dtype, (), buf).reshape(shape)
+
+
+def _buffer(t: Tensor) -> Buffer:
+    """The buffer of a realized tensor."""
+    buf = realize.held_buffer(t.uop)
+    assert buf is not None, "the tensor should have been realized"
+    return buf
+
+
+def _captured_checks(cache: list[Launch]) -> list[tuple[realize.Check, Buffer, Buffer | None]]:
+    """Each deferred check computed by the cache, with the buffers its flag and value land in."""
+    written = {launch.item.output: launch.out for launch in cache}
+    found = []
+    for launch in cache:
+        if (check := realize.check_of(launch.item.output)) is not None:
+            value = None if check.value is None else written.get(check.value)
+            found.append((check, launch.out, value))
+    return found
+
+
+def _copy_item(dest: Buffer, src: Buffer) -> ScheduleItem:
+    """A schedule step copying src into dest (a copy: ast None)."""
+    return ScheduleItem(None, _view(dest, (dest.size,)), (_view(src, (src.size,)),),
+                        f"copy {dest.size}")
+
+
+def _positional_names(fn: Callable[..., Any]) -> list[str]:
+    """The names of fn's positional parameters (none known for a builtin)."""
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    try:
+        return [p.name for p in inspect.signature(fn).parameters.values() if p.kind in kinds]
+    except (TypeError, ValueError):
+        return []
+
+
+def _arguments(name: str, positional: list[str], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """A call's arguments by name (the parameter's, else args[i]), split into the tensors (the
+    inputs) and the others."""
+    named = {(positional[i] if i < len(positional) else f"args[{i}]"): a
+             for i, a in enumerate(args)}
+    named.update(kwargs)
+    tensors, others = {}, {}
+    for arg, value in named.items():
+        if isinstance(value, Tensor):
+            tensors[arg] = value
+        elif isinstance(value, (list, tuple, dict)) and any(
+                isinstance(v, Tensor) for v in (value.values() if isinstance(value, dict)
+                                                else value)):
+            raise JitError(f"TinyJit({name}): argument {arg} is a {type(value).__name__} "
+                           "holding tensors; only tensors passed directly are inputs a replay "
+                           "can swap. Pass each tensor as an argument of its own.")
+        else:
+            others[arg] = value
+    return tensors, others
+
+
+def _output_tensors(ret: Any, name: str) -> list[Tensor]:
+    """The tensors in a return value: None, a Tensor, or tuples, lists and dicts of them (as
+    in tinygrad). Anything else would be returned unchanged by every replay: JitError."""
+    if ret is None:
+        return []
+    if isinstance(ret, Tensor):
+        return [ret]
+    if isinstance(ret, (tuple, list, dict)):
+        items = ret.values() if isinstance(ret, dict) else ret
+        return [t for item in items for t in _output_tensors(item, name)]
+    raise JitError(f"TinyJit({name}): the function returned a {type(ret).__name__}; a replay "
+                   "does not run the function, so only tensors (whose buffers replays refresh) "
+                   "can be returned. Return a Tensor, or a tuple, list or dict of tensors, or "
+                   "None.")
+
+
+def _rebuilt(ret: Any, swap: dict[Buffer, Buffer]) -> Any:
+    """The captured return value with each tensor replaced by one on its swapped buffer."""
+    if isinstance(ret, Tensor):
+        buf = _buffer(ret)
+        return Tensor(_view(swap[buf], ret.shape)) if buf in swap else ret
+    if isinstance(ret, dict):
+        return {key: _rebuilt(value, swap) for key, value in ret.items()}
+    if isinstance(ret, (tuple, list)):
+        values = [_rebuilt(value, swap) for value in ret]
+        return type(ret)(*values) if hasattr(ret, "_fields") else type(ret)(values)  # namedtuple
+    return ret
+
+
+def _leftover_grads() -> set[Buffer]:
+    """The buffers of the .grad tensors there before a capture (realized now, before it)."""
+    grads = [t.grad for t in list(Tensor._grad_leaves.values()) if t.grad is not None]
+    Tensor.realize_all(*grads)
+    return {_buffer(g) for g in grads}
+
+
+def _rng_state() -> tuple[int, Any]:
+    """Which generator Tensor samples with, and where it is in its sequence."""
+    return id(Tensor._rng), Tensor._rng.bit_generator.state
+
+
+def _same(a: Any, b: Any) -> bool:
+    """a and b are the same argument (equal, for values that compare)."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # e.g. numpy arrays: an ambiguous truth value
+        return False

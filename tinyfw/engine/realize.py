@@ -1,0 +1,245 @@
+"""Turning lazy nodes into buffers: schedule the kernels, then run them on their device."""
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
+from tinyfw.device import Buffer, Device
+from tinyfw.engine.schedule import ScheduleItem, create_schedule
+from tinyfw.uop.ops import Ops, UOp
+
+# Lazy nodes already computed, with the buffer holding their value. Nodes are immutable and
+# buffers are never written twice, so a node's value never changes (except where a TinyJit
+# replays the kernels that wrote them: see tinyfw/engine/jit.py).
+_computed: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
+
+
+# --- deferred checks ---
+# Some errors depend on data a lazy graph has not computed yet: an integer division by a tensor
+# holding a zero, a class index out of range. The op that could go wrong attaches a check to the
+# node it makes; realizing a graph that contains that node computes the check's flag in the same
+# schedule and raises the check's error if the flag is true.
+
+@dataclass(frozen=True, eq=False)
+class Check:
+    """A condition on data: `violated` (a bool node of shape ()) must come out False, else
+    `error(message)` is raised; "{value}" in message is replaced by the value of `value`, a
+    node of shape () computed with it (the offending value, say)."""
+    violated: UOp
+    error: type[Exception]
+    message: str
+    value: UOp | None = None
+
+    def nodes(self) -> list[UOp]:
+        """The nodes to compute for this check."""
+        return [self.violated] if self.value is None else [self.violated, self.value]
+
+
+# checked node -> its checks. (A check's nodes are built from the op's inputs, not from the
+# checked node, so the entry goes when the checked node does.)
+_checks: weakref.WeakKeyDictionary[UOp, list[Check]] = weakref.WeakKeyDictionary()
+# flag node -> its check, weakly both ways (a check holds its flag: a strong value would keep
+# the key alive forever): how a schedule's step is known to compute a check
+_check_of: weakref.WeakKeyDictionary[UOp, weakref.ref[Check]] = weakref.WeakKeyDictionary()
+
+
+def attach_check(node: UOp, check: Check) -> None:
+    """Make every realize of a graph containing node verify check (see Check)."""
+    _checks.setdefault(node, []).append(check)
+    _check_of[check.violated] = weakref.ref(check)
+
+
+def check_of(node: UOp) -> Check | None:
+    """The check whose flag node is node, if it is one."""
+    ref = _check_of.get(node)
+    return None if ref is None else ref()
+
+
+def pending_checks(nodes: list[UOp]) -> list[Check]:
+    """The checks attached under nodes (and under those checks' own nodes), except below nodes
+    already computed, whose checks were verified when they were."""
+    found: list[Check] = []
+    work, seen = list(nodes), set()
+    while work and _checks:
+        for node in work.pop().toposort(stop=has_buffer):
+            if node in seen or has_buffer(node):
+                continue
+            seen.add(node)
+            for check in _checks.get(node, ()):
+                found.append(check)
+                work.extend(check.nodes())
+    return found
+
+
+def violation(check: Check, flag: Buffer, value: Buffer | None) -> Exception | None:
+    """The error of a check whose flag buffer (and value buffer) were computed, if violated."""
+    if not bool(flag.numpy().reshape(-1)[0]):
+        return None
+    shown = "" if value is None else value.numpy().reshape(-1)[0].item()
+    return check.error(check.message.replace("{value}", str(shown)))
+
+
+def _verify(items: list[ScheduleItem]) -> None:
+    """After a schedule ran: raise the error of the first violated check it computed. The nodes
+    it computed are forgotten first, so a later realize computes (and checks) them again."""
+    for item in items:
+        check = check_of(item.output)
+        if check is None or item.output not in _computed:
+            continue
+        value = None if check.value is None else buffer_of(realize(check.value))
+        error = violation(check, _computed[item.output], value)
+        if error is not None:
+            for done in items:
+                _computed.pop(done.output, None)
+            raise error
+
+
+def _below_reshapes(node: UOp) -> UOp:
+    while node.op is Ops.RESHAPE:
+        node = node.src[0]
+    return node
+
+
+def is_buffer_view(node: UOp) -> bool:
+    """True for a buffer, or a buffer reshaped (any number of times): nothing to compute."""
+    return _below_reshapes(node).op is Ops.BUFFER
+
+
+def buffer_of(node: UOp) -> Buffer:
+    """The buffer holding node's value (a buffer view, or a node computed before)."""
+    if is_buffer_view(node):
+        return _below_reshapes(node).arg
+    return _computed[node]
+
+
+def held_buffer(node: UOp) -> Buffer | None:
+    """The buffer holding node's value if it has one already (else None: it is still lazy)."""
+    return buffer_of(node) if is_buffer_view(node) or node in _computed else None
+
+
+def forget(buffers: set[Buffer]) -> None:
+    """Forget the nodes computed into these buffers: a TinyJit's replays overwrite them, so a
+    later realize must compute such a node again rather than trust the buffer."""
+    for node in [n for n, b in list(_computed.items()) if b in buffers]:
+        del _computed[node]
+
+
+def forget_readers(buffers: set[Buffer]) -> None:
+    """Forget the nodes computed from (or into) these buffers: their memory is about to change
+    or has changed in place (a TinyJit's state), so a computed value read from it is stale."""
+    if not buffers:
+        return
+    for node in list(_computed.keys()):
+        if _computed.get(node) in buffers or any(
+                n.op is Ops.BUFFER and n.arg in buffers for n in node.toposort()):
+            _computed.pop(node, None)
+
+
+def has_buffer(node: UOp) -> bool:
+    """A node the scheduler reads from memory: a buffer in its own shape, or a value computed
+    before. (Reshapes stacked on those stay in the graph, so they become views of the load.)"""
+    direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
+    return direct or node in _computed
+
+
+class Listener:
+    """Something told of what realize and Tensor do: a TinyJit (tinyfw/engine/jit.py) records the
+    kernels launched while it captures, follows assigns and forbids reads of data."""
+
+    def launched(self, item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
+        """A kernel (or copy) just ran, writing out from inputs."""
+
+    def assigning(self, tensor: Any) -> None:
+        """Tensor.assign is about to give tensor a new value."""
+
+    def reading(self, tensor: Any) -> None:
+        """Tensor.numpy is about to copy tensor's value to the host."""
+
+
+# Listeners told of what every thread does (TinyJit's guard of pinned buffers).
+listeners: list[Listener] = []
+# Listeners told only of what one thread does: a TinyJit's capture records the kernels its own
+# thread launches, and forbids reads in that thread alone; another thread that realizes or
+# reads tensors meanwhile is none of its business.
+_this_thread = threading.local()
+
+
+def thread_listeners() -> list[Listener]:
+    """The listeners of the calling thread only (a capture under way in it, if any)."""
+    if not hasattr(_this_thread, "listeners"):
+        _this_thread.listeners = []
+    return _this_thread.listeners
+
+
+def active_listeners() -> list[Listener]:
+    """Everyone to tell of what the calling thread does: the global listeners, then its own."""
+    return [*listeners, *thread_listeners()]
+
+
+def note_assign(tensor: Any) -> None:
+    """Called by Tensor.assign before it changes the tensor."""
+    for listener in active_listeners():
+        listener.assigning(tensor)
+
+
+def note_read(tensor: Any) -> None:
+    """Called by Tensor.numpy before it reads the tensor's data."""
+    for listener in active_listeners():
+        listener.reading(tensor)
+
+
+def schedule(*nodes: UOp) -> list[ScheduleItem]:
+    """The kernels that realizing nodes would run, in order."""
+    wanted = [n for n in nodes if not (is_buffer_view(n) or n in _computed)]
+    checks = [n for c in pending_checks(wanted) for n in c.nodes() if not has_buffer(n)]
+    return create_schedule(wanted + list(dict.fromkeys(checks)), has_buffer)
+
+
+def run_schedule(items: list[ScheduleItem]) -> None:
+    """Run each step on its device, giving each output a new buffer (DEBUG=1..5 tells)."""
+    level = debug_level()
+    if level >= 1 and items:
+        print_schedule(items)
+    for number, item in enumerate(items):
+        inputs = [buffer_of(n) for n in item.inputs]
+        out = Buffer(item.device, item.output.numel, item.output.dtype)
+        runtime = Device[item.device]
+        if level >= 3:
+            print_kernel_details(item, runtime)
+        if item.output.numel == 0:  # nothing to compute
+            _computed[item.output] = out
+            continue
+        if item.ast is not None:
+            runtime.prepare(item)  # compile now, so the time below is the kernel's alone
+        start = time.perf_counter()
+        launch(item, out, inputs)
+        if level >= 2:
+            runtime.synchronize()  # a device that queues work (WEBGPU) has done it only now
+            in_bytes = sum(b.size * b.dtype.itemsize for b in inputs)
+            print_kernel_run(number, item, time.perf_counter() - start, in_bytes)
+        for listener in active_listeners():
+            listener.launched(item, out, inputs)
+        _computed[item.output] = out
+    _verify(items)
+
+
+def launch(item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
+    """Run one step of a schedule: its kernel on its device, or (ast None) a copy."""
+    if item.ast is None:
+        out.copyin(inputs[0].numpy())
+    else:
+        Device[item.device].run(item, out, inputs)
+
+
+def realize(node: UOp) -> UOp:
+    """A buffer view holding node's value, computing it (and remembering it) if needed."""
+    if not is_buffer_view(node):
+        if node not in _computed:
+            run_schedule(schedule(node))
+        buf = _computed[node]
+        node = UOp(Ops.BUFFER, node.dtype, (), buf).reshape(node.shape)
+    return node

@@ -1,0 +1,285 @@
+"""Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tinyfw.dtype import dtypes
+from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp
+from tinyfw.shape.view import ShapeTracker
+
+
+@dataclass(frozen=True)
+class ScheduleItem:
+    """One step of a schedule: a kernel that computes `output` from `inputs` (or, when ast is
+    None, a copy of inputs[0] to another device)."""
+    ast: UOp | None          # the kernel: a STORE of an expression of LOADs and CONSTs
+    output: UOp              # the graph node whose value this step produces
+    inputs: tuple[UOp, ...]  # graph nodes read, in the order of the LOADs' buffer numbers
+    name: str = field(default="")
+
+    @property
+    def device(self) -> str:
+        return self.output.device
+
+
+# --- the rules: when a node gets a buffer (and a kernel) of its own ---
+def is_realized_explicitly(node: UOp, targets: set[UOp]) -> bool:
+    """Asked for by realize(), a CONTIGUOUS, or a COPY (copies are transfers, not kernels)."""
+    # >>> exercise 04.realized #realized-on-request
+    return node in targets or node.op in (Ops.CONTIGUOUS, Ops.COPY)
+    # <<< exercise
+
+
+def pad_source_to_materialize(pad: UOp) -> UOp | None:
+    """A PAD's zeros can only be a validity mask on a load: if the padded value is computed (an
+    ALU or REDUCE below any movement ops), that value must be stored first. Returns it, or None.
+    """
+    # >>> exercise 04.pad #padding-a-computed-value
+    below = pad.src[0]
+    while below.op in MOVEMENT:
+        below = below.src[0]
+    return below if below.op in ALU or below.op is Ops.REDUCE else None
+    # <<< exercise
+
+
+def reduce_would_be_recomputed(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
+    """A REDUCE is stored when fusing it would compute it more than once: when its value,
+    followed up through reshapes and elementwise ops (what fuses with it), is viewed through a
+    movement op other than a reshape (an expand repeats it, a permute reorders it). A PAD ends
+    the search: what it pads is stored anyway."""
+    # >>> exercise 04.reduce #a-reduce-computed-once
+    if node.op is not Ops.REDUCE:
+        return False
+    frontier, seen = list(users.get(node, [])), set()
+    while frontier:
+        user = frontier.pop()
+        if user in seen or user.op is Ops.PAD:
+            continue
+        seen.add(user)
+        if user.op in MOVEMENT and user.op is not Ops.RESHAPE:
+            return True
+        if user.op in ALU or user.op in (Ops.RESHAPE, Ops.DETACH):
+            frontier.extend(users.get(user, []))
+    return False
+    # <<< exercise
+
+
+def find_materialized(targets: list[UOp], has_buffer: Callable[[UOp], bool]) -> set[UOp]:
+    """Every node below targets that will be a kernel's output (buffers already held excluded)."""
+    order: list[UOp] = []
+    seen: set[UOp] = set()
+    for t in targets:
+        for node in t.toposort():
+            if node not in seen:
+                seen.add(node)
+                order.append(node)
+    users: dict[UOp, list[UOp]] = {}
+    for node in order:
+        if has_buffer(node):
+            continue
+        for s in dict.fromkeys(node.src):
+            users.setdefault(s, []).append(node)
+    wanted = set(targets)
+    out: set[UOp] = set()
+    for node in order:
+        if has_buffer(node) or node.op in (Ops.DEVICE, Ops.BUFFER):
+            continue
+        if is_realized_explicitly(node, wanted) or reduce_would_be_recomputed(node, users):
+            out.add(node)
+        if node.op is Ops.PAD and (src := pad_source_to_materialize(node)) is not None:
+            out.add(src)
+        if node.op is Ops.COPY and not has_buffer(node.src[0]) and \
+                node.src[0].op is not Ops.BUFFER:
+            out.add(node.src[0])  # a copy moves a buffer: what it copies is computed first
+    return out
+
+
+# --- building one kernel: the graph above the materialized nodes, with views pushed to leaves ---
+@dataclass
+class _KernelBuilder:
+    root: UOp
+    is_input: Callable[[UOp], bool]
+    inputs: list[UOp] = field(default_factory=list)
+    memo: dict[UOp, UOp] = field(default_factory=dict)
+    reduces: dict[UOp, UOp | None] = field(default_factory=dict)  # expr -> the reduce inside
+    origin: dict[UOp, UOp] = field(default_factory=dict)  # a kernel REDUCE -> its graph node
+    computed: list[UOp] = field(default_factory=list)  # the graph's REDUCEs built in
+
+    def reduce_of(self, expr: UOp) -> UOp | None:
+        """The REDUCE inside a kernel expression, if any (kernels hold at most one)."""
+        if expr not in self.reduces:
+            if expr.op is Ops.REDUCE:
+                found: UOp | None = expr
+            elif all(s in self.reduces for s in expr.src):  # built bottom-up: usually known
+                found = next((r for s in expr.src if (r := self.reduces[s]) is not None), None)
+            else:
+                found = next((n for n in expr.toposort() if n.op is Ops.REDUCE), None)
+            self.reduces[expr] = found
+        return self.reduces[expr]
+
+    def has_reduce(self, expr: UOp) -> bool:
+        return self.reduce_of(expr) is not None
+
+    def graph_reduce(self, expr: UOp) -> UOp:
+        """The graph's REDUCE node that the reduce inside a kernel expression was built from."""
+        found = self.reduce_of(expr)
+        assert found is not None
+        return self.origin[found]
+
+    def load(self, node: UOp) -> UOp:
+        if node not in self.inputs:
+            self.inputs.append(node)
+        view = UOp(Ops.VIEW, dtypes.bool, (), ShapeTracker.from_shape(node.shape))
+        return UOp(Ops.LOAD, node.dtype, (view,), self.inputs.index(node) + 1)
+
+    def build(self, node: UOp) -> UOp:
+        """The kernel expression for node, in node.shape (or, above the reduce, in the reduce's
+        shape, which has the same row-major order). Sources first, without recursion."""
+        stack: list[tuple[UOp, bool]] = [(node, False)]
+        while stack:
+            current, sources_done = stack.pop()
+            if current in self.memo:
+                continue
+            stops = (current is not self.root and self.is_input(current)) or \
+                current.op is Ops.CONST
+            if sources_done or stops or not current.src:
+                self.memo[current] = self._build(current)
+                self.reduce_of(self.memo[current])
+            else:
+                stack.append((current, True))
+                stack.extend((s, False) for s in current.src if s not in self.memo)
+        return self.memo[node]
+
+    def _build(self, node: UOp) -> UOp:
+        if node is not self.root and self.is_input(node):
+            return self.load(node)
+        if node.op is Ops.CONST:
+            view = UOp(Ops.VIEW, dtypes.bool, (), ShapeTracker.from_shape(()))
+            return UOp(Ops.CONST, node.dtype, (view,), node.arg)
+        if node.op in (Ops.DETACH, Ops.CONTIGUOUS):
+            return self.build(node.src[0])
+        if node.op in MOVEMENT:
+            return self.move(self.build(node.src[0]), node)
+        if node.op is Ops.REDUCE:
+            inner = self.build(node.src[0])
+            if self.has_reduce(inner):  # one reduce per kernel: the inner one is stored first
+                raise NeedsBuffer(self.graph_reduce(inner))
+            reduce = UOp(Ops.REDUCE, node.dtype, (inner,), node.arg)
+            self.origin.setdefault(reduce, node)
+            self.computed.append(node)
+            return reduce
+        if node.op in ALU:
+            srcs = [self.build(s) for s in node.src]
+            with_reduce = [i for i, s in enumerate(srcs) if self.has_reduce(s)]
+            for i in with_reduce[1:]:  # one reduce per kernel: a second one is stored first
+                if self.reduce_of(srcs[i]) is not self.reduce_of(srcs[with_reduce[0]]):
+                    raise NeedsBuffer(self.graph_reduce(srcs[i]))
+            shape = next((s.shape for s in srcs if self.has_reduce(s)), srcs[0].shape)
+            srcs = [s if s.shape == shape else reshape_leaves(s, shape) for s in srcs]
+            return UOp(node.op, node.dtype, tuple(srcs), node.arg)
+        raise NotImplementedError(f"cannot put {node.op} in a kernel")
+
+    def move(self, expr: UOp, node: UOp) -> UOp:
+        """Apply a movement op to an expression by applying it to the view of every leaf."""
+        if self.has_reduce(expr):
+            if node.op is not Ops.RESHAPE:  # an expand or a slice would recompute the reduce
+                raise NeedsBuffer(self.graph_reduce(expr))
+            return expr  # keep the reduce's shape: a reshape keeps the row-major order
+        if node.op is Ops.PAD and expr.op not in (Ops.LOAD, Ops.CONST):
+            raise NeedsBuffer(node.src[0])  # the padding must read 0, not f(0)
+        return map_views(expr, lambda st: apply_movement(st, node))
+
+
+class NeedsBuffer(Exception):
+    """Raised while building a kernel when a node turns out to need a buffer of its own."""
+
+    def __init__(self, node: UOp):
+        super().__init__(f"{node.op} needs a buffer")
+        self.node = node
+
+
+
+
+def apply_movement(st: ShapeTracker, node: UOp) -> ShapeTracker:
+    """The view st followed by one movement op: how a movement op reaches a leaf's view."""
+    # >>> exercise 04.push_views #pushing-views-to-the-leaves
+    op, arg = node.op, node.arg
+    if op is Ops.RESHAPE:
+        return st.reshape(arg)
+    if op is Ops.PERMUTE:
+        return st.permute(arg)
+    if op is Ops.EXPAND:
+        return st.expand(arg)
+    if op is Ops.PAD:
+        return st.pad(arg)
+    if op is Ops.SHRINK:
+        return st.shrink(arg)
+    return st.flip(arg)
+    # <<< exercise
+
+
+def map_views(expr: UOp, fn: Callable[[ShapeTracker], ShapeTracker]) -> UOp:
+    """The expression with every VIEW's ShapeTracker replaced by fn of it."""
+    done: dict[UOp, UOp] = {}
+    for node in expr.toposort():
+        if node.op is Ops.VIEW:
+            done[node] = UOp(Ops.VIEW, node.dtype, (), fn(node.arg))
+        else:
+            done[node] = UOp(node.op, node.dtype, tuple(done[s] for s in node.src), node.arg)
+    return done[expr]
+
+
+def reshape_leaves(expr: UOp, shape: tuple[int, ...]) -> UOp:
+    return map_views(expr, lambda st: st.reshape(shape))
+
+
+def kernel_name(ast: UOp) -> str:
+    """E_ for elementwise kernels, r_ for reducing ones, then the sizes of the loops."""
+    reduce = next((n for n in ast.toposort() if n.op is Ops.REDUCE), None)
+    shape = reduce.src[0].shape if reduce is not None else ast.shape
+    return ("r_" if reduce is not None else "E_") + "_".join(str(s) for s in shape or (1,))
+
+
+def create_schedule(targets: list[UOp], has_buffer: Callable[[UOp], bool]) -> list[ScheduleItem]:
+    """The kernels (and copies) that compute targets, each after the ones it reads from."""
+    materialized = find_materialized(targets, has_buffer)
+    while True:
+        items, extra, computed = _build_items(targets, materialized, has_buffer)
+        if not extra:  # every kernel was built: is some reduce computed by more than one?
+            extra = {r for r in computed if computed[r] > 1}
+        if not extra:
+            return items
+        materialized |= extra
+
+
+def _build_items(targets: list[UOp], materialized: set[UOp], has_buffer: Callable[[UOp], bool]
+                 ) -> tuple[list[ScheduleItem], set[UOp], dict[UOp, int]]:
+    """One try at the kernels: the items, the nodes found to need a buffer of their own, and
+    how many kernels compute each REDUCE of the graph."""
+    def is_input(n: UOp) -> bool:
+        return n in materialized or has_buffer(n) or n.op is Ops.BUFFER
+    items: list[ScheduleItem] = []
+    done: set[UOp] = set()
+    extra: set[UOp] = set()
+    computed: dict[UOp, int] = {}
+    for target in targets:
+        for node in target.toposort():
+            if node in done or node not in materialized:
+                continue
+            done.add(node)
+            if node.op is Ops.COPY:
+                items.append(ScheduleItem(None, node, (node.src[0],), f"copy {node.numel}"))
+                continue
+            builder = _KernelBuilder(node, is_input)
+            try:
+                expr = builder.build(node)
+            except NeedsBuffer as found:
+                extra.add(found.node)
+                continue
+            for reduce in dict.fromkeys(builder.computed):
+                computed[reduce] = computed.get(reduce, 0) + 1
+            view = UOp(Ops.VIEW, dtypes.bool, (), ShapeTracker.from_shape(expr.shape))
+            ast = UOp(Ops.STORE, node.dtype, (view, expr), 0)
+            items.append(ScheduleItem(ast, node, tuple(builder.inputs), kernel_name(ast)))
+    return items, extra, computed

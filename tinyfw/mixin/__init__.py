@@ -1,0 +1,1 @@
+"""What Tensor does, grouped by kind: movement, derived math, and nn functions."""

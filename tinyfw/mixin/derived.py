@@ -1,0 +1,204 @@
+"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tinyfw.engine import realize
+from tinyfw.helpers import shape_str
+
+if TYPE_CHECKING:
+    from tinyfw.tensor import Tensor
+
+Axis = int | tuple[int, ...] | None
+
+
+class DerivedOps:
+    """Reductions, softmax, matmul and losses written with the Tensor's own methods.
+    Their gradients come for free, through the ops they are made of."""
+    __slots__ = ()
+
+    def mean(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        """The average over axis (all axes when None): a sum divided by how many were summed."""
+        # >>> exercise 02.mean #mean-as-a-composition
+        x = self if self.dtype.is_float else self.float()
+        wide = x.float() if x.dtype.itemsize < 4 else x  # a float16 sum can pass 65504
+        total = wide.sum(axis, keepdim=keepdim)
+        count = x.numel() // max(total.numel(), 1) if x.numel() else 0
+        return (total / count).cast(x.dtype)
+        # <<< exercise
+
+    def var(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """The variance over axis, dividing by N - correction (1: the unbiased estimate)."""
+        x = self if self.dtype.is_float else self.float()
+        wide = x.float() if x.dtype.itemsize < 4 else x  # float16 squares overflow early
+        # two passes (the squared distances to the mean) rather than E[x^2] - E[x]^2, which
+        # loses every digit when the mean is large against the spread
+        sq = (wide - wide.mean(axis, keepdim=True)).square().sum(axis, keepdim=keepdim)
+        n = x.numel() // max(sq.numel(), 1) if x.numel() else 0
+        return (sq / max(n - correction, 0)).cast(x.dtype)
+
+    def std(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """The standard deviation over axis."""
+        return self.var(axis, keepdim, correction).sqrt()
+
+    def softmax(self: Tensor, axis: int = -1) -> Tensor:
+        """exp(x) / sum(exp(x)) along axis, computed after subtracting the max so exp can't
+        overflow."""
+        if self.numel() == 0:  # nothing to normalize (and a max over an empty axis raises)
+            return self.exp()
+        # >>> exercise 02.softmax #softmax-and-its-stable-form
+        shifted = self - self.max(axis, keepdim=True).detach()
+        e = shifted.exp()
+        return e / e.sum(axis, keepdim=True)
+        # <<< exercise
+
+    def log_softmax(self: Tensor, axis: int = -1) -> Tensor:
+        """log(softmax(x)) along axis, without taking the log of a tiny number."""
+        if self.numel() == 0:  # nothing to normalize (and a max over an empty axis raises)
+            return self.exp()
+        shifted = self - self.max(axis, keepdim=True).detach()
+        return shifted - shifted.exp().sum(axis, keepdim=True).log()
+
+    def logsumexp(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
+        """log(sum(exp(x))) over axis, computed stably."""
+        if any(self.shape[i] == 0 for i in self._axes(axis)):  # log of an empty sum: -inf
+            return self.exp().sum(axis, keepdim).log()
+        m = self.max(axis, keepdim=True).detach()
+        # an infinite max shifts by nothing: inf - inf would be NaN, but log(sum(exp(x))) is
+        # then +inf (one value is inf) or -inf (all are), as torch gives
+        m = m.isinf().where(0.0, m)
+        out = (self - m).exp().sum(axis, keepdim=True).log() + m
+        return out if keepdim else out.squeeze(axis) if axis is not None else out.reshape(())
+
+    def matmul(self: Tensor, other: Tensor) -> Tensor:
+        """The matrix product, as torch.matmul defines it for 1-D, 2-D and batched operands:
+        broadcast both to (..., n, k, m), multiply, and sum over k."""
+        # >>> exercise 02.matmul #matmul-from-broadcasting
+        if self.ndim == 0 or other.ndim == 0:
+            raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                               f"{self.ndim}D and {other.ndim}D")
+        x = self.unsqueeze(0) if self.ndim == 1 else self
+        w = other.unsqueeze(-1) if other.ndim == 1 else other
+        if x.shape[-1] != w.shape[-2]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[-2]}x"
+                               f"{x.shape[-1]} and {w.shape[-2]}x{w.shape[-1]})")
+        products = x.unsqueeze(-1) * w.unsqueeze(-3)
+        out = products.sum(-2, dtype=products.dtype)  # int32 @ int32 is int32, as in torch
+        if self.ndim == 1:
+            out = out.squeeze(-2)
+        return out.squeeze(-1) if other.ndim == 1 else out
+        # <<< exercise
+
+    def dot(self: Tensor, other: Tensor) -> Tensor:
+        """tinygrad's name for matmul."""
+        return self.matmul(other)
+
+    def __matmul__(self: Tensor, other: Tensor) -> Tensor:
+        return self.matmul(other)
+
+    def __rmatmul__(self: Tensor, other: Tensor) -> Tensor:
+        return type(self)(other).matmul(self) if not hasattr(other, "uop") else other.matmul(self)
+
+    def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+        """x @ weight (+ bias), with weight of shape (in, out) as tinygrad stores it."""
+        out = self.matmul(weight)
+        return out + bias if bias is not None else out
+
+    def one_hot(self: Tensor, num_classes: int) -> Tensor:
+        """Integer labels as rows of 0s with a 1 at the label: shape (..., num_classes). A
+        label out of range raises torch's RuntimeError when the result is computed."""
+        out = self._hot(num_classes)
+        _check_labels(out, self, (self < 0), RuntimeError, "Class values must be non-negative. "
+                      "(found {value})")
+        _check_labels(out, self, (self >= num_classes), RuntimeError,
+                      f"Class values must be smaller than num_classes. (found {{value}}, with "
+                      f"num_classes={num_classes})")
+        return out
+
+    def _hot(self: Tensor, num_classes: int) -> Tensor:
+        """one_hot without its checks: a label out of range makes a row of zeros."""
+        if not self.dtype.is_int:
+            raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor "
+                               f"(an integer dtype), not {self.dtype.name} (a Float or Bool)")
+        classes = type(self).arange(num_classes, device=self.device)
+        return (self.unsqueeze(-1) == classes).cast(self.dtype)
+
+    def cross_entropy(self: Tensor, target: Tensor, reduction: str = "mean",
+                      label_smoothing: float = 0.0) -> Tensor:
+        """torch.nn.functional.cross_entropy: logits of shape (N, C) or (C,), and target class
+        indices (ints) or class probabilities (floats) along axis 1."""
+        axis = 1 if self.ndim >= 2 else 0
+        if not target.dtype.is_float and target.shape != self.shape[:axis] + self.shape[axis + 1:]:
+            raise ValueError(f"Expected input batch_size ({self.shape[0] if axis else 1}) to "
+                             f"match target batch_size ({target.shape[0] if target.ndim else 1})"
+                             f": logits of shape {shape_str(self.shape)}, target of shape "
+                             f"{shape_str(target.shape)}")
+        if target.dtype.is_float:
+            probs = target
+        else:
+            probs = target._hot(self.shape[axis]).float()
+            _check_labels(probs, target, (target < 0) | (target >= self.shape[axis]),
+                          IndexError, "Target {value} is out of bounds.")
+        if target.dtype.is_int and axis == 1 and self.ndim > 2:
+            probs = probs.permute(0, probs.ndim - 1, *range(1, probs.ndim - 1))
+        if label_smoothing:
+            probs = probs * (1 - label_smoothing) + label_smoothing / self.shape[axis]
+        loss = -(self.log_softmax(axis) * probs).sum(axis)
+        return _reduce_loss(loss, reduction)
+
+    def sparse_categorical_crossentropy(self: Tensor, target: Tensor, ignore_index: int = -1,
+                                        label_smoothing: float = 0.0,
+                                        reduction: str = "mean") -> Tensor:
+        """tinygrad's cross entropy of logits (..., C) against integer labels (...); labels equal
+        to ignore_index count for nothing."""
+        log_probs = self.log_softmax(-1)
+        keep = (target != ignore_index)
+        hot = target._hot(self.shape[-1]).float()
+        _check_labels(hot, target, keep & ((target < 0) | (target >= self.shape[-1])),
+                      IndexError, "Target {value} is out of bounds.")
+        picked = (log_probs * hot).sum(-1)
+        smooth = log_probs.mean(-1)
+        loss = -((1 - label_smoothing) * picked + label_smoothing * smooth) * keep.float()
+        if reduction == "mean":
+            return loss.sum() / keep.float().sum().maximum(1)
+        return _reduce_loss(loss, reduction)
+
+    def binary_crossentropy(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+        """Cross entropy of probabilities in (0, 1) against 0/1 targets."""
+        loss = -(target * self.log() + (1 - target) * (1 - self).log())
+        return _reduce_loss(loss, reduction)
+
+    def binary_crossentropy_logits(self: Tensor, target: Tensor,
+                                   reduction: str = "mean") -> Tensor:
+        """binary_crossentropy of sigmoid(self), computed stably from the logits."""
+        # max(x, 0) shares its tie at 0, so the gradient there is sigmoid(0) - target, as torch's
+        loss = self.maximum(0) - self * target + (-self.abs()).exp().log1p()
+        return _reduce_loss(loss, reduction)
+
+    def mse(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+        """Mean squared error."""
+        return _reduce_loss((self - target).square(), reduction)
+
+
+def _check_labels(out: Tensor, labels: Tensor, bad: Tensor, error: type[Exception],
+                  message: str) -> None:
+    """Make computing out raise error(message) where any label is bad ("{value}" in message is
+    the first bad label): a deferred check (tinyfw/engine/realize.py), as the labels are data."""
+    flat_bad, flat = bad.flatten(), labels.flatten()
+    if flat.numel() == 0:
+        return
+    first = flat_bad.cast(labels.dtype).argmax()  # the first True
+    at = type(labels).arange(flat.numel(), device=labels.device) == first
+    value = at.where(flat, 0).sum(dtype=labels.dtype)
+    realize.attach_check(out.uop, realize.Check(flat_bad.any().uop, error, message, value.uop))
+
+
+def _reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+

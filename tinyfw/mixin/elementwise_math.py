@@ -1,0 +1,266 @@
+"""exp, expm1, log, log1p, cos, tan, tanh and sigmoid accurate to a few ulp over the whole float
+range, composed from the primitive ops on graph nodes (their gradients come from the primitives').
+
+The naive compositions lose accuracy: exp(x) = exp2(x * log2(e)) amplifies the rounding of the
+product by |x * log2(e)| (64 ulp near x = 88), cos(x) = sin(pi/2 - x) rounds pi/2 - x (cos(3e7)
+comes out 0.16 instead of -0.265), log1p(x) = log(1 + x) loses x below 1e-8, and so on. Here
+each function reduces its argument exactly (Cody-Waite for exp, an exact power of two for log,
+exact doubling and halving for cos) and leaves the rest to a primitive or a short polynomial.
+
+Where a branch is not selected its inputs are replaced by harmless values, so that its gradient
+(multiplied by zero by WHERE's rule) is a finite zero and never nan. float16 computes in float32
+and rounds once at the end: each float16 op rounds, and a composition of a dozen of them would
+pile up their errors."""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+
+from tinyfw.dtype import dtypes
+from tinyfw.uop.ops import Ops, UOp
+
+UnaryFn = Callable[[UOp], UOp]
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The numbers the compositions need, for one float dtype."""
+    ln2_hi: float         # ln 2 in few enough bits that k * ln2_hi is exact for any k used
+    ln2_lo: float         # ln 2 - ln2_hi, rounded
+    max_k: int            # |k| of 2**k needed to reach inf and 0 from exp's range
+    exp_low: float        # e**x rounds to 0 below this
+    expm1_low: float      # e**x - 1 rounds to -1 below this
+    largest: float        # the largest finite value (2 * x overflows above largest / 2)
+    log_terms: int        # terms of the atanh series that log's polynomial needs
+    expm1_terms: int      # terms of the Taylor series of expm1 on |r| <= ln(2) / 2
+
+
+# ln 2 to 40 digits: math.log(2) is rounded to float64, and float64's ln2_lo must hold the bits
+# below those ln2_hi keeps, which are past float64's own
+LN2 = Fraction(Decimal("0.6931471805599453094172321214581765680755"))
+
+
+def _split_ln2(bits: int, dtype: np.dtype) -> tuple[float, float]:
+    """ln 2 as hi + lo, with hi a multiple of 2**-bits (so it has at most `bits` bits)."""
+    hi = Fraction(math.floor(LN2 * 2 ** bits), 2 ** bits)
+    return float(hi), float(dtype.type(float(LN2 - hi)))
+
+
+# float32: |k| <= 160 needs 8 bits, so ln2_hi keeps 12 of float32's 24 bits. float64: |k| <= 1100
+# needs 11 bits, so ln2_hi keeps 32 of its 53. Then k * ln2_hi is exact in the dtype.
+CONSTANTS = {
+    dtypes.float32: Constants(*_split_ln2(12, np.dtype(np.float32)), max_k=160, exp_low=-104.0,
+                              expm1_low=-20.0, largest=float(np.finfo(np.float32).max),
+                              log_terms=5, expm1_terms=8),
+    dtypes.float64: Constants(*_split_ln2(32, np.dtype(np.float64)), max_k=1100, exp_low=-746.0,
+                              expm1_low=-40.0, largest=float(np.finfo(np.float64).max),
+                              log_terms=11, expm1_terms=13),
+}
+LOG2E = 1 / math.log(2)
+SQRT_HALF = math.sqrt(0.5)
+
+
+def in_float32(fn: UnaryFn) -> UnaryFn:
+    """fn computed in float32 for narrower floats (float16), rounded to their dtype once."""
+    @functools.wraps(fn)
+    def wrapper(x: UOp) -> UOp:
+        if x.dtype.itemsize < 4:
+            return fn(x.cast(dtypes.float32)).cast(x.dtype)
+        return fn(x)
+    return wrapper
+
+
+def _trunc(x: UOp) -> UOp:
+    """x rounded toward zero."""
+    return x.alu(Ops.TRUNC)
+
+
+def _round(x: UOp) -> UOp:
+    """x rounded to the nearest integer, halves away from zero (ties do not matter here)."""
+    return _trunc(x + (x < 0.0).where(x.const_like(-0.5), 0.5))
+
+
+def _abs(x: UOp) -> UOp:
+    """|x| (for comparisons: -0.0 stays -0.0)."""
+    return (x < 0.0).where(-x, x)
+
+
+def _polynomial(x: UOp, coefficients: list[float]) -> UOp:
+    """c0 + c1 x + c2 x**2 + ..., by Horner's rule."""
+    out = x.const_like(coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        out = out * x + c
+    return out
+
+
+def _pow2_halves(k: UOp) -> tuple[UOp, UOp]:
+    """2**k for an integer-valued k as two factors, 2**(k//2) and 2**(k - k//2), each far from
+    overflow: scaling by one and then the other rounds at most once (the second time)."""
+    half = _trunc(k * 0.5)
+    return half.exp2(), (k - half).exp2()
+
+
+def _reduce_ln2(x: UOp, low: float, c: Constants) -> tuple[UOp, UOp]:
+    """(k, r) with x = k ln 2 + r, k an integer and |r| <= ln(2) / 2 (Cody-Waite: k * ln2_hi is
+    exact and x - k * ln2_hi cancels exactly, so r is off by one rounding of the small part).
+    x is first raised to low (below which the caller's result no longer changes: r would be
+    -inf there, and the polynomial of it nan), and k stops at max_k, so that 2**k's halves are
+    finite: past it r is large, or inf, and the polynomial overflows, as e**x does. nan stays
+    nan (comparisons with it are false)."""
+    xs = (x < low).where(x.const_like(low), x)
+    k = _round(xs * LOG2E)
+    k = (k > c.max_k).where(float(c.max_k), k)
+    return k, (xs - k * c.ln2_hi) - k * c.ln2_lo
+
+
+def _expm1_reduced(r: UOp, c: Constants) -> UOp:
+    """e**r - 1 for |r| <= ln(2) / 2: r + r**2 (1/2! + r/3! + ...), the Taylor series cut where
+    its terms fall below the dtype's precision (the leading r is exact)."""
+    taylor = [1 / math.factorial(n) for n in range(2, c.expm1_terms + 1)]
+    return r + r * r * _polynomial(r, taylor)
+
+
+@in_float32
+def exp(x: UOp) -> UOp:
+    """e**x = 2**k (1 + expm1(r)), with x = k ln 2 + r reduced exactly. The polynomial, not
+    exp2(r log2 e): WGSL compilers (lavapipe) fold exp2(a) * exp2(b) into exp2(a + b), which
+    undoes the reduction, and their exp2 is only good to a few ulp."""
+    c = CONSTANTS[x.dtype]
+    k, r = _reduce_ln2(x, c.exp_low, c)
+    lo, hi = _pow2_halves(k)
+    return (_expm1_reduced(r, c) + 1.0) * lo * hi
+
+
+@in_float32
+def expm1(x: UOp) -> UOp:
+    """e**x - 1 = 2**k (expm1(r) + 1 - 2**-k): the only rounding that matters is that of one
+    sum, whatever k."""
+    c = CONSTANTS[x.dtype]
+    k, r = _reduce_ln2(x, c.expm1_low, c)
+    lo, hi = _pow2_halves(k)
+    inv_lo, inv_hi = _pow2_halves(-k)
+    out = (_expm1_reduced(r, c) + (1.0 - inv_lo * inv_hi)) * lo * hi
+    # below expm1_low the value is -1, but the gradient e**x is not 0: -1 + exp2(x log2 e) has
+    # both (the product's rounding hardly matters for a number below 1e-8 added to -1)
+    below = x < c.expm1_low
+    out = below.where((below.where(x, c.expm1_low) * LOG2E).exp2() - 1.0, out)
+    return (x.eq(0.0)).where(x, out)  # expm1(-0.0) is -0.0
+
+
+def _log_special(x: UOp) -> UOp:
+    """log x where x is not a finite positive number: -inf at +-0, inf at inf, else nan."""
+    return x.eq(0.0).where(-math.inf, x.eq(math.inf).where(x.const_like(math.inf), math.nan))
+
+
+def _finite_positive(x: UOp) -> UOp:
+    """True where 0 < x < inf (false for nan)."""
+    return (x > 0.0).alu(Ops.AND, x < math.inf)
+
+
+@in_float32
+def log(x: UOp) -> UOp:
+    """ln x = e ln 2 + ln m, with x = 2**e m exactly (m in [0.7, 1.42]) and ln m from the atanh
+    series. log2 only picks e: where it is inexact (lavapipe's near 1) e is still right."""
+    c = CONSTANTS[x.dtype]
+    ok = _finite_positive(x)
+    xs = ok.where(x, 1.0)
+    e = _round(xs.log2())
+    lo, hi = _pow2_halves(-e)
+    m = xs * lo * hi
+    f = m - 1.0  # exact: m is within a factor 2 of 1
+    # ln(1 + f) = 2 atanh(s) = 2s + 2s**3/3 + ..., s = f / (2 + f); written as in fdlibm, as
+    # f - (f*f/2 - s (f*f/2 + R)), so that s's rounding error is multiplied by small numbers
+    s = f / (f + 2.0)
+    z = s * s
+    series = [2 / (2 * n + 1) for n in range(1, c.log_terms + 1)]
+    big_r = z * _polynomial(z, series)
+    half_f2 = 0.5 * f * f
+    log_m = f - (half_f2 - s * (half_f2 + big_r))
+    out = e * c.ln2_hi + (log_m + e * c.ln2_lo)
+    return ok.where(out, _log_special(x))
+
+
+@in_float32
+def log1p(x: UOp) -> UOp:
+    """ln(1 + x) = ln u + (x - (u - 1)) / u with u = 1 + x rounded: the second term is the
+    first-order correction for the rounding of u (and it keeps the gradient 1 / (1 + x))."""
+    u = x + 1.0
+    ok = _finite_positive(u)
+    us, xs = ok.where(u, 1.0), ok.where(x, 0.0)
+    out = log(us) + (xs - (us - 1.0)) / us
+    return u.eq(1.0).where(x, ok.where(out, _log_special(u)))
+
+
+@in_float32
+def tanh(x: UOp) -> UOp:
+    """tanh x = e / (e + 2) with e = expm1(2x) for |x| < 0.55 (accurate near 0, unlike
+    2 sigmoid(2x) - 1), else +-(1 - 2q / (1 + q)) with q = e**-2|x|, which cannot overflow: there
+    e / (e + 2), whose gradient is a difference of two nearly equal terms, would lose it."""
+    small = _abs(x) < 0.55
+    e = expm1(small.where(x, 0.0) * 2.0)
+    near_zero = e / (e + 2.0)
+    q = exp(_abs(small.where(x.const_like(1.0), x)) * -2.0)
+    far = 1.0 - q / (q + 1.0) * 2.0
+    return small.where(near_zero, (x < 0.0).where(-far, far))
+
+
+@in_float32
+def sigmoid(x: UOp) -> UOp:
+    """1 / (1 + e**-x), from exp(-|x|), which cannot overflow."""
+    positive = (x < 0.0).alu(Ops.XOR, UOp.true_like(x))  # x >= 0 (false for nan)
+    e = exp(positive.where(-x, x))  # exp(-|x|), with a gradient at 0 from the x >= 0 side
+    s = (e + 1.0).reciprocal()
+    return positive.where(s, e / (e + 1.0))  # e * s would round twice
+
+
+@dataclass(frozen=True)
+class _CosParts:
+    """The pieces cos and tan are made of (see cos)."""
+    s: UOp            # sin x
+    quotient_ok: UOp  # where sin(2x) / (2 sin x) is used
+    sin_2x: UOp       # sin(2x) there (0 elsewhere)
+    s_safe: UOp       # sin x there (1 elsewhere)
+    other: UOp        # cos x elsewhere
+
+
+def _cos_parts(x: UOp) -> _CosParts:
+    """sin x, and cos x where it is not made of sin(2x) / (2 sin x)."""
+    largest = CONSTANTS[x.dtype].largest
+    s, h = x.sin(), (x * 0.5).sin()
+    near_zero = _abs(s) > SQRT_HALF
+    huge = _abs(x) > largest / 2
+    quotient_ok = near_zero.alu(Ops.AND, huge.alu(Ops.XOR, UOp.true_like(x)))
+    sin_2x = (quotient_ok.where(x, 0.0) * 2.0).sin()
+    s_far = near_zero.where(0.0, s)  # keeps 1 - s**2 >= 0.75 under the square root
+    sign = (h * h < 0.5).where(x.const_like(1.0), -1.0)
+    root = sign * (1.0 - s_far * s_far).sqrt()
+    half_angle = 1.0 - 2.0 * h * h
+    return _CosParts(s, quotient_ok, sin_2x, quotient_ok.where(s, 1.0),
+                     near_zero.where(half_angle, root))
+
+
+@in_float32
+def cos(x: UOp) -> UOp:
+    """cos x from the SIN primitive alone, accurate wherever sin is:
+    - near a zero of cos (|sin x| > 1/2): sin(2x) / (2 sin x), a quotient of two accurate sines
+      (2x is exact);
+    - elsewhere (|cos x| >= 0.87): +-sqrt(1 - sin(x)**2), the sign that of 1 - 2 sin(x/2)**2;
+    - beyond half the largest float, where 2x overflows: 1 - 2 sin(x/2)**2 (accurate to an ulp
+      of 1, not relatively, near the zeros of cos there)."""
+    p = _cos_parts(x)
+    return p.quotient_ok.where(p.sin_2x / (p.s_safe * 2.0), p.other)
+
+
+@in_float32
+def tan(x: UOp) -> UOp:
+    """sin x / cos x with the accurate cos; near the poles 2 sin(x)**2 / sin(2x), the same
+    quotient with one rounding fewer."""
+    p = _cos_parts(x)
+    sin_2x_safe = p.quotient_ok.where(p.sin_2x, 1.0)  # no division by 0 where it is not used
+    return p.quotient_ok.where(p.s_safe * p.s_safe * 2.0 / sin_2x_safe, p.s / p.other)

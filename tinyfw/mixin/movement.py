@@ -1,0 +1,459 @@
+"""Movement ops and indexing: new views of a tensor's elements, no data is copied."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from tinyfw.mixin.derived import Axis
+from tinyfw.dtype import dtypes
+from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
+from tinyfw.uop.ops import UOp
+
+if TYPE_CHECKING:
+    from tinyfw.tensor import Tensor
+
+
+def _int_arg(what: str, x: Any) -> int:
+    """x as an int (numpy ints too), or torch's TypeError for a float or other value."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return int(x)
+    raise TypeError(f"{what}(): argument must be int, but found element of type "
+                    f"{type(x).__name__}: {x!r}")
+
+
+def _sizes(what: str, shape: tuple) -> tuple[int, ...]:
+    """The sizes of a shape argument as ints, or torch's TypeError naming the odd one."""
+    for i, x in enumerate(shape):
+        if not isinstance(x, (int, np.integer)) or isinstance(x, (bool, np.bool_)):
+            raise TypeError(f"{what}(): argument 'size' must be tuple of ints, but found "
+                            f"element of type {type(x).__name__} at pos {i}: {tuple(shape)}")
+    return tuple(int(x) for x in shape)
+
+
+def _tensor_list(first: Any, rest: tuple) -> list[Tensor]:
+    """The tensors of cat(first, *rest) or cat([a, b, ...]) (then rest is empty)."""
+    if first is None:  # Tensor.cat(): nothing to join
+        return []
+    if isinstance(first, (list, tuple)):
+        if rest:
+            raise TypeError("pass the tensors either as arguments or as one list, not both")
+        tensors = list(first)
+    else:
+        tensors = [first, *rest]
+    for i, t in enumerate(tensors):
+        if not hasattr(t, "uop"):
+            raise TypeError(f"expected a Tensor at position {i}, got {type(t).__name__}")
+    return tensors
+
+
+def _unview(node: UOp, ops: tuple, shapes: list[tuple[int, ...]]) -> UOp:
+    """The inverse of a chain of view ops (ops[k] took shapes[k] to shapes[k + 1]): node, of
+    the view's shape, placed where the view's elements are in the base (zeros elsewhere)."""
+    for (op, arg), shape in zip(reversed(ops), reversed(shapes[:-1])):
+        if op == "reshape":
+            node = node.reshape(shape)
+        elif op == "permute":
+            node = node.permute(tuple(sorted(range(len(arg)), key=lambda i: arg[i])))
+        elif op == "flip":
+            node = node.flip(arg)
+        elif op == "shrink":
+            node = node.pad(tuple((b, s - e) for (b, e), s in zip(arg, shape)))
+        elif op == "every":  # every arg[d]-th element: spread them back out
+            counts = node.shape
+            node = node.reshape(tuple(v for c in counts for v in (c, 1)))
+            node = node.pad(tuple(p for st in arg for p in ((0, 0), (0, st - 1))))
+            node = node.reshape(tuple(c * st for c, st in zip(counts, arg)))
+            node = node.shrink(tuple((0, s) for s in shape))
+        else:  # an expand: many elements of the view are one element of the base
+            raise RuntimeError("unsupported operation: more than one element of the written-to "
+                               "tensor refers to a single memory location (an expanded view "
+                               f"of shape {shape_str(arg)}). Please clone() the tensor before "
+                               "performing the operation.")
+    return node
+
+
+class MovementOps:
+    """reshape, permute, expand, pad, shrink, flip and what is built from them (transpose,
+    flatten, squeeze, cat, indexing, ...). Each returns a view recorded in the lazy graph."""
+    __slots__ = ()
+
+    def _view_result(self: Tensor, uop: UOp, *ops: tuple[str, Any]) -> Tensor:
+        """A tensor for uop, a view of self made by ops, that remembers its base (the tensor
+        at the bottom of a chain of views) and the ops from it, so assign can write through."""
+        out = self._result(uop, self)
+        root, before = self._view if self._view is not None else (self, ())
+        out._view = (root, before + tuple(ops))
+        return out
+
+    def _assign_through(self: Tensor, value: UOp) -> None:
+        """Give this view's base the value `value` (of this view's shape, dtype and device) at
+        the elements this view shows, as a write to a view in torch does."""
+        root, ops = self._view
+        shapes = [root.shape]  # the shape after each op
+        for op, arg in ops:
+            shapes.append(_shape_after(shapes[-1], op, arg))
+        placed = _unview(value, ops, shapes)
+        inside = _unview(UOp.true_like(value), ops, shapes)  # padding makes False outside
+        root.assign(type(root)(inside.where(placed, root.uop.detach())))
+
+    def reshape(self: Tensor, *shape: int) -> Tensor:
+        """The same elements in a new shape; one axis may be -1 (inferred)."""
+        shape = _sizes("reshape", argfix(*shape))
+        if shape.count(-1) > 1:
+            raise RuntimeError("only one dimension can be inferred")
+        for i, s in enumerate(shape):
+            if s < -1:
+                raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape "
+                                   f"{shape_str(shape)}")
+        if -1 in shape:
+            known = prod(s for s in shape if s != -1)
+            if known == 0 or self.numel() % known:
+                raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size "
+                                   f"{self.numel()}")
+            shape = tuple(self.numel() // known if s == -1 else s for s in shape)
+        if prod(shape) != self.numel():
+            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size "
+                               f"{self.numel()}")
+        return self._view_result(self.uop.reshape(shape), ("reshape", shape))
+
+    view = reshape
+
+    def permute(self: Tensor, *order: int) -> Tensor:
+        """The axes in a new order."""
+        order = argfix(*order)
+        if len(order) != self.ndim:
+            raise RuntimeError(f"permute: number of dims don't match: the tensor has {self.ndim}"
+                               f" but {len(order)} were given")
+        order = tuple(normalize_axis(o, self.ndim) for o in order)
+        if len(set(order)) != len(order):
+            raise RuntimeError(f"permute(): repeated dim in {list(order)}")
+        return self._view_result(self.uop.permute(order), ("permute", order))
+
+    def expand(self: Tensor, *shape: int) -> Tensor:
+        """Size-1 axes repeated (without copying) to a larger shape; -1 keeps an axis."""
+        shape = _sizes("expand", argfix(*shape))
+        if len(shape) < self.ndim:
+            raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be "
+                               f"greater or equal to the number of dimensions in the tensor "
+                               f"({self.ndim})")
+        lead = len(shape) - self.ndim
+        for i, s in enumerate(shape):
+            if s == -1 and i < lead:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            if s < -1:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed: sizes "
+                                   f"must be non-negative, or -1 to keep an axis. Target sizes: "
+                                   f"{shape_str(shape)}.  Tensor sizes: {shape_str(self.shape)}")
+        own = (1,) * lead + self.shape
+        new = tuple(o if s == -1 else s for s, o in zip(shape, own))
+        for i, (o, s) in enumerate(zip(own, new)):
+            if o != s and o != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the "
+                                   f"existing size ({o}) at non-singleton dimension {i}.  "
+                                   f"Target sizes: {shape_str(shape)}.  Tensor sizes: "
+                                   f"{shape_str(self.shape)}")
+        return self._view_result(self.uop.reshape(own).expand(new), ("reshape", own),
+                                 ("expand", new))
+
+    def pad(self: Tensor, padding: Sequence[int] | Sequence[tuple[int, int] | None],
+            value: float = 0.0) -> Tensor:
+        """Pad with value: ((before, after), ...) per axis, or torch's flat (left, right, ...)
+        starting from the last axis. Negative amounts crop."""
+        if any(isinstance(p, float) or (isinstance(p, (tuple, list)) and
+                                        any(isinstance(v, float) for v in p)) for p in padding):
+            raise TypeError(f"pad(): argument 'pad' must be tuple of ints, but found a float in "
+                            f"{tuple(padding)}")
+        if all(isinstance(p, int) for p in padding):
+            if len(padding) % 2 or len(padding) // 2 > self.ndim:
+                raise RuntimeError("Padding length must be divisible by 2 and at most twice the "
+                                   "number of dimensions of the input")
+            pairs = [(0, 0)] * self.ndim
+            for i in range(len(padding) // 2):
+                pairs[self.ndim - 1 - i] = (padding[2 * i], padding[2 * i + 1])
+        else:
+            if len(padding) != self.ndim:
+                raise RuntimeError(f"pad needs one (before, after) per axis: {self.ndim}, got "
+                                   f"{len(padding)}")
+            pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+        for i, ((b, a), s) in enumerate(zip(pairs, self.shape)):
+            if -min(b, 0) > s + min(a, 0):  # the crops overlap: nothing left to pad
+                raise RuntimeError(f"pad {tuple(padding)} of a tensor of shape "
+                                   f"{shape_str(self.shape)} crops more than the {s} elements "
+                                   f"of dimension {i}: the cropped size must be non-negative")
+        crop = tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape))
+        x = self.shrink(crop)
+        grow = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+        if value == 0:
+            return x._result(x.uop.pad(grow), x)
+        inside = type(self).ones(*x.shape, dtype=dtypes.bool, device=self.device)
+        inside = inside._result(inside.uop.pad(grow))
+        fill = bool(value) if x.dtype.is_bool else int(value) if x.dtype.is_int else value
+        return inside.where(x._result(x.uop.pad(grow), x), fill)  # the value takes x's dtype
+
+    def shrink(self: Tensor, bounds: Sequence[tuple[int, int] | None]) -> Tensor:
+        """Keep [start, end) of each axis (None keeps the whole axis)."""
+        if len(bounds) != self.ndim:
+            raise RuntimeError(f"shrink needs one (start, end) per axis: {self.ndim}")
+        full = tuple((0, s) if b is None else (_int_arg("shrink", b[0]), _int_arg("shrink", b[1]))
+                     for b, s in zip(bounds, self.shape))
+        for (b, e), s in zip(full, self.shape):
+            if not 0 <= b <= e <= s:
+                raise RuntimeError(f"shrink bounds {full} out of range for shape "
+                                   f"{shape_str(self.shape)}: each needs 0 <= start <= end <= "
+                                   "size")
+        return self._view_result(self.uop.shrink(full), ("shrink", full))
+
+    def flip(self: Tensor, axis: int | Sequence[int]) -> Tensor:
+        """The elements in reverse order along the given axes."""
+        axes = self._axes(axis)
+        given = [axis] if isinstance(axis, int) else list(axis)
+        if len(axes) != len(given):
+            repeated = next(a for a in axes if [normalize_axis(g, self.ndim)
+                                                for g in given].count(a) > 1)
+            raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
+        mask = tuple(i in axes for i in range(self.ndim))
+        return self._view_result(self.uop.flip(mask), ("flip", mask))
+
+    def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor:
+        order = list(range(self.ndim))
+        a, b = normalize_axis(dim0, self.ndim), normalize_axis(dim1, self.ndim)
+        order[a], order[b] = order[b], order[a]
+        return self.permute(order)
+
+    @property
+    def T(self: Tensor) -> Tensor:
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Axes start_dim..end_dim merged into one."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = normalize_axis(start_dim, self.ndim), normalize_axis(end_dim, self.ndim)
+        return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
+
+    def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+        d = normalize_axis(dim, self.ndim)
+        return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+
+    def squeeze(self: Tensor, dim: Axis = None) -> Tensor:
+        """Size-1 axes removed (only the given ones, when dim is given)."""
+        if dim is None:
+            return self.reshape(tuple(s for s in self.shape if s != 1))
+        if self.ndim == 0:
+            return self
+        axes = self._axes(dim)
+        return self.reshape(tuple(s for i, s in enumerate(self.shape)
+                                  if not (i in axes and s == 1)))
+
+    def unsqueeze(self: Tensor, dim: int) -> Tensor:
+        """A new size-1 axis at dim."""
+        d = normalize_axis(dim, self.ndim + 1)
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def repeat(self: Tensor, *repeats: int) -> Tensor:
+        """The tensor tiled repeats[i] times along each axis (torch.Tensor.repeat)."""
+        repeats = _sizes("repeat", argfix(*repeats))
+        if len(repeats) < self.ndim:
+            raise RuntimeError("Number of dimensions of repeat dims can not be smaller than "
+                               f"number of dimensions of tensor: {shape_str(repeats)} for a "
+                               f"tensor of shape {shape_str(self.shape)}")
+        if any(r < 0 for r in repeats):
+            raise RuntimeError(f"Trying to create tensor with negative dimension "
+                               f"{min(repeats)}: repeats {shape_str(repeats)}")
+        x = self.reshape((1,) * (len(repeats) - self.ndim) + self.shape)
+        spread = x.reshape(tuple(v for s in x.shape for v in (1, s)))
+        tiled = spread.expand(tuple(v for r, s in zip(repeats, x.shape) for v in (r, s)))
+        out = tiled.reshape(tuple(r * s for r, s in zip(repeats, x.shape)))
+        out._view = None  # a copy, as torch's repeat, not a view of self
+        return out
+
+    def cat(self: Tensor | Sequence[Tensor] | None = None, *args: Tensor,
+            dim: int = 0) -> Tensor:
+        """Tensors joined along an existing axis: each padded into place, then added.
+        tinygrad's signature: a.cat(b, c) and Tensor.cat(a, b, c) (a is self); a list works
+        too, Tensor.cat([a, b, c]), as torch.cat takes one."""
+        tensors = _tensor_list(self, args)
+        if not tensors:
+            raise ValueError("cat(): expected a non-empty list of Tensors")
+        for i, t in enumerate(tensors):
+            if t.ndim == 0:
+                raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                                   "concatenated")
+        first = tensors[0]
+        d = normalize_axis(dim, first.ndim)
+        for t in tensors[1:]:
+            if t.ndim != first.ndim or any(a != b for i, (a, b) in
+                                           enumerate(zip(t.shape, first.shape)) if i != d):
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Got "
+                                   f"{shape_str(first.shape)} and {shape_str(t.shape)}")
+        total, out, offset = sum(t.shape[d] for t in tensors), None, 0
+        for t in tensors:
+            pads = [(0, 0)] * t.ndim
+            pads[d] = (offset, total - offset - t.shape[d])
+            placed = t.pad(pads)
+            out, offset = placed if out is None else out + placed, offset + t.shape[d]
+        return out
+
+    def cat_(self: Tensor, *others: Tensor, dim: int = 0) -> Tensor:
+        return type(self).cat(self, *others, dim=dim)
+
+    def stack(self: Tensor | Sequence[Tensor] | None = None, *args: Tensor,
+              dim: int = 0) -> Tensor:
+        """Tensors of one shape joined along a new axis (a.stack(b), Tensor.stack(a, b) or
+        Tensor.stack([a, b]))."""
+        tensors = _tensor_list(self, args)
+        if not tensors:
+            raise ValueError("stack expects a non-empty TensorList")
+        for i, t in enumerate(tensors):
+            if t.shape != tensors[0].shape:
+                raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                                   f"{shape_str(tensors[0].shape)} at entry 0 and "
+                                   f"{shape_str(t.shape)} at entry {i}")
+        d = normalize_axis(dim, tensors[0].ndim + 1)
+        return type(tensors[0]).cat(*[t.unsqueeze(d) for t in tensors], dim=d)
+
+    def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
+        """At most `chunks` pieces of equal size (the last may be smaller) along dim."""
+        if chunks <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        d = normalize_axis(dim, self.ndim)
+        step = -(-self.shape[d] // chunks)
+        return self.split(step, d)
+
+    def split(self: Tensor, size: int, dim: int = 0) -> list[Tensor]:
+        """Pieces of `size` along dim (the last may be smaller)."""
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise TypeError(f"split(): argument 'split_size' must be int, not "
+                            f"{type(size).__name__}")
+        if size <= 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got {size}")
+        d = normalize_axis(dim, self.ndim)
+        out = []
+        for start in range(0, self.shape[d], size):
+            bounds = [None] * self.ndim
+            bounds[d] = (start, min(start + size, self.shape[d]))
+            out.append(self.shrink(bounds))
+        return out
+
+    # --- indexing ---
+    def _take_rows(self: Tensor, index: Any) -> Tensor:
+        """x[idx] for an integer tensor or list idx: the rows idx names, in idx's shape, as
+        torch does. With a gradient to carry, a one-hot matmul picks them (differentiable);
+        otherwise (data, like a batch of images) they are picked on the host."""
+        from tinyfw.tensor import Tensor
+        picks = np.asarray(index.numpy() if hasattr(index, "uop") else index)
+        if picks.dtype.kind not in "iu":
+            raise IndexError("tensors used as indices must be of an integer dtype")
+        if self.ndim == 0:
+            raise IndexError("a 0-d tensor cannot be indexed")
+        rows = self.shape[0]
+        if picks.size and (picks.min() < -rows or picks.max() >= rows):
+            bad = picks[(picks < -rows) | (picks >= rows)].flat[0]
+            raise IndexError(f"index {bad} is out of bounds for dimension 0 with size {rows}")
+        picks = picks % max(rows, 1)
+        if self.requires_grad:
+            hot = Tensor(picks.reshape(-1), device=self.device).one_hot(rows).cast(self.dtype)
+            out = hot @ self.reshape(rows, -1)
+        else:
+            from tinyfw.engine import realize
+            memory = realize.buffer_of(realize.realize(self.uop)).host_view()
+            rows_picked = memory.reshape(self.shape)[picks.reshape(-1)]
+            out = Tensor(rows_picked, device=self.device, dtype=self.dtype)
+        return out.reshape(picks.shape + self.shape[1:])
+
+    def __getitem__(self: Tensor, index: Any) -> Tensor:
+        """Indexing with ints, slices (any step), None and ..., as numpy and torch do."""
+        if hasattr(index, "uop") or isinstance(index, list):
+            return self._take_rows(index)
+        index = index if isinstance(index, tuple) else (index,)
+        if any(hasattr(i, "uop") for i in index) or any(isinstance(i, list) for i in index):
+            raise TypeError("indexing with a tensor or a list is supported alone, as x[idx] (rows "
+                            "of the first dimension), not together with other indices")
+        used = sum(1 for i in index if i is not None and i is not Ellipsis)
+        if index.count(Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if used > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        if Ellipsis in index:
+            at = index.index(Ellipsis)
+            index = index[:at] + (slice(None),) * (self.ndim - used) + index[at + 1:]
+        else:
+            index = index + (slice(None),) * (self.ndim - used)
+        x, out_shape, dim = self, [], 0
+        bounds, flips, steps, drop = [], [], [], []
+        for i in index:
+            if i is None:
+                out_shape.append(None)
+                continue
+            size = self.shape[dim]
+            if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+                i = int(i)
+                if not -size <= i < size:
+                    raise IndexError(f"index {i} is out of bounds for dimension {dim} with size "
+                                     f"{size}")
+                i %= size
+                bounds.append((i, i + 1)), flips.append(False), steps.append(1)
+                drop.append(True)
+            elif isinstance(i, slice):
+                picked = range(*i.indices(size))
+                if len(picked) == 0:
+                    lo, hi, flip = 0, 0, False
+                elif picked.step > 0:
+                    lo, hi, flip = picked.start, picked[-1] + 1, False
+                else:
+                    lo, hi, flip = picked[-1], picked.start + 1, True
+                bounds.append((lo, hi)), flips.append(flip), steps.append(abs(picked.step))
+                drop.append(False)
+            else:
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`) and None are "
+                                 f"valid indices, not {type(i).__name__}")
+            out_shape.append(dim)
+            dim += 1
+        x = x.shrink(bounds)
+        if any(flips):
+            x = x.flip([d for d, f in enumerate(flips) if f])
+        if any(s > 1 for s in steps):
+            x = x._take_every(steps)
+        final = []
+        for entry in out_shape:
+            if entry is None:
+                final.append(1)
+            elif not drop[entry]:
+                final.append(x.shape[entry])
+        return x.reshape(tuple(final))
+
+    def __setitem__(self: Tensor, index: Any, value: Any) -> None:
+        """x[index] = value (broadcast to x[index]'s shape), written into x, as in torch. Basic
+        indices only (ints, slices, None, ...): a tensor or list index picks a copy."""
+        if hasattr(index, "uop") or isinstance(index, list) or (isinstance(index, tuple) and any(
+                hasattr(i, "uop") or isinstance(i, list) for i in index)):
+            raise TypeError("assigning to x[index] with a tensor or list index is not supported "
+                            "(it would write a copy); use ints, slices, None and ...")
+        view = self[index]
+        value = value if hasattr(value, "uop") else type(self)(value, device=self.device,
+                                                               dtype=self.dtype)
+        view.assign(value.cast(self.dtype)._broadcast_to(view.shape))
+
+    def _take_every(self: Tensor, steps: list[int]) -> Tensor:
+        """Every steps[d]-th element along each axis d, by a pad, a reshape and a shrink."""
+        counts = [-(-s // st) for s, st in zip(self.shape, steps)]
+        x = self.pad([(0, c * st - s) for c, st, s in zip(counts, steps, self.shape)])
+        x = x.reshape(tuple(v for c, st in zip(counts, steps) for v in (c, st)))
+        x = x.shrink([b for c in counts for b in ((0, c), (0, 1))])
+        out = x.reshape(tuple(counts))
+        root, ops = self._view if self._view is not None else (self, ())
+        out._view = (root, ops + (("every", tuple(steps)),))  # a view of self, for assign
+        return out
+
+
+def _shape_after(shape: tuple[int, ...], op: str, arg: Any) -> tuple[int, ...]:
+    """The shape one view op of a chain (see MovementOps._view_result) makes of shape."""
+    if op == "every":
+        return tuple(-(-s // st) for s, st in zip(shape, arg))
+    if op == "permute":
+        return tuple(shape[i] for i in arg)
+    if op == "shrink":
+        return tuple(e - b for b, e in arg)
+    return shape if op == "flip" else tuple(arg)  # reshape and expand: arg is the new shape

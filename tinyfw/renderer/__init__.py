@@ -1,0 +1,1 @@
+"""Linear programs become source: C, OpenCL C, CUDA C and WGSL."""
