@@ -8,10 +8,11 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CellType, FunctionType, ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 from chapters.tasks import (ExerciseModule, Layout, chapter_dir, default_layout, discover,
                             display_path, exercise_modules, normalize_chapter)
