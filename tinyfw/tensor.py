@@ -4,8 +4,9 @@ from __future__ import annotations
 import itertools
 import math
 import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -673,8 +674,8 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     # unary math
     def _math(self, fn: Callable[[UOp], UOp]) -> Tensor:
-        """fn (a function of graph nodes, from tinyfw/mixin/elementwise_math.py) of this tensor, cast
-        to the default float if it is an int or bool."""
+        """fn (a function of graph nodes, from tinyfw/mixin/elementwise_math.py) of this tensor,
+        cast to the default float if it is an int or bool."""
         x = self._floating()
         return x._result(fn(x.uop), x)
 

@@ -1,7 +1,8 @@
 """Movement ops and indexing: new views of a tensor's elements, no data is copied."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
