@@ -116,6 +116,7 @@ class LayerNorm:
         out = x.layernorm(self.axis, self.eps)
         if not self.elementwise_affine:
             return out
+        assert self.weight is not None and self.bias is not None  # made with elementwise_affine
         return out * self.weight + self.bias
         # <<< exercise
 
