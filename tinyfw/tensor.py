@@ -781,7 +781,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return self + (end - self) * weight
 
     # --- reductions ---
-    def _axes(self, axis: Axis) -> tuple[int, ...]:
+    def _axes(self, axis: Axis | Sequence[int]) -> tuple[int, ...]:
         """Axis (an int, a tuple or None for all) as sorted positive axes."""
         if axis is None:
             return tuple(range(self.ndim))
