@@ -8,10 +8,11 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CellType, FunctionType, ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 from chapters.tasks import (ExerciseModule, Layout, chapter_dir, default_layout, discover,
                             display_path, exercise_modules, normalize_chapter)
@@ -115,9 +116,9 @@ def _rebind_class(obj: Any, old: type, new: type) -> Any:
     if isinstance(obj, (staticmethod, classmethod)):
         return type(obj)(_rebind_class(obj.__func__, old, new))
     if type(obj) is property:
-        parts = [None if f is None else _rebind_class(f, old, new)
-                 for f in (obj.fget, obj.fset, obj.fdel)]
-        return property(*parts, obj.__doc__)
+        fget, fset, fdel = [None if f is None else _rebind_class(f, old, new)
+                            for f in (obj.fget, obj.fset, obj.fdel)]
+        return property(fget, fset, fdel, obj.__doc__)
     if not isinstance(obj, FunctionType) or "__class__" not in obj.__code__.co_freevars:
         return obj
     index = obj.__code__.co_freevars.index("__class__")
@@ -211,7 +212,7 @@ def use(chapter: str | int, impl: str | os.PathLike[str] | None = None,
     return use_many([chapter], impl, layout)
 
 
-def use_many(chapters: list[str | int], impl: str | os.PathLike[str] | None = None,
+def use_many(chapters: Sequence[str | int], impl: str | os.PathLike[str] | None = None,
              layout: Layout | None = None) -> list[Path]:
     """Patches the learner's code of several chapters into tinyfw at once (their own
     framework, as far as they have written it); returns the files loaded."""

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Sets everything up, then runs every test: tests/ (the framework on the CPU device, every
-# chapter's grading, the site build and the browser test), then the op, accuracy and edge-input
-# suites on each backend device of TINYFW_DEVICES (default: CL WEBGPU CUDAEMU; all run on the CPU
-# here).
+# Sets everything up, lints (ruff and mypy), then runs every test: tests/ (the framework on the
+# CPU device, every chapter's grading, the site build and the browser test), then the op,
+# accuracy and edge-input suites on each backend device of TINYFW_DEVICES (default: CL WEBGPU
+# CUDAEMU; all run on the CPU here).
 # Extra arguments go to the first pytest run only, and then the device runs are left out.
 # Exits non-zero when anything fails.
 set -euo pipefail
@@ -34,6 +34,23 @@ run() {
     status=1
   fi
 }
+
+# lint: ruff on the repo and mypy on tinyfw/, chapters/ and tools/ (settings in pyproject.toml),
+# first: a few seconds. One summary line for both.
+lint() {
+  echo "test: lint: ruff check . && mypy"
+  local start=$SECONDS failed=()
+  .venv/bin/ruff check . || failed+=(ruff)
+  .venv/bin/mypy || failed+=(mypy)
+  local took=$((SECONDS - start))
+  if [ "${#failed[@]}" -eq 0 ]; then
+    results+=("passed  lint: ruff and mypy (${took}s)")
+  else
+    results+=("FAILED  lint: ${failed[*]} found problems (${took}s)")
+    status=1
+  fi
+}
+lint
 
 # Two pytest workers (pytest-xdist), one per core: most of the time goes to compiling kernels,
 # one compiler run at a time per worker. In tests/ a module stays on one worker (--dist

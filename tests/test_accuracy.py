@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import mpmath
 import numpy as np

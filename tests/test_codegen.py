@@ -4,8 +4,8 @@ kernels are cached on disk; a missing or failing compiler says clearly what is w
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -90,12 +90,12 @@ def test_every_cast_and_reduce_compiles_and_agrees(dtype: DType) -> None:
         values = np.where(np.isfinite(values), values, 1.5).astype(dtype.np)
     for target in dtypes.all():
         fits = np.abs(values) if dtype.is_float and target.is_unsigned else values  # else UB
-        agree(*on_both(lambda d: Tensor(fits, device=d).uop.cast(target)),
+        agree(*on_both(lambda d, fits=fits, target=target: Tensor(fits, device=d).uop.cast(target)),
               f"cast {dtype.name} -> {target.name}")
     grid = sample(dtype).reshape(4, 6)
     for op in (Ops.ADD, Ops.MAX):
         for axes in [(0,), (1,), (0, 1)]:
-            agree(*on_both(lambda d: Tensor(grid, device=d).uop.reduce(op, axes)),
+            agree(*on_both(lambda d, op=op, axes=axes: Tensor(grid, device=d).uop.reduce(op, axes)),
                   f"{op.name} reduce over {axes} of {dtype.name}", rtol=1e-3)
 
 

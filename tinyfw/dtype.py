@@ -1,6 +1,7 @@
 """Data types and PyTorch's type promotion rules."""
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Final
 
@@ -83,7 +84,7 @@ class dtypes:
         raise TypeError(f"cannot make a tensor from a {type(x).__name__}")
 
     @staticmethod
-    def int_for(*values: int) -> DType:
+    def int_for(*values: builtins.int) -> DType:
         """The default int if every value fits in it, else int64 (as tinygrad); a value beyond
         int64 raises torch's overflow error."""
         for v in values:
@@ -93,14 +94,14 @@ class dtypes:
         return dtypes.default_int if all(lo <= v <= hi for v in values) else dtypes.int64
 
     @staticmethod
-    def min(dt: DType) -> bool | int | float:
+    def min(dt: DType) -> builtins.bool | builtins.int | builtins.float:
         """The smallest value of a dtype (-inf for floats)."""
         if dt.is_bool:
             return False
         return -float("inf") if dt.is_float else int(np.iinfo(dt.np).min)
 
     @staticmethod
-    def max(dt: DType) -> bool | int | float:
+    def max(dt: DType) -> builtins.bool | builtins.int | builtins.float:
         """The largest value of a dtype (inf for floats)."""
         if dt.is_bool:
             return True

@@ -5,7 +5,8 @@ import functools
 import math
 import operator
 import os
-from typing import Iterable, TypeVar
+from collections.abc import Iterable
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 import itertools
 import math
 import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.uop.ops import Ops, UOp, const
 
 Scalar = bool | int | float
+Sizes = int | Sequence[int]  # a shape: its sizes one by one, or one tuple or list of them
 TensorLike = "Tensor | Scalar"
 
 
@@ -251,13 +253,6 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             out._requires_grad = False
         return out
 
-    def float(self) -> Tensor: return self.cast(dtypes.float32)
-    def half(self) -> Tensor: return self.cast(dtypes.float16)
-    def double(self) -> Tensor: return self.cast(dtypes.float64)
-    def int(self) -> Tensor: return self.cast(dtypes.int32)
-    def long(self) -> Tensor: return self.cast(dtypes.int64)
-    def bool(self) -> Tensor: return self.cast(dtypes.bool)
-
     # --- autograd ---
     def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
         """The gradients of this tensor with respect to targets, as new (lazy) tensors."""
@@ -309,13 +304,13 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return out
 
     @staticmethod
-    def zeros(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+    def zeros(*shape: Sizes, dtype: DType | str | None = None, device: str | None = None,
               requires_grad: bool | None = None) -> Tensor:
         return Tensor.full(argfix(*shape), 0.0, dtype or dtypes.default_float, device,
                            requires_grad)
 
     @staticmethod
-    def ones(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+    def ones(*shape: Sizes, dtype: DType | str | None = None, device: str | None = None,
              requires_grad: bool | None = None) -> Tensor:
         return Tensor.full(argfix(*shape), 1.0, dtype or dtypes.default_float, device,
                            requires_grad)
@@ -360,9 +355,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                       requires_grad=requires_grad)
 
     @staticmethod
-    def _new_shape(*shape: int) -> tuple[int, ...]:
+    def _new_shape(*sizes: Sizes) -> tuple[int, ...]:
         """A new tensor's shape, checked as torch does (numpy's ValueError would leak)."""
-        shape = argfix(*shape)
+        shape = argfix(*sizes)
         for i, s in enumerate(shape):
             if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
                 raise TypeError(f"argument 'size' must be tuple of ints, but found element of "
@@ -373,21 +368,21 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return tuple(int(s) for s in shape)
 
     @staticmethod
-    def rand(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+    def rand(*shape: Sizes, dtype: DType | str | None = None, device: str | None = None,
              requires_grad: bool | None = None) -> Tensor:
         """Uniform samples in [0, 1)."""
         return Tensor._random(Tensor._rng.random(Tensor._new_shape(*shape)), dtype, device,
                               requires_grad)
 
     @staticmethod
-    def randn(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+    def randn(*shape: Sizes, dtype: DType | str | None = None, device: str | None = None,
               requires_grad: bool | None = None) -> Tensor:
         """Samples of the standard normal distribution."""
         return Tensor._random(Tensor._rng.standard_normal(Tensor._new_shape(*shape)), dtype,
                               device, requires_grad)
 
     @staticmethod
-    def randint(*shape: int, low: int = 0, high: int = 10, dtype: DType | str | None = None,
+    def randint(*shape: Sizes, low: int = 0, high: int = 10, dtype: DType | str | None = None,
                 device: str | None = None) -> Tensor:
         """Integers drawn uniformly from [low, high)."""
         if low >= high:
@@ -397,7 +392,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return Tensor(sample, device=device, dtype=dtype or dtypes.default_int)
 
     @staticmethod
-    def uniform(*shape: int, low: float = 0.0, high: float = 1.0,
+    def uniform(*shape: Sizes, low: float = 0.0, high: float = 1.0,
                 dtype: DType | str | None = None, device: str | None = None,
                 requires_grad: bool | None = None) -> Tensor:
         """Uniform samples in [low, high)."""
@@ -408,16 +403,16 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return Tensor._random(sample, dtype, device, requires_grad)
 
     @staticmethod
-    def kaiming_uniform(*shape: int, a: float = 0.01, **kwargs: Any) -> Tensor:
+    def kaiming_uniform(*sizes: Sizes, a: float = 0.01, **kwargs: Any) -> Tensor:
         """He initialization: uniform with a bound that keeps activations' variance steady."""
-        shape = argfix(*shape)
+        shape = argfix(*sizes)
         bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(shape[1:]))
         return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
 
     @staticmethod
-    def glorot_uniform(*shape: int, **kwargs: Any) -> Tensor:
+    def glorot_uniform(*sizes: Sizes, **kwargs: Any) -> Tensor:
         """Glorot (Xavier) initialization."""
-        shape = argfix(*shape)
+        shape = argfix(*sizes)
         bound = math.sqrt(6 / (shape[0] + prod(shape[1:])))
         return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
 
@@ -673,8 +668,8 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     # unary math
     def _math(self, fn: Callable[[UOp], UOp]) -> Tensor:
-        """fn (a function of graph nodes, from tinyfw/mixin/elementwise_math.py) of this tensor, cast
-        to the default float if it is an int or bool."""
+        """fn (a function of graph nodes, from tinyfw/mixin/elementwise_math.py) of this tensor,
+        cast to the default float if it is an int or bool."""
         x = self._floating()
         return x._result(fn(x.uop), x)
 
@@ -786,7 +781,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return self + (end - self) * weight
 
     # --- reductions ---
-    def _axes(self, axis: Axis) -> tuple[int, ...]:
+    def _axes(self, axis: Axis | Sequence[int]) -> tuple[int, ...]:
         """Axis (an int, a tuple or None for all) as sorted positive axes."""
         if axis is None:
             return tuple(range(self.ndim))
@@ -918,6 +913,15 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
         """The index of the first smallest value along axis (NaN counts as the smallest)."""
         return self._arg_extreme("argmin", axis, keepdim)
+
+    # casts to a dtype, last in the class: a method named float, int or bool would stand for
+    # the builtin type in the annotations of every method after it (as mypy reads them)
+    def float(self) -> Tensor: return self.cast(dtypes.float32)
+    def half(self) -> Tensor: return self.cast(dtypes.float16)
+    def double(self) -> Tensor: return self.cast(dtypes.float64)
+    def int(self) -> Tensor: return self.cast(dtypes.int32)
+    def long(self) -> Tensor: return self.cast(dtypes.int64)
+    def bool(self) -> Tensor: return self.cast(dtypes.bool)
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

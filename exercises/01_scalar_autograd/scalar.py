@@ -251,8 +251,8 @@ class MLP(Module):
         sizes = [len(self.layers[0].neurons[0].w), *(len(la.neurons) for la in self.layers)]
         return f"MLP({' -> '.join(map(str, sizes))})"
 
-    def __call__(self, x: Sequence[Value | float]) -> list[Value]:
-        """The last layer's outputs for the input vector x."""
+    def __call__(self, x: Sequence[Value | float]) -> list[Value | float]:
+        """The last layer's outputs for the input vector x (x itself when there are no layers)."""
         # TODO 01.mlp: write this part. The chapter explains it:
         #   chapters/01_scalar_autograd/README.md#task-7-a-neuron-a-layer-an-mlp
         raise NotImplementedError("not done yet: 01.mlp")

@@ -4,6 +4,7 @@
 """Views: how a shape reads flat memory (strides, offset, validity mask), and stacks of them."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tinyfw.helpers import prod
@@ -88,7 +89,7 @@ class View:
         raise NotImplementedError("not done yet: 03.reshape")
 
     # --- reading memory ---
-    def to_indexed(self, idxs: list[Expr]) -> tuple[Expr, Expr]:
+    def to_indexed(self, idxs: Sequence[Expr]) -> tuple[Expr, Expr]:
         """The memory index and the validity of element idxs, as expressions."""
         # TODO 03.index: write this part. The chapter explains it:
         #   chapters/03_lazy_graph/README.md#from-a-view-to-an-index
@@ -172,7 +173,7 @@ class ShapeTracker:
             return self._top(merged)
         return ShapeTracker(self.views + (View.create(shape),))
 
-    def to_indexed(self, idxs: list[Expr]) -> tuple[Expr, Expr]:
+    def to_indexed(self, idxs: Sequence[Expr]) -> tuple[Expr, Expr]:
         """The buffer index and validity of element idxs, through every view of the stack."""
         # TODO 03.index: write this part. The chapter explains it:
         #   chapters/03_lazy_graph/README.md#from-a-view-to-an-index

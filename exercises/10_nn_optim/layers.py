@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod

@@ -328,8 +328,8 @@ class MLP(Module):
         sizes = [len(self.layers[0].neurons[0].w), *(len(la.neurons) for la in self.layers)]
         return f"MLP({' -> '.join(map(str, sizes))})"
 
-    def __call__(self, x: Sequence[Value | float]) -> list[Value]:
-        """The last layer's outputs for the input vector x."""
+    def __call__(self, x: Sequence[Value | float]) -> list[Value | float]:
+        """The last layer's outputs for the input vector x (x itself when there are no layers)."""
         # >>> exercise 01.mlp #task-7-a-neuron-a-layer-an-mlp
         out: Sequence[Value | float] = x
         for layer in self.layers:

@@ -4,6 +4,7 @@
 """Views: how a shape reads flat memory (strides, offset, validity mask), and stacks of them."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tinyfw.helpers import prod
@@ -124,7 +125,7 @@ class View:
         # <<< exercise
 
     # --- reading memory ---
-    def to_indexed(self, idxs: list[Expr]) -> tuple[Expr, Expr]:
+    def to_indexed(self, idxs: Sequence[Expr]) -> tuple[Expr, Expr]:
         """The memory index and the validity of element idxs, as expressions."""
         # >>> exercise 03.index #from-a-view-to-an-index
         index = make_sum([Const(self.offset)] + [lift(i) * st for i, st in
@@ -214,7 +215,7 @@ class ShapeTracker:
             return self._top(merged)
         return ShapeTracker(self.views + (View.create(shape),))
 
-    def to_indexed(self, idxs: list[Expr]) -> tuple[Expr, Expr]:
+    def to_indexed(self, idxs: Sequence[Expr]) -> tuple[Expr, Expr]:
         """The buffer index and validity of element idxs, through every view of the stack."""
         # >>> exercise 03.index #from-a-view-to-an-index
         index, valid = self.views[-1].to_indexed(idxs)

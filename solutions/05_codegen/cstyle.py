@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from tinyfw.codegen.lower import LOps, Program, Step
 from tinyfw.dtype import DType, dtypes

@@ -5,7 +5,8 @@
 normalization, each composed of the primitive ops (chapter 10)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv

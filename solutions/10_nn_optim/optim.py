@@ -70,6 +70,7 @@ class Optimizer:
                 raise RuntimeError(f"parameter {i} (shape {shape_str(p.shape)}) has no gradient: "
                                    "call backward() on a loss computed from it before step()")
         for i, p in enumerate(self.params):  # detached: an update is not part of any graph
+            assert p.grad is not None  # (checked above)
             p.assign(self._update(i, p.detach(), p.grad.detach()))
         return [*self.params, *self.buffers, *self._state()]
 

@@ -1,1 +1,2 @@
-"""Turning the lazy graph into work: schedule it into kernels, compile and run them, capture them."""
+"""Turning the lazy graph into work: schedule it into kernels, compile and run them, capture
+them."""

@@ -1,7 +1,8 @@
 """Movement ops and indexing: new views of a tensor's elements, no data is copied."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,6 +12,8 @@ from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.uop.ops import UOp
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
     from tinyfw.tensor import Tensor
 
 
@@ -20,6 +23,11 @@ def _int_arg(what: str, x: Any) -> int:
         return int(x)
     raise TypeError(f"{what}(): argument must be int, but found element of type "
                     f"{type(x).__name__}: {x!r}")
+
+
+def _flat_padding(padding: Sequence[object]) -> TypeIs[Sequence[int]]:
+    """Whether padding is torch's flat form (left, right, top, bottom, ...): ints only."""
+    return all(isinstance(p, int) for p in padding)
 
 
 def _sizes(what: str, shape: tuple) -> tuple[int, ...]:
@@ -89,6 +97,7 @@ class MovementOps:
     def _assign_through(self: Tensor, value: UOp) -> None:
         """Give this view's base the value `value` (of this view's shape, dtype and device) at
         the elements this view shows, as a write to a view in torch does."""
+        assert self._view is not None  # called for views only
         root, ops = self._view
         shapes = [root.shape]  # the shape after each op
         for op, arg in ops:
@@ -97,9 +106,9 @@ class MovementOps:
         inside = _unview(UOp.true_like(value), ops, shapes)  # padding makes False outside
         root.assign(type(root)(inside.where(placed, root.uop.detach())))
 
-    def reshape(self: Tensor, *shape: int) -> Tensor:
+    def reshape(self: Tensor, *sizes: int | Sequence[int]) -> Tensor:
         """The same elements in a new shape; one axis may be -1 (inferred)."""
-        shape = _sizes("reshape", argfix(*shape))
+        shape = _sizes("reshape", argfix(*sizes))
         if shape.count(-1) > 1:
             raise RuntimeError("only one dimension can be inferred")
         for i, s in enumerate(shape):
@@ -119,9 +128,9 @@ class MovementOps:
 
     view = reshape
 
-    def permute(self: Tensor, *order: int) -> Tensor:
+    def permute(self: Tensor, *axes: int | Sequence[int]) -> Tensor:
         """The axes in a new order."""
-        order = argfix(*order)
+        order = argfix(*axes)
         if len(order) != self.ndim:
             raise RuntimeError(f"permute: number of dims don't match: the tensor has {self.ndim}"
                                f" but {len(order)} were given")
@@ -130,9 +139,9 @@ class MovementOps:
             raise RuntimeError(f"permute(): repeated dim in {list(order)}")
         return self._view_result(self.uop.permute(order), ("permute", order))
 
-    def expand(self: Tensor, *shape: int) -> Tensor:
+    def expand(self: Tensor, *sizes: int | Sequence[int]) -> Tensor:
         """Size-1 axes repeated (without copying) to a larger shape; -1 keeps an axis."""
-        shape = _sizes("expand", argfix(*shape))
+        shape = _sizes("expand", argfix(*sizes))
         if len(shape) < self.ndim:
             raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be "
                                f"greater or equal to the number of dimensions in the tensor "
@@ -165,11 +174,11 @@ class MovementOps:
                                         any(isinstance(v, float) for v in p)) for p in padding):
             raise TypeError(f"pad(): argument 'pad' must be tuple of ints, but found a float in "
                             f"{tuple(padding)}")
-        if all(isinstance(p, int) for p in padding):
+        if _flat_padding(padding):
             if len(padding) % 2 or len(padding) // 2 > self.ndim:
                 raise RuntimeError("Padding length must be divisible by 2 and at most twice the "
                                    "number of dimensions of the input")
-            pairs = [(0, 0)] * self.ndim
+            pairs: list[tuple[int, ...]] = [(0, 0)] * self.ndim
             for i in range(len(padding) // 2):
                 pairs[self.ndim - 1 - i] = (padding[2 * i], padding[2 * i + 1])
         else:
@@ -252,9 +261,9 @@ class MovementOps:
         d = normalize_axis(dim, self.ndim + 1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
-    def repeat(self: Tensor, *repeats: int) -> Tensor:
+    def repeat(self: Tensor, *counts: int | Sequence[int]) -> Tensor:
         """The tensor tiled repeats[i] times along each axis (torch.Tensor.repeat)."""
-        repeats = _sizes("repeat", argfix(*repeats))
+        repeats = _sizes("repeat", argfix(*counts))
         if len(repeats) < self.ndim:
             raise RuntimeError("Number of dimensions of repeat dims can not be smaller than "
                                f"number of dimensions of tensor: {shape_str(repeats)} for a "
@@ -294,6 +303,7 @@ class MovementOps:
             pads[d] = (offset, total - offset - t.shape[d])
             placed = t.pad(pads)
             out, offset = placed if out is None else out + placed, offset + t.shape[d]
+        assert out is not None  # tensors is not empty
         return out
 
     def cat_(self: Tensor, *others: Tensor, dim: int = 0) -> Tensor:
@@ -332,7 +342,7 @@ class MovementOps:
         d = normalize_axis(dim, self.ndim)
         out = []
         for start in range(0, self.shape[d], size):
-            bounds = [None] * self.ndim
+            bounds: list[tuple[int, int] | None] = [None] * self.ndim
             bounds[d] = (start, min(start + size, self.shape[d]))
             out.append(self.shrink(bounds))
         return out
@@ -381,7 +391,8 @@ class MovementOps:
             index = index[:at] + (slice(None),) * (self.ndim - used) + index[at + 1:]
         else:
             index = index + (slice(None),) * (self.ndim - used)
-        x, out_shape, dim = self, [], 0
+        x, dim = self, 0
+        out_shape: list[int | None] = []  # each axis of the result: an axis of x, or None (new)
         bounds, flips, steps, drop = [], [], [], []
         for i in index:
             if i is None:
@@ -394,7 +405,9 @@ class MovementOps:
                     raise IndexError(f"index {i} is out of bounds for dimension {dim} with size "
                                      f"{size}")
                 i %= size
-                bounds.append((i, i + 1)), flips.append(False), steps.append(1)
+                bounds.append((i, i + 1))
+                flips.append(False)
+                steps.append(1)
                 drop.append(True)
             elif isinstance(i, slice):
                 picked = range(*i.indices(size))
@@ -404,7 +417,9 @@ class MovementOps:
                     lo, hi, flip = picked.start, picked[-1] + 1, False
                 else:
                     lo, hi, flip = picked[-1], picked.start + 1, True
-                bounds.append((lo, hi)), flips.append(flip), steps.append(abs(picked.step))
+                bounds.append((lo, hi))
+                flips.append(flip)
+                steps.append(abs(picked.step))
                 drop.append(False)
             else:
                 raise IndexError("only integers, slices (`:`), ellipsis (`...`) and None are "

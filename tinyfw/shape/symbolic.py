@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Union
 
 import numpy as np
 
@@ -38,7 +39,7 @@ class Expr:
         """The expression as C source (also valid OpenCL, CUDA and, with int vars, WGSL)."""
         raise NotImplementedError
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> np.ndarray | int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> np.ndarray | int:
         """The value for numpy arrays (or ints) bound to the variables."""
         raise NotImplementedError
 
@@ -73,7 +74,7 @@ class Const(Expr):
     def render(self, fn: Callable[[Expr], str] | None = None) -> str:
         return str(self.value)
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> int:
         return self.value
 
 
@@ -81,13 +82,13 @@ class Const(Expr):
 class Var(Expr):
     """A loop variable that takes every value in [vmin, vmax]."""
     name: str
-    vmin: int  # type: ignore[misc]
-    vmax: int  # type: ignore[misc]
+    vmin: int
+    vmax: int
 
     def render(self, fn: Callable[[Expr], str] | None = None) -> str:
         return self.name
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> np.ndarray | int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> np.ndarray | int:
         return env[self.name]
 
     def vars(self) -> set[str]:
@@ -113,7 +114,7 @@ class Sum(Expr):
     def render(self, fn: Callable[[Expr], str] | None = None) -> str:
         return "(" + " + ".join(t.render(fn) for t in self.terms) + ")"
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> np.ndarray | int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> np.ndarray | int:
         return sum((t.evaluate(env) for t in self.terms), 0)
 
 
@@ -137,7 +138,7 @@ class Mul(Expr):
     def render(self, fn: Callable[[Expr], str] | None = None) -> str:
         return f"({self.expr.render(fn)} * {self.factor})"
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> np.ndarray | int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> np.ndarray | int:
         return self.expr.evaluate(env) * self.factor
 
 
@@ -161,7 +162,7 @@ class Div(Expr):
     def render(self, fn: Callable[[Expr], str] | None = None) -> str:
         return f"({self.expr.render(fn)} / {self.divisor})"
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> np.ndarray | int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> np.ndarray | int:
         return self.expr.evaluate(env) // self.divisor
 
 
@@ -185,7 +186,7 @@ class Mod(Expr):
     def render(self, fn: Callable[[Expr], str] | None = None) -> str:
         return f"({self.expr.render(fn)} % {self.divisor})"
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> np.ndarray | int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> np.ndarray | int:
         return self.expr.evaluate(env) % self.divisor
 
 
@@ -209,7 +210,7 @@ class Lt(Expr):
     def render(self, fn: Callable[[Expr], str] | None = None) -> str:
         return f"({self.expr.render(fn)} < {self.bound})"
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> np.ndarray | int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> np.ndarray | int:
         return self.expr.evaluate(env) < self.bound
 
 
@@ -226,7 +227,7 @@ class Not(Expr):
     def render(self, fn: Callable[[Expr], str] | None = None) -> str:
         return f"(!{self.expr.render(fn)})"
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> np.ndarray | int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> np.ndarray | int:
         return np.logical_not(self.expr.evaluate(env))
 
 
@@ -243,7 +244,7 @@ class And(Expr):
     def render(self, fn: Callable[[Expr], str] | None = None) -> str:
         return "(" + " && ".join(t.render(fn) for t in self.terms) + ")"
 
-    def evaluate(self, env: dict[str, np.ndarray | int]) -> np.ndarray | int:
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> np.ndarray | int:
         out: np.ndarray | int = True
         for t in self.terms:
             out = np.logical_and(out, t.evaluate(env))
@@ -264,7 +265,9 @@ def make_sum(terms: list[Expr]) -> Expr:
     flat: list[Expr] = []
     for t in terms:
         flat.extend(t.terms if isinstance(t, Sum) else [t])
-    constant, factors, order = 0, {}, []
+    constant = 0
+    factors: dict[Expr, int] = {}
+    order: list[Expr] = []
     for t in flat:
         if isinstance(t, Const):
             constant += t.value

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from tinyfw.mixin.elementwise_math import cos
 from tinyfw.uop.ops import Ops, UOp

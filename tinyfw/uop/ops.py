@@ -4,8 +4,9 @@ from __future__ import annotations
 import math
 import struct
 import weakref
+from collections.abc import Callable, Iterator
 from enum import Enum, auto
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
