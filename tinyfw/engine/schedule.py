@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tinyfw.dtype import dtypes
-from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp
+from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp, find_reduce
 from tinyfw.shape.view import ShapeTracker
 
 
@@ -114,7 +114,7 @@ class _KernelBuilder:
             elif all(s in self.reduces for s in expr.src):  # built bottom-up: usually known
                 found = next((r for s in expr.src if (r := self.reduces[s]) is not None), None)
             else:
-                found = next((n for n in expr.toposort() if n.op is Ops.REDUCE), None)
+                found = find_reduce(expr)
             self.reduces[expr] = found
         return self.reduces[expr]
 
@@ -236,7 +236,7 @@ def reshape_leaves(expr: UOp, shape: tuple[int, ...]) -> UOp:
 
 def kernel_name(ast: UOp) -> str:
     """E_ for elementwise kernels, r_ for reducing ones, then the sizes of the loops."""
-    reduce = next((n for n in ast.toposort() if n.op is Ops.REDUCE), None)
+    reduce = find_reduce(ast)
     shape = reduce.src[0].shape if reduce is not None else ast.shape
     return ("r_" if reduce is not None else "E_") + "_".join(str(s) for s in shape or (1,))
 
