@@ -12,7 +12,7 @@ import numpy as np
 from tinyfw.mixin import elementwise_math
 from tinyfw.uop import gradient
 from tinyfw.engine import realize
-from tinyfw.mixin.derived import Axis, DerivedOps
+from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dtype
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
@@ -786,8 +786,8 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return self + (end - self) * weight
 
     # --- reductions ---
-    def _axes(self, axis: Axis) -> tuple[int, ...]:
-        """Axis (an int, a tuple or None for all) as sorted positive axes."""
+    def _axes(self, axis: AxisArg) -> tuple[int, ...]:
+        """An axis argument (an int, a tuple, or None for all) as sorted positive axes."""
         if axis is None:
             return tuple(range(self.ndim))
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
@@ -797,7 +797,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                 raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
         return tuple(sorted(set(normalized))) if self.ndim else ()
 
-    def _reduce(self, op: Ops, axis: Axis, keepdim: bool) -> Tensor:
+    def _reduce(self, op: Ops, axis: AxisArg, keepdim: bool) -> Tensor:
         axes = self._axes(axis)
         chunk = self._reduce_chunk(op, prod(self.shape[i] for i in axes))
         if chunk is not None:
@@ -847,7 +847,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         out = self._result(self.uop.reduce(op, (self.ndim - 1,)), self)
         return out.reshape(self.shape[:-1])
 
-    def sum(self, axis: Axis = None, keepdim: bool = False,
+    def sum(self, axis: AxisArg = None, keepdim: bool = False,
             dtype: DType | str | None = None) -> Tensor:
         """The sum over axis (all axes when None), as torch: ints and bools sum into int64,
         float16 accumulates in float32; dtype casts the input first (as torch's dtype=)."""
@@ -861,12 +861,12 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             x = self
         return x._reduce(Ops.ADD, axis, keepdim)
 
-    def max(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def max(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """The largest value over axis (ties share the gradient, as torch.amax; NaN wins)."""
         self._check_reducible("max", axis)
         return self._reduce(Ops.MAX, axis, keepdim)
 
-    def _check_reducible(self, name: str, axis: Axis, error: type = RuntimeError) -> None:
+    def _check_reducible(self, name: str, axis: AxisArg, error: type = RuntimeError) -> None:
         """torch's errors for a max, min, argmax or argmin over nothing (an empty axis has no
         largest value; an empty kept axis is fine: the result is empty too)."""
         if self.numel() == 0 and axis is None:
@@ -877,7 +877,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                 raise IndexError(f"{name}(): Expected reduction dim {i} to have non-zero size. "
                                  f"(input of shape {shape_str(self.shape)})")
 
-    def min(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def min(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """The smallest value over axis: a max of the values turned upside down."""
         self._check_reducible("min", axis)
         if self.dtype.is_bool:
@@ -886,10 +886,10 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             return ~((~self).max(axis, keepdim))
         return -((-self).max(axis, keepdim))
 
-    def any(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def any(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         return self.bool().max(axis, keepdim)
 
-    def all(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def all(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         return self.logical_not().any(axis, keepdim).logical_not()
 
     def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:

@@ -12,7 +12,7 @@ from tinyfw.helpers import shape_str
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
 
-Axis = int | tuple[int, ...] | None
+AxisArg = int | tuple[int, ...] | None
 
 
 class DerivedOps:
@@ -20,7 +20,7 @@ class DerivedOps:
     Their gradients come for free, through the ops they are made of."""
     __slots__ = ()
 
-    def mean(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """The average over axis (all axes when None): a sum divided by how many were summed."""
         # >>> exercise 02.mean #mean-as-a-composition
         x = self if self.dtype.is_float else self.float()
@@ -30,7 +30,8 @@ class DerivedOps:
         return (total / count).cast(x.dtype)
         # <<< exercise
 
-    def var(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    def var(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
+            correction: int = 1) -> Tensor:
         """The variance over axis, dividing by N - correction (1: the unbiased estimate)."""
         x = self if self.dtype.is_float else self.float()
         wide = x.float() if x.dtype.itemsize < 4 else x  # float16 squares overflow early
@@ -40,7 +41,8 @@ class DerivedOps:
         n = x.numel() // max(sq.numel(), 1) if x.numel() else 0
         return (sq / max(n - correction, 0)).cast(x.dtype)
 
-    def std(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    def std(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
+            correction: int = 1) -> Tensor:
         """The standard deviation over axis."""
         return self.var(axis, keepdim, correction).sqrt()
 
@@ -62,7 +64,7 @@ class DerivedOps:
         shifted = self - self.max(axis, keepdim=True).detach()
         return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
-    def logsumexp(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def logsumexp(self: Tensor, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over axis, computed stably."""
         if any(self.shape[i] == 0 for i in self._axes(axis)):  # log of an empty sum: -inf
             return self.exp().sum(axis, keepdim).log()

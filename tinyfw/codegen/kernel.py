@@ -15,6 +15,7 @@ class AxisKind(Enum):
 
 @dataclass(frozen=True)
 class Axis:
+    """One loop of a kernel: how many iterations it runs, and what they do."""
     size: int
     kind: AxisKind
 

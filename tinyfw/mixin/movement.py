@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from tinyfw.mixin.derived import Axis
+from tinyfw.mixin.derived import AxisArg
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.uop.ops import UOp
@@ -237,7 +237,7 @@ class MovementOps:
         d = normalize_axis(dim, self.ndim)
         return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
 
-    def squeeze(self: Tensor, dim: Axis = None) -> Tensor:
+    def squeeze(self: Tensor, dim: AxisArg = None) -> Tensor:
         """Size-1 axes removed (only the given ones, when dim is given)."""
         if dim is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
