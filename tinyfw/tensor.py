@@ -200,11 +200,17 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     def numpy(self) -> np.ndarray:
         """The value as a numpy array (a copy)."""
-        realize.note_read(self)  # a TinyJit capturing forbids it (tinyfw/engine/jit.py)
-        node = realize.realize(self.uop)
+        return self._read(copy=True)
+
+    def _read(self, copy: bool) -> np.ndarray:
+        """The value on the host, in this tensor's shape: an array of the caller's own (copy), or
+        one only to read, with no copy where the device's memory is a numpy array. Every read of
+        data goes through here, so a TinyJit capturing is told of it (and refuses it)."""
+        realize.note_read(self)  # tinyfw/engine/jit.py
+        buffer = realize.buffer_of(realize.realize(self.uop))
         # Buffer.numpy is already a new array of the caller's own: a copy more would be a second
         # pass over the memory and a second array at once.
-        return realize.buffer_of(node).numpy().reshape(self.shape)
+        return (buffer.numpy() if copy else buffer.host_view()).reshape(self.shape)
 
     def tolist(self) -> Any:
         return self.numpy().tolist()

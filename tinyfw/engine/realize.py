@@ -162,7 +162,7 @@ class Listener:
         """Tensor.assign is about to give tensor a new value."""
 
     def reading(self, tensor: Any) -> None:
-        """Tensor.numpy is about to copy tensor's value to the host."""
+        """Tensor._read (numpy, item, x[list], ...) is about to read tensor's value on the host."""
 
 
 # Listeners told of what every thread does (TinyJit's guard of pinned buffers).
@@ -192,7 +192,7 @@ def note_assign(tensor: Any) -> None:
 
 
 def note_read(tensor: Any) -> None:
-    """Called by Tensor.numpy before it reads the tensor's data."""
+    """Called by Tensor._read, the one path of every host read, before it reads the data."""
     for listener in active_listeners():
         listener.reading(tensor)
 

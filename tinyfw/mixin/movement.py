@@ -342,7 +342,6 @@ class MovementOps:
         """x[idx] for an integer tensor or list idx: the rows idx names, in idx's shape, as
         torch does. With a gradient to carry, a one-hot matmul picks them (differentiable);
         otherwise (data, like a batch of images) they are picked on the host."""
-        from tinyfw.tensor import Tensor
         picks = np.asarray(index.numpy() if hasattr(index, "uop") else index)
         if picks.dtype.kind not in "iu":
             raise IndexError("tensors used as indices must be of an integer dtype")
@@ -354,13 +353,11 @@ class MovementOps:
             raise IndexError(f"index {bad} is out of bounds for dimension 0 with size {rows}")
         picks = picks % max(rows, 1)
         if self.requires_grad:
-            hot = Tensor(picks.reshape(-1), device=self.device).one_hot(rows).cast(self.dtype)
-            out = hot @ self.reshape(rows, -1)
-        else:
-            from tinyfw.engine import realize
-            memory = realize.buffer_of(realize.realize(self.uop)).host_view()
-            rows_picked = memory.reshape(self.shape)[picks.reshape(-1)]
-            out = Tensor(rows_picked, device=self.device, dtype=self.dtype)
+            hot = type(self)(picks.reshape(-1), device=self.device).one_hot(rows)
+            out = hot.cast(self.dtype) @ self.reshape(rows, -1)
+        else:  # a read of data: a TinyJit capturing refuses it (its replays would not pick)
+            rows_picked = self._read(copy=False)[picks.reshape(-1)]
+            out = type(self)(rows_picked, device=self.device, dtype=self.dtype)
         return out.reshape(picks.shape + self.shape[1:])
 
     def __getitem__(self: Tensor, index: Any) -> Tensor:
