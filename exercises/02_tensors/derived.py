@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tinyfw.dtype import DType
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
 
@@ -19,6 +20,32 @@ class DerivedOps:
     """Reductions, softmax, matmul and losses written with the Tensor's own methods.
     Their gradients come for free, through the ops they are made of."""
     __slots__ = ()
+
+    # --- what the class must provide (Tensor does, in tinyfw/tensor.py) ---
+    # Besides what is below: type(self)(data) makes a tensor of an array or a list; the
+    # elementwise ops (+, *, exp, log, where, cast, ...), the reductions (sum, max, any, argmax)
+    # and MovementOps (reshape, unsqueeze, permute, ...) are the ops everything here is made of.
+    @property
+    def shape(self) -> tuple[int, ...]: raise NotImplementedError
+    @property
+    def dtype(self) -> DType: raise NotImplementedError
+    @property
+    def device(self) -> str: raise NotImplementedError
+    @property
+    def ndim(self) -> int: raise NotImplementedError
+    def numel(self) -> int: raise NotImplementedError
+
+    def _axes(self, axis: AxisArg) -> tuple[int, ...]:
+        """An axis argument as sorted positive axes."""
+        raise NotImplementedError
+
+    @staticmethod
+    def arange(start: int | float, stop: int | float | None = None, step: int | float = 1,
+               dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        """Values from start up to (not including) stop, step apart."""
+        raise NotImplementedError
+
+    # --- the derived ops ---
 
     def mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """The average over axis (all axes when None): a sum divided by how many were summed."""

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from tinyfw.mixin.derived import AxisArg
-from tinyfw.dtype import dtypes
+from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.uop.ops import UOp
 
@@ -77,6 +77,46 @@ class MovementOps:
     """reshape, permute, expand, pad, shrink, flip and what is built from them (transpose,
     flatten, squeeze, cat, indexing, ...). Each returns a view recorded in the lazy graph."""
     __slots__ = ()
+
+    # --- what the class must provide (Tensor does, in tinyfw/tensor.py) ---
+    # Its node in the lazy graph, and for a view the base and the view ops from it (an assign
+    # to the view writes through). type(self)(data, device=, dtype=) makes a tensor of a node,
+    # an array or a list. The ops here also use where, +, cast, assign, and DerivedOps' one_hot
+    # and @ (not restated: a stub here would hide DerivedOps' method, which comes after).
+    uop: UOp
+    _view: tuple[Any, tuple] | None
+
+    @property
+    def shape(self) -> tuple[int, ...]: raise NotImplementedError
+    @property
+    def dtype(self) -> DType: raise NotImplementedError
+    @property
+    def device(self) -> str: raise NotImplementedError
+    @property
+    def ndim(self) -> int: raise NotImplementedError
+    @property
+    def requires_grad(self) -> bool | None: raise NotImplementedError
+    def numel(self) -> int: raise NotImplementedError
+
+    def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
+        """A new tensor for uop, requiring grad when a source does."""
+        raise NotImplementedError
+
+    def _axes(self, axis: AxisArg) -> tuple[int, ...]:
+        """An axis argument as sorted positive axes."""
+        raise NotImplementedError
+
+    def _read(self, copy: bool) -> np.ndarray:
+        """The value on the host: the one read of data, which a TinyJit capturing refuses."""
+        raise NotImplementedError
+
+    @staticmethod
+    def ones(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+             requires_grad: bool | None = None) -> Tensor:
+        """A tensor of ones."""
+        raise NotImplementedError
+
+    # --- the movement ops ---
 
     def _view_result(self: Tensor, uop: UOp, *ops: tuple[str, Any]) -> Tensor:
         """A tensor for uop, a view of self made by ops, that remembers its base (the tensor
