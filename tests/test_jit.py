@@ -229,6 +229,23 @@ def test_reading_data_while_captured() -> None:
         jit(data(3))
 
 
+@pytest.mark.parametrize("rows", [[0, 2], [2, 0, 2]])
+def test_rows_picked_on_the_host_while_captured(rows: list[int]) -> None:
+    """x[list] without a gradient reads x's memory on the host: a capture must refuse it (its
+    replays would give the rows of the captured call), not replay stale rows."""
+    def f(x: Tensor) -> Tensor:
+        return x[rows] * 2
+    jit = TinyJit(f)
+    for seed in range(4):
+        x = data(3, 4, seed=seed)
+        try:
+            got = jit(x).numpy()
+        except JitError as error:
+            assert "x[list]" in str(error) and "Return the tensor" in str(error)
+            return
+        np.testing.assert_array_equal(got, x.numpy()[rows] * 2)
+
+
 def test_returning_non_tensors() -> None:
     with pytest.raises(JitError, match="returned a float.*Return a Tensor"):
         TinyJit(lambda x: float(3))(data(3))

@@ -11,7 +11,7 @@ import torch
 from tinyfw import Tensor
 from tinyfw.engine import realize
 from tinyfw.engine.schedule import ScheduleItem, find_materialized
-from tinyfw.uop.ops import MOVEMENT, Ops, UOp
+from tinyfw.uop.ops import MOVEMENT, Ops, UOp, find_reduce
 
 RNG = np.random.default_rng(7)
 
@@ -31,7 +31,7 @@ def check_well_formed(items: list[ScheduleItem]) -> None:
     written: set[UOp] = set()
     for item in items:
         for node in item.inputs:
-            assert node in written or realize.has_buffer(node) or node.op is Ops.BUFFER, \
+            assert node in written or realize.is_loaded(node) or node.op is Ops.BUFFER, \
                 f"{item.name} reads {node.op} before it is computed"
         written.add(item.output)
         if item.ast is None:
@@ -151,8 +151,8 @@ def test_expand_after_elementwise_ops_stores_the_reduce() -> None:
     a = data(3, 4)
     x = Tensor(a)
     out = x * (x.sum(1) * 2 + 1).reshape(3, 1)
-    assert find_materialized([out.uop], realize.has_buffer) == {
-        out.uop, next(n for n in out.uop.toposort() if n.op is Ops.REDUCE)}
+    assert find_materialized([out.uop], realize.is_loaded) == {
+        out.uop, find_reduce(out.uop)}
     assert names(run(out)) == ["r_3_4", "E_3_4"]
     np.testing.assert_allclose(out.numpy(), a * (a.sum(1) * 2 + 1)[:, None], rtol=1e-5)
 

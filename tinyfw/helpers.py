@@ -2,19 +2,11 @@
 from __future__ import annotations
 
 import functools
-import math
 import operator
-import os
 from collections.abc import Iterable
 from typing import TypeVar
 
 T = TypeVar("T")
-
-
-@functools.cache
-def getenv(key: str, default: int = 0) -> int:
-    """An integer setting from the environment, such as DEBUG=2."""
-    return int(os.getenv(key, str(default)))
 
 
 def prod(xs: Iterable[int]) -> int:
@@ -51,8 +43,3 @@ def shape_str(shape: tuple[int, ...]) -> str:
 def ceildiv(a: int, b: int) -> int:
     """a / b rounded up."""
     return -(-a // b)
-
-
-def is_finite_number(x: float) -> bool:
-    """True for a number that is neither inf nor nan."""
-    return math.isfinite(x)

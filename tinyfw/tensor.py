@@ -13,7 +13,7 @@ import numpy as np
 from tinyfw.mixin import elementwise_math
 from tinyfw.uop import gradient
 from tinyfw.engine import realize
-from tinyfw.mixin.derived import Axis, DerivedOps
+from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dtype
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
@@ -202,11 +202,17 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     def numpy(self) -> np.ndarray:
         """The value as a numpy array (a copy)."""
-        realize.note_read(self)  # a TinyJit capturing forbids it (tinyfw/engine/jit.py)
-        node = realize.realize(self.uop)
+        return self._read(copy=True)
+
+    def _read(self, copy: bool) -> np.ndarray:
+        """The value on the host, in this tensor's shape: an array of the caller's own (copy), or
+        one only to read, with no copy where the device's memory is a numpy array. Every read of
+        data goes through here, so a TinyJit capturing is told of it (and refuses it)."""
+        realize.note_read(self)  # tinyfw/engine/jit.py
+        buffer = realize.buffer_of(realize.realize(self.uop))
         # Buffer.numpy is already a new array of the caller's own: a copy more would be a second
         # pass over the memory and a second array at once.
-        return realize.buffer_of(node).numpy().reshape(self.shape)
+        return (buffer.numpy() if copy else buffer.host_view()).reshape(self.shape)
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
@@ -781,8 +787,8 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return self + (end - self) * weight
 
     # --- reductions ---
-    def _axes(self, axis: Axis | Sequence[int]) -> tuple[int, ...]:
-        """Axis (an int, a tuple or None for all) as sorted positive axes."""
+    def _axes(self, axis: AxisArg | Sequence[int]) -> tuple[int, ...]:
+        """An axis argument (an int, a tuple, or None for all) as sorted positive axes."""
         if axis is None:
             return tuple(range(self.ndim))
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
@@ -792,7 +798,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                 raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
         return tuple(sorted(set(normalized))) if self.ndim else ()
 
-    def _reduce(self, op: Ops, axis: Axis, keepdim: bool) -> Tensor:
+    def _reduce(self, op: Ops, axis: AxisArg, keepdim: bool) -> Tensor:
         axes = self._axes(axis)
         chunk = self._reduce_chunk(op, prod(self.shape[i] for i in axes))
         if chunk is not None:
@@ -842,7 +848,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         out = self._result(self.uop.reduce(op, (self.ndim - 1,)), self)
         return out.reshape(self.shape[:-1])
 
-    def sum(self, axis: Axis = None, keepdim: bool = False,
+    def sum(self, axis: AxisArg = None, keepdim: bool = False,
             dtype: DType | str | None = None) -> Tensor:
         """The sum over axis (all axes when None), as torch: ints and bools sum into int64,
         float16 accumulates in float32; dtype casts the input first (as torch's dtype=)."""
@@ -856,12 +862,12 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             x = self
         return x._reduce(Ops.ADD, axis, keepdim)
 
-    def max(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def max(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """The largest value over axis (ties share the gradient, as torch.amax; NaN wins)."""
         self._check_reducible("max", axis)
         return self._reduce(Ops.MAX, axis, keepdim)
 
-    def _check_reducible(self, name: str, axis: Axis, error: type = RuntimeError) -> None:
+    def _check_reducible(self, name: str, axis: AxisArg, error: type = RuntimeError) -> None:
         """torch's errors for a max, min, argmax or argmin over nothing (an empty axis has no
         largest value; an empty kept axis is fine: the result is empty too)."""
         if self.numel() == 0 and axis is None:
@@ -872,7 +878,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                 raise IndexError(f"{name}(): Expected reduction dim {i} to have non-zero size. "
                                  f"(input of shape {shape_str(self.shape)})")
 
-    def min(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def min(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """The smallest value over axis: a max of the values turned upside down."""
         self._check_reducible("min", axis)
         if self.dtype.is_bool:
@@ -881,10 +887,10 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             return ~((~self).max(axis, keepdim))
         return -((-self).max(axis, keepdim))
 
-    def any(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def any(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         return self.bool().max(axis, keepdim)
 
-    def all(self, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def all(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         return self.logical_not().any(axis, keepdim).logical_not()
 
     def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:

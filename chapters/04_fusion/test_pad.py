@@ -61,7 +61,7 @@ def test_find_materialized_stores_the_padded_value() -> None:
     x = Tensor(data(3, 4))
     value = x + 1
     out = value.pad(((0, 0), (1, 1))) * 2
-    assert find_materialized([out.uop], realize.has_buffer) == {out.uop, value.uop}
+    assert find_materialized([out.uop], realize.is_loaded) == {out.uop, value.uop}
 
 
 def test_padding_reads_zero_not_f_of_zero() -> None:

@@ -50,7 +50,7 @@ def test_an_elementwise_chain_is_one_kernel() -> None:
     a, b = data(3, 4), data(3, 4)
     x, y = Tensor(a), Tensor(b)
     out = ((x * 2 + 1).exp() * y - 3 * x).abs().sqrt()
-    assert find_materialized([out.uop], realize.has_buffer) == {out.uop}
+    assert find_materialized([out.uop], realize.is_loaded) == {out.uop}
     items = out.schedule()
     assert names(items) == ["E_3_4"], f"expected one kernel E_3_4, got {names(items)}"
     assert set(items[0].inputs) == {x.uop, y.uop} and len(items[0].inputs) == 2

@@ -34,7 +34,7 @@ def users_of(*roots: Tensor) -> dict[UOp, list[UOp]]:
     seen: set[UOp] = set()
     for root in roots:
         for node in root.uop.toposort():
-            if node in seen or realize.has_buffer(node):
+            if node in seen or realize.is_loaded(node):
                 continue
             seen.add(node)
             for source in dict.fromkeys(node.src):
@@ -84,7 +84,7 @@ def test_an_expand_after_elementwise_ops() -> None:
     x = Tensor(data(3, 4))
     out = x * (x.sum(1) * 2 + 1).reshape(3, 1)
     assert reduce_would_be_recomputed(the_reduce(out), users_of(out)) is True
-    assert find_materialized([out.uop], realize.has_buffer) == {out.uop, the_reduce(out)}
+    assert find_materialized([out.uop], realize.is_loaded) == {out.uop, the_reduce(out)}
 
 
 def test_other_movement_ops_store_the_reduce() -> None:
@@ -175,7 +175,7 @@ def test_mlp_training_step_is_twelve_kernels() -> None:
     for p in params:
         p.assign(p.detach() - 0.1 * p.grad)
     targets = [loss, *grads, *params]
-    stored = find_materialized([t.uop for t in targets], realize.has_buffer)
+    stored = find_materialized([t.uop for t in targets], realize.is_loaded)
     inner = sorted(n.shape for n in stored - {t.uop for t in targets})
     assert inner == [(16, 1, 2), (16, 1, 8), (16, 8, 1)], \
         "expected the two forward matmuls and the gradient at the hidden layer to be stored"

@@ -28,9 +28,8 @@ def data(*shape: int, seed: int) -> Tensor:
 
 def buffer(t: Tensor) -> Any:
     """The buffer holding t's value (t realized)."""
-    buf = realize.held_buffer(t.uop)
-    assert buf is not None, "the tensor should hold a buffer"
-    return buf
+    assert realize.is_realized(t.uop), "the tensor should hold a buffer"
+    return realize.buffer_of(t.uop)
 
 
 class Counted:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tinyfw.dtype import DType
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
 
-Axis = int | tuple[int, ...] | None
+AxisArg = int | tuple[int, ...] | None
 
 
 class DerivedOps:
@@ -20,7 +21,33 @@ class DerivedOps:
     Their gradients come for free, through the ops they are made of."""
     __slots__ = ()
 
-    def mean(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    # --- what the class must provide (Tensor does, in tinyfw/tensor.py) ---
+    # Besides what is below: type(self)(data) makes a tensor of an array or a list; the
+    # elementwise ops (+, *, exp, log, where, cast, ...), the reductions (sum, max, any, argmax)
+    # and MovementOps (reshape, unsqueeze, permute, ...) are the ops everything here is made of.
+    @property
+    def shape(self) -> tuple[int, ...]: raise NotImplementedError
+    @property
+    def dtype(self) -> DType: raise NotImplementedError
+    @property
+    def device(self) -> str: raise NotImplementedError
+    @property
+    def ndim(self) -> int: raise NotImplementedError
+    def numel(self) -> int: raise NotImplementedError
+
+    def _axes(self, axis: AxisArg) -> tuple[int, ...]:
+        """An axis argument as sorted positive axes."""
+        raise NotImplementedError
+
+    @staticmethod
+    def arange(start: int | float, stop: int | float | None = None, step: int | float = 1,
+               dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        """Values from start up to (not including) stop, step apart."""
+        raise NotImplementedError
+
+    # --- the derived ops ---
+
+    def mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """The average over axis (all axes when None): a sum divided by how many were summed."""
         # >>> exercise 02.mean #mean-as-a-composition
         x = self if self.dtype.is_float else self.float()
@@ -30,7 +57,8 @@ class DerivedOps:
         return (total / count).cast(x.dtype)
         # <<< exercise
 
-    def var(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    def var(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
+            correction: int = 1) -> Tensor:
         """The variance over axis, dividing by N - correction (1: the unbiased estimate)."""
         x = self if self.dtype.is_float else self.float()
         wide = x.float() if x.dtype.itemsize < 4 else x  # float16 squares overflow early
@@ -40,7 +68,8 @@ class DerivedOps:
         n = x.numel() // max(sq.numel(), 1) if x.numel() else 0
         return (sq / max(n - correction, 0)).cast(x.dtype)
 
-    def std(self: Tensor, axis: Axis = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    def std(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
+            correction: int = 1) -> Tensor:
         """The standard deviation over axis."""
         return self.var(axis, keepdim, correction).sqrt()
 
@@ -62,7 +91,7 @@ class DerivedOps:
         shifted = self - self.max(axis, keepdim=True).detach()
         return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
-    def logsumexp(self: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
+    def logsumexp(self: Tensor, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over axis, computed stably."""
         if any(self.shape[i] == 0 for i in self._axes(axis)):  # log of an empty sum: -inf
             return self.exp().sum(axis, keepdim).log()

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tinyfw.dtype import dtypes
-from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp
+from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp, find_reduce
 from tinyfw.shape.view import ShapeTracker
 
 
@@ -68,7 +68,7 @@ def reduce_would_be_recomputed(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
     # <<< exercise
 
 
-def find_materialized(targets: list[UOp], has_buffer: Callable[[UOp], bool]) -> set[UOp]:
+def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> set[UOp]:
     """Every node below targets that will be a kernel's output (buffers already held excluded)."""
     order: list[UOp] = []
     seen: set[UOp] = set()
@@ -79,20 +79,20 @@ def find_materialized(targets: list[UOp], has_buffer: Callable[[UOp], bool]) -> 
                 order.append(node)
     users: dict[UOp, list[UOp]] = {}
     for node in order:
-        if has_buffer(node):
+        if is_loaded(node):
             continue
         for s in dict.fromkeys(node.src):
             users.setdefault(s, []).append(node)
     wanted = set(targets)
     out: set[UOp] = set()
     for node in order:
-        if has_buffer(node) or node.op in (Ops.DEVICE, Ops.BUFFER):
+        if is_loaded(node) or node.op in (Ops.DEVICE, Ops.BUFFER):
             continue
         if is_realized_explicitly(node, wanted) or reduce_would_be_recomputed(node, users):
             out.add(node)
         if node.op is Ops.PAD and (src := pad_source_to_materialize(node)) is not None:
             out.add(src)
-        if node.op is Ops.COPY and not has_buffer(node.src[0]) and \
+        if node.op is Ops.COPY and not is_loaded(node.src[0]) and \
                 node.src[0].op is not Ops.BUFFER:
             out.add(node.src[0])  # a copy moves a buffer: what it copies is computed first
     return out
@@ -117,7 +117,7 @@ class _KernelBuilder:
             elif all(s in self.reduces for s in expr.src):  # built bottom-up: usually known
                 found = next((r for s in expr.src if (r := self.reduces[s]) is not None), None)
             else:
-                found = next((n for n in expr.toposort() if n.op is Ops.REDUCE), None)
+                found = find_reduce(expr)
             self.reduces[expr] = found
         return self.reduces[expr]
 
@@ -239,16 +239,16 @@ def reshape_leaves(expr: UOp, shape: tuple[int, ...]) -> UOp:
 
 def kernel_name(ast: UOp) -> str:
     """E_ for elementwise kernels, r_ for reducing ones, then the sizes of the loops."""
-    reduce = next((n for n in ast.toposort() if n.op is Ops.REDUCE), None)
+    reduce = find_reduce(ast)
     shape = reduce.src[0].shape if reduce is not None else ast.shape
     return ("r_" if reduce is not None else "E_") + "_".join(str(s) for s in shape or (1,))
 
 
-def create_schedule(targets: list[UOp], has_buffer: Callable[[UOp], bool]) -> list[ScheduleItem]:
+def create_schedule(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> list[ScheduleItem]:
     """The kernels (and copies) that compute targets, each after the ones it reads from."""
-    materialized = find_materialized(targets, has_buffer)
+    materialized = find_materialized(targets, is_loaded)
     while True:
-        items, extra, computed = _build_items(targets, materialized, has_buffer)
+        items, extra, computed = _build_items(targets, materialized, is_loaded)
         if not extra:  # every kernel was built: is some reduce computed by more than one?
             extra = {r for r in computed if computed[r] > 1}
         if not extra:
@@ -256,12 +256,12 @@ def create_schedule(targets: list[UOp], has_buffer: Callable[[UOp], bool]) -> li
         materialized |= extra
 
 
-def _build_items(targets: list[UOp], materialized: set[UOp], has_buffer: Callable[[UOp], bool]
+def _build_items(targets: list[UOp], materialized: set[UOp], is_loaded: Callable[[UOp], bool]
                  ) -> tuple[list[ScheduleItem], set[UOp], dict[UOp, int]]:
     """One try at the kernels: the items, the nodes found to need a buffer of their own, and
     how many kernels compute each REDUCE of the graph."""
     def is_input(n: UOp) -> bool:
-        return n in materialized or has_buffer(n) or n.op is Ops.BUFFER
+        return n in materialized or is_loaded(n) or n.op is Ops.BUFFER
     items: list[ScheduleItem] = []
     done: set[UOp] = set()
     extra: set[UOp] = set()

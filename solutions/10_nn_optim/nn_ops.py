@@ -6,9 +6,9 @@ normalization, each composed of the primitive ops (chapter 10)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from tinyfw.dtype import dtypes
+from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import ceildiv
 
 if TYPE_CHECKING:
@@ -76,8 +76,30 @@ def check_window(what: str, kernel: tuple[int, ...], stride: IntOrTuple, dilatio
 
 
 class NNOps:
-    """Mixed into Tensor."""
+    """Convolution, pooling, dropout and normalization, mixed into Tensor."""
     __slots__ = ()
+
+    # --- what the class must provide (Tensor does, in tinyfw/tensor.py) ---
+    # Besides what is below: MovementOps (pad, shrink, reshape, permute, repeat, expand), the
+    # reductions (sum, max, mean) and the elementwise ops (*, +, where, rsqrt, square).
+    training: bool  # a class attribute: Tensor.train() sets it, dropout reads it
+
+    @property
+    def shape(self) -> tuple[int, ...]: raise NotImplementedError
+    @property
+    def dtype(self) -> DType: raise NotImplementedError
+    @property
+    def ndim(self) -> int: raise NotImplementedError
+
+    def ones_like(self, **kwargs: Any) -> Tensor:
+        """A tensor of ones of this shape, dtype and device."""
+        raise NotImplementedError
+
+    def rand_like(self, **kwargs: Any) -> Tensor:
+        """Uniform samples in [0, 1) of this shape and device."""
+        raise NotImplementedError
+
+    # --- the nn ops ---
 
     # --- windows ---
     def _pool(self: Tensor, kernel: tuple[int, ...], stride: IntOrTuple = 1,

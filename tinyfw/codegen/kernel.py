@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, auto
 
-from tinyfw.uop.ops import Ops, UOp
+from tinyfw.uop.ops import Ops, UOp, find_reduce
 
 
 class AxisKind(Enum):
@@ -15,6 +15,7 @@ class AxisKind(Enum):
 
 @dataclass(frozen=True)
 class Axis:
+    """One loop of a kernel: how many iterations it runs, and what they do."""
     size: int
     kind: AxisKind
 
@@ -29,7 +30,7 @@ class Kernel:
 
     @staticmethod
     def from_ast(ast: UOp, name: str) -> Kernel:
-        reduce = next((n for n in ast.toposort() if n.op is Ops.REDUCE), None)
+        reduce = find_reduce(ast)
         full = reduce.src[0].shape if reduce is not None else ast.shape
         reduced = set(reduce.arg[1]) if reduce is not None else set()
         axes = tuple(Axis(s, AxisKind.REDUCE if i in reduced else AxisKind.GLOBAL)
@@ -77,5 +78,5 @@ class Kernel:
 
     @property
     def reduce(self) -> UOp | None:
-        return next((n for n in self.ast.toposort() if n.op is Ops.REDUCE), None)
+        return find_reduce(self.ast)
 

@@ -195,16 +195,17 @@ class TinyJit:
         call: the kernel that wrote its new value writes old instead where that is safe, else
         a copy new -> old is appended. Old gets this call's value now and tensor points at it.
         False if the tensor did not move to a new buffer."""
-        new = realize.held_buffer(tensor.uop)
-        if new is None:
+        if not realize.is_realized(tensor.uop):
             raise JitError(f"TinyJit({self.name}): the function assigned to a tensor of shape "
                            f"{shape_str(tensor.shape)} but left it unrealized, so replays would "
                            "not update it. Realize it in the function (Tensor.realize_all(...) "
                            "with the parameters) or return it.")
+        new = realize.buffer_of(tensor.uop)
         if new is old:
             return False
         writer = next((i for i, launch in enumerate(self.jit_cache) if launch.out is new), None)
-        shown = any(t is not tensor and realize.held_buffer(t.uop) is new for t in outputs)
+        shown = any(t is not tensor and realize.is_realized(t.uop)
+                    and realize.buffer_of(t.uop) is new for t in outputs)
         if writer is not None and not shown and self._can_write_in_place(writer, old):
             for launch in self.jit_cache[writer:]:
                 launch.out = old if launch.out is new else launch.out
@@ -355,19 +356,19 @@ class _Recorder(realize.Listener):
     def assigning(self, tensor: Any) -> None:
         if any(t is tensor for t, _ in self.assigned):
             return
-        old = realize.held_buffer(tensor.uop)
-        if old is None:
+        if not realize.is_realized(tensor.uop):
             raise JitError(f"TinyJit({self.name}): the function assigns to a tensor of shape "
                            f"{shape_str(tensor.shape)} whose value is still lazy (no buffer), "
                            "so there is no buffer to keep its state in. Realize it before the "
                            "call, e.g. with Tensor.realize_all(...) at the end of the function.")
-        self.assigned.append((tensor, old))
+        self.assigned.append((tensor, realize.buffer_of(tensor.uop)))
 
     def reading(self, tensor: Any) -> None:
         raise JitError(f"TinyJit({self.name}): the function reads a tensor's data (.numpy(), "
-                       ".item(), .tolist(), print, `if`, or requires_grad=True) while it is "
-                       "captured. Replays do not run the function, so the read would not "
-                       "happen again. Return the tensor and read it after the call.")
+                       ".item(), .tolist(), print, `if`, x[list] or x[tensor] of a tensor that "
+                       "needs no gradient, or requires_grad=True) while it is captured. Replays "
+                       "do not run the function, so the read would not happen again. Return the "
+                       "tensor and read it after the call.")
 
 
 class _Guard(realize.Listener):
@@ -377,8 +378,10 @@ class _Guard(realize.Listener):
     def assigning(self, tensor: Any) -> None:
         if _capture_in_this_thread() is not None:  # this thread's capture follows it itself
             return
-        buf = realize.held_buffer(tensor.uop)
-        if buf is not None and any(buf in jit.pinned for jit in list(_jits)):
+        if not realize.is_realized(tensor.uop):
+            return
+        buf = realize.buffer_of(tensor.uop)
+        if any(buf in jit.pinned for jit in list(_jits)):
             _moved.append((weakref.ref(tensor), buf))
 
 
@@ -424,9 +427,8 @@ def _view(buf: Buffer, shape: tuple[int, ...]) -> UOp:
 
 def _buffer(t: Tensor) -> Buffer:
     """The buffer of a realized tensor."""
-    buf = realize.held_buffer(t.uop)
-    assert buf is not None, "the tensor should have been realized"
-    return buf
+    assert realize.is_realized(t.uop), "the tensor should have been realized"
+    return realize.buffer_of(t.uop)
 
 
 def _captured_checks(cache: list[Launch]) -> list[tuple[realize.Check, Buffer, Buffer | None]]:

@@ -65,8 +65,8 @@ def pending_checks(nodes: list[UOp]) -> list[Check]:
     found: list[Check] = []
     work, seen = list(nodes), set()
     while work and _checks:
-        for node in work.pop().toposort(stop=has_buffer):
-            if node in seen or has_buffer(node):
+        for node in work.pop().toposort(stop=is_loaded):
+            if node in seen or is_loaded(node):
                 continue
             seen.add(node)
             for check in _checks.get(node, ()):
@@ -109,16 +109,28 @@ def is_buffer_view(node: UOp) -> bool:
     return _below_reshapes(node).op is Ops.BUFFER
 
 
+def is_realized(node: UOp) -> bool:
+    """True when node's value is in a buffer already: a buffer view, or a node computed before
+    (else it is still lazy, and buffer_of has nothing to give)."""
+    return is_buffer_view(node) or node in _computed
+
+
+def is_loaded(node: UOp) -> bool:
+    """True for a node the scheduler loads from memory rather than computes: a buffer in its own
+    shape (one reshape of a BUFFER) or a node computed before. Reshapes stacked on those stay in
+    the kernel as views of the load, so a deeper buffer view is realized but not loaded itself."""
+    direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
+    return direct or node in _computed
+
+
 def buffer_of(node: UOp) -> Buffer:
-    """The buffer holding node's value (a buffer view, or a node computed before)."""
+    """The buffer holding node's value; node must be realized (see is_realized)."""
     if is_buffer_view(node):
         return _below_reshapes(node).arg
+    if node not in _computed:
+        raise RuntimeError(f"a {node.op.name} node of shape {node.shape} has no buffer yet: "
+                           "realize it first")
     return _computed[node]
-
-
-def held_buffer(node: UOp) -> Buffer | None:
-    """The buffer holding node's value if it has one already (else None: it is still lazy)."""
-    return buffer_of(node) if is_buffer_view(node) or node in _computed else None
 
 
 def forget(buffers: set[Buffer]) -> None:
@@ -139,13 +151,6 @@ def forget_readers(buffers: set[Buffer]) -> None:
             _computed.pop(node, None)
 
 
-def has_buffer(node: UOp) -> bool:
-    """A node the scheduler reads from memory: a buffer in its own shape, or a value computed
-    before. (Reshapes stacked on those stay in the graph, so they become views of the load.)"""
-    direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
-    return direct or node in _computed
-
-
 class Listener:
     """Something told of what realize and Tensor do: a TinyJit (tinyfw/engine/jit.py) records the
     kernels launched while it captures, follows assigns and forbids reads of data."""
@@ -157,7 +162,7 @@ class Listener:
         """Tensor.assign is about to give tensor a new value."""
 
     def reading(self, tensor: Any) -> None:
-        """Tensor.numpy is about to copy tensor's value to the host."""
+        """Tensor._read (numpy, item, x[list], ...) is about to read tensor's value on the host."""
 
 
 # Listeners told of what every thread does (TinyJit's guard of pinned buffers).
@@ -187,16 +192,16 @@ def note_assign(tensor: Any) -> None:
 
 
 def note_read(tensor: Any) -> None:
-    """Called by Tensor.numpy before it reads the tensor's data."""
+    """Called by Tensor._read, the one path of every host read, before it reads the data."""
     for listener in active_listeners():
         listener.reading(tensor)
 
 
 def schedule(*nodes: UOp) -> list[ScheduleItem]:
     """The kernels that realizing nodes would run, in order."""
-    wanted = [n for n in nodes if not (is_buffer_view(n) or n in _computed)]
-    checks = [n for c in pending_checks(wanted) for n in c.nodes() if not has_buffer(n)]
-    return create_schedule(wanted + list(dict.fromkeys(checks)), has_buffer)
+    wanted = [n for n in nodes if not is_realized(n)]
+    checks = [n for c in pending_checks(wanted) for n in c.nodes() if not is_loaded(n)]
+    return create_schedule(wanted + list(dict.fromkeys(checks)), is_loaded)
 
 
 def run_schedule(items: list[ScheduleItem]) -> None:

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tinyfw.mixin.derived import Axis
-from tinyfw.dtype import dtypes
+from tinyfw.mixin.derived import AxisArg
+from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.uop.ops import UOp
 
@@ -85,6 +85,46 @@ class MovementOps:
     """reshape, permute, expand, pad, shrink, flip and what is built from them (transpose,
     flatten, squeeze, cat, indexing, ...). Each returns a view recorded in the lazy graph."""
     __slots__ = ()
+
+    # --- what the class must provide (Tensor does, in tinyfw/tensor.py) ---
+    # Its node in the lazy graph, and for a view the base and the view ops from it (an assign
+    # to the view writes through). type(self)(data, device=, dtype=) makes a tensor of a node,
+    # an array or a list. The ops here also use where, +, cast, assign, and DerivedOps' one_hot
+    # and @ (not restated: a stub here would hide DerivedOps' method, which comes after).
+    uop: UOp
+    _view: tuple[Any, tuple] | None
+
+    @property
+    def shape(self) -> tuple[int, ...]: raise NotImplementedError
+    @property
+    def dtype(self) -> DType: raise NotImplementedError
+    @property
+    def device(self) -> str: raise NotImplementedError
+    @property
+    def ndim(self) -> int: raise NotImplementedError
+    @property
+    def requires_grad(self) -> bool | None: raise NotImplementedError
+    def numel(self) -> int: raise NotImplementedError
+
+    def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
+        """A new tensor for uop, requiring grad when a source does."""
+        raise NotImplementedError
+
+    def _axes(self, axis: AxisArg) -> tuple[int, ...]:
+        """An axis argument as sorted positive axes."""
+        raise NotImplementedError
+
+    def _read(self, copy: bool) -> np.ndarray:
+        """The value on the host: the one read of data, which a TinyJit capturing refuses."""
+        raise NotImplementedError
+
+    @staticmethod
+    def ones(*shape: int, dtype: DType | str | None = None, device: str | None = None,
+             requires_grad: bool | None = None) -> Tensor:
+        """A tensor of ones."""
+        raise NotImplementedError
+
+    # --- the movement ops ---
 
     def _view_result(self: Tensor, uop: UOp, *ops: tuple[str, Any]) -> Tensor:
         """A tensor for uop, a view of self made by ops, that remembers its base (the tensor
@@ -246,7 +286,7 @@ class MovementOps:
         d = normalize_axis(dim, self.ndim)
         return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
 
-    def squeeze(self: Tensor, dim: Axis = None) -> Tensor:
+    def squeeze(self: Tensor, dim: AxisArg = None) -> Tensor:
         """Size-1 axes removed (only the given ones, when dim is given)."""
         if dim is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
@@ -352,7 +392,6 @@ class MovementOps:
         """x[idx] for an integer tensor or list idx: the rows idx names, in idx's shape, as
         torch does. With a gradient to carry, a one-hot matmul picks them (differentiable);
         otherwise (data, like a batch of images) they are picked on the host."""
-        from tinyfw.tensor import Tensor
         picks = np.asarray(index.numpy() if hasattr(index, "uop") else index)
         if picks.dtype.kind not in "iu":
             raise IndexError("tensors used as indices must be of an integer dtype")
@@ -364,13 +403,11 @@ class MovementOps:
             raise IndexError(f"index {bad} is out of bounds for dimension 0 with size {rows}")
         picks = picks % max(rows, 1)
         if self.requires_grad:
-            hot = Tensor(picks.reshape(-1), device=self.device).one_hot(rows).cast(self.dtype)
-            out = hot @ self.reshape(rows, -1)
-        else:
-            from tinyfw.engine import realize
-            memory = realize.buffer_of(realize.realize(self.uop)).host_view()
-            rows_picked = memory.reshape(self.shape)[picks.reshape(-1)]
-            out = Tensor(rows_picked, device=self.device, dtype=self.dtype)
+            hot = type(self)(picks.reshape(-1), device=self.device).one_hot(rows)
+            out = hot.cast(self.dtype) @ self.reshape(rows, -1)
+        else:  # a read of data: a TinyJit capturing refuses it (its replays would not pick)
+            rows_picked = self._read(copy=False)[picks.reshape(-1)]
+            out = type(self)(rows_picked, device=self.device, dtype=self.dtype)
         return out.reshape(picks.shape + self.shape[1:])
 
     def __getitem__(self: Tensor, index: Any) -> Tensor:

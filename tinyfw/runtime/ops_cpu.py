@@ -20,7 +20,7 @@ import numpy as np
 from tinyfw.codegen.lower import Kernel, Program, lower
 from tinyfw.device import Buffer, NumpyAllocator, Runtime
 from tinyfw.renderer.cstyle import render
-from tinyfw.uop.ops import Ops
+from tinyfw.uop.ops import find_reduce
 
 # -ffp-contract=off: gcc would fuse a*b+c into one fma (rounded once) where it sees fit, so the same
 # expression could give different bits in two kernels (and differ from the NUMPY reference).
@@ -330,7 +330,7 @@ class CPURuntime(Runtime):
         return (lower, render)
 
     def build(self, item: Any, source: str) -> CPUProgram:
-        reduces = any(n.op is Ops.REDUCE for n in item.ast.toposort())
+        reduces = find_reduce(item.ast) is not None
         compiler = self.reduce_compiler if reduces else self.compiler
         return CPUProgram(item.name, compiler.compile(source), source, compiler)
 

@@ -1,7 +1,6 @@
 """Integer index expressions over loop variables, simplified as they are built."""
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Union
@@ -373,7 +372,3 @@ def make_and(terms: list[Expr]) -> Expr:
     if not flat:
         return TRUE
     return flat[0] if len(flat) == 1 else And(tuple(flat))
-
-
-def ceil_log(x: int) -> int:
-    return math.ceil(math.log2(max(x, 1)))

@@ -250,6 +250,11 @@ class UOp(metaclass=_HashConsed):
         return self if device == self.device else UOp(Ops.COPY, self.dtype, (self,), device)
 
 
+def find_reduce(ast: UOp) -> UOp | None:
+    """The first REDUCE in ast's graph (a kernel holds at most one), or None."""
+    return next((node for node in ast.toposort() if node.op is Ops.REDUCE), None)
+
+
 def device_node(device: str) -> UOp:
     """The leaf naming a device."""
     return UOp(Ops.DEVICE, dtypes.bool, (), device)

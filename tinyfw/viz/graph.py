@@ -7,7 +7,7 @@ from typing import Any
 
 import graphviz
 
-from tinyfw.uop.ops import Ops, UOp
+from tinyfw.uop.ops import Ops, UOp, find_reduce
 
 Drawable = Any  # a UOp, or anything with a .uop (a Tensor)
 STYLE = {  # fill colour and shape per kind of node
@@ -148,7 +148,7 @@ def draw_schedule(items: Sequence[Any], rankdir: str = "LR",
         if item.ast is None:
             kind = "copy"
         else:
-            kind = "reduce" if any(n.op is Ops.REDUCE for n in item.ast.toposort()) else "kernel"
+            kind = "reduce" if find_reduce(item.ast) is not None else "kernel"
         dot.node(f"k{i}", f"{i}: {item.name}", **KERNEL_STYLE[kind])
         for n, node in enumerate(item.inputs):
             dot.edge(buffer(node), f"k{i}", label=f" {n + 1}")

@@ -1,0 +1,49 @@
+"""The mixins' contracts: what each says the class must provide, Tensor provides."""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from tinyfw.mixin.derived import DerivedOps
+from tinyfw.mixin.movement import MovementOps
+from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.tensor import Tensor
+
+MIXINS = [MovementOps, DerivedOps, NNOps]
+
+
+def _stubs(mixin: type) -> list[str]:
+    """The names a mixin's contract block declares: members whose body only raises
+    NotImplementedError, and attributes annotated without a value."""
+    names = list(getattr(mixin, "__annotations__", {}))
+    for name, member in vars(mixin).items():
+        fn: Any = member.fget if isinstance(member, property) else getattr(member, "__func__",
+                                                                           member)
+        if callable(fn) and "raise NotImplementedError" in inspect.getsource(fn):
+            names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("mixin", MIXINS, ids=[m.__name__ for m in MIXINS])
+def test_every_name_of_a_contract_is_provided_by_tensor_itself(mixin: type) -> None:
+    """A stub must never be what Tensor's attribute resolves to (it would raise, or shadow a
+    later mixin's method)."""
+    stubs = _stubs(mixin)
+    assert stubs, f"{mixin.__name__} states no contract"
+    for name in stubs:
+        owner = next((c for c in Tensor.__mro__ if name in vars(c) and c is not mixin), None)
+        if name in getattr(mixin, "__annotations__", {}):
+            assert name in Tensor.__slots__ or hasattr(Tensor, name), name
+        else:
+            assert owner is Tensor, f"{mixin.__name__}.{name} resolves to {owner}"
+
+
+def test_the_mixins_build_tensors_of_the_class_they_are_mixed_into() -> None:
+    """No mixin imports Tensor at call time: a new tensor comes from type(self)."""
+    only_for_types = "if TYPE_CHECKING:\n    from tinyfw.tensor import Tensor\n"
+    for mixin in MIXINS:
+        source = inspect.getsource(inspect.getmodule(mixin))  # type: ignore[arg-type]
+        assert source.count("from tinyfw.tensor import") == 1, mixin.__name__
+        assert only_for_types in source, mixin.__name__
