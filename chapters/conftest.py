@@ -9,12 +9,9 @@ from typing import Any
 import pytest
 
 from chapters import learner
-from chapters.grading import NOT_GRADED
+from chapters.grading import NOT_DONE, NOT_GRADED, find_not_done, take_shown
 from chapters.tasks import (CHAPTER_RE, Layout, Task, TaskError, chapter_dir, default_layout,
                             discover, display_path)
-
-NOT_DONE = "not done yet:"
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Adds --impl and --progress-json."""
@@ -39,22 +36,6 @@ def pytest_configure(config: pytest.Config) -> None:
 def join_words(words: list[str]) -> str:
     """'a', 'a and b', 'a, b and c'."""
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def find_not_done(error: BaseException | None) -> NotImplementedError | None:
-    """A stub's NotImplementedError('not done yet: ...') in an exception, its causes or group."""
-    seen: set[int] = set()
-    pending = [error]
-    while pending:
-        current = pending.pop(0)
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, NotImplementedError) and str(current).startswith(NOT_DONE):
-            return current
-        pending += [current.__cause__, current.__context__]
-        pending += list(getattr(current, "exceptions", ()))
-    return None
 
 
 class ShortFailure:
@@ -98,6 +79,7 @@ class Grader:
         self.collect_errors: list[dict[str, str]] = []
         self.usage_errors: list[str] = []
         self.load_errors: dict[str, str] = {}
+        self.load_error_shown: set[str] = set()
 
     @property
     def tasks(self) -> dict[str, Task]:
@@ -174,10 +156,22 @@ class Grader:
         if problems:
             self.usage_errors += problems
             raise pytest.UsageError("task markers of chapter tests:\n  " + "\n  ".join(problems))
+        self.sort_in_task_order(items)
+
+    def sort_in_task_order(self, items: list[pytest.Item]) -> None:
+        """Reorders chapter tests in place by chapter, then task order (the README's), then
+        their collected order, so a fresh chapter fails first at its first task."""
+        position = {task_id: index for index, task_id in enumerate(self.tasks)}
+        slots = [index for index, item in enumerate(items) if item.nodeid in self.task_of]
+        chapter_items = sorted((items[index] for index in slots),
+                               key=lambda item: position[self.task_of[item.nodeid]])
+        for index, item in zip(slots, chapter_items):
+            items[index] = item
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Makes sure the test's chapter, and only it, is patched in; fails it if that can't."""
+        take_shown()  # nothing left over from the test before
         chapter = self.chapter_of(item.path)
         if chapter != self.current:
             learner.unuse()
@@ -189,6 +183,10 @@ class Grader:
                     self.load_error = error
         if self.load_error is not None:
             item.user_properties.append(("load_error", f"{chapter}: {self.load_error}"))
+            if chapter in self.load_error_shown:  # said in full once: the others say one line
+                first_line = str(self.load_error).splitlines()[0]
+                pytest.skip(f"{first_line} (see the first failure of chapter {chapter})")
+            self.load_error_shown.add(str(chapter))
             raise learner.LearnerLoadError(str(self.load_error))
         for marker in item.iter_markers(name="needs_device"):
             from tinyfw.device import Device
@@ -203,6 +201,7 @@ class Grader:
                                   call: pytest.CallInfo[None]) -> Any:
         """Rewrites the failure report of a chapter test into a pointer to what to do."""
         report = yield
+        shown = take_shown() if call.when == "call" else {}
         task = self.tasks.get(self.task_of.get(item.nodeid, ""))
         if task is None or not report.failed or call.excinfo is None:
             return report
@@ -210,7 +209,7 @@ class Grader:
         not_done = find_not_done(error)
         if isinstance(error, learner.LearnerLoadError):
             report.longrepr = ShortFailure(f"{error}\nEvery test of chapter {task.chapter} fails "
-                                           "until this file loads.")
+                                           "until this file loads; the others are skipped.")
             report.when = "call"
         elif not_done is not None:
             named = str(not_done)[len(NOT_DONE):].split()
@@ -218,11 +217,12 @@ class Grader:
             report.longrepr = ShortFailure(f"{NOT_DONE} {stub_task.id}: {self.pointer(stub_task)}")
             report.when = "call"
         elif report.when == "call":
-            line = f"{task.id}: {self.pointer(task)}"
-            if hasattr(report.longrepr, "addsection"):
-                report.longrepr.addsection("what to work on", line)
-            else:
-                report.longrepr = f"{report.longrepr}\n{line}"
+            sections = [*shown.items(), ("what to work on", f"{task.id}: {self.pointer(task)}")]
+            for title, text in sections:
+                if hasattr(report.longrepr, "addsection"):
+                    report.longrepr.addsection(title, text)
+                else:
+                    report.longrepr = f"{report.longrepr}\n{title}:\n{text}"
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
