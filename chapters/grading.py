@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator
+from types import TracebackType
+from typing import Any
 
 import numpy as np
 
@@ -42,17 +42,30 @@ def take_shown() -> dict[str, str]:
     return shown
 
 
-@contextlib.contextmanager
-def without_recursion(call: str) -> Iterator[None]:
+def without_recursion(call: str) -> RecursionCheck:
+    """with without_recursion("f() on a deep chain"): a RecursionError in the block fails the
+    test saying to use an explicit stack."""
+    return RecursionCheck(call)
+
+
+class RecursionCheck:
     """Turns a RecursionError inside the block into a failure saying to use an explicit stack."""
-    __tracebackhide__ = True  # pytest shows the test's line, not this one
-    try:
-        yield
-    except RecursionError:
-        raise AssertionError(
-            f"{call} recursed deeper than Python allows (RecursionError): use an explicit stack,"
-            " a list of the nodes still to visit, and a loop that pops from it, instead of a "
-            "function that calls itself") from None
+
+    def __init__(self, call: str) -> None:
+        self.call = call
+
+    def __enter__(self) -> None:
+        """Nothing to set up."""
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        """Raises the teaching failure in place of a RecursionError; lets anything else by."""
+        __tracebackhide__ = True  # pytest shows the test's line, not this one
+        if kind is not None and issubclass(kind, RecursionError):
+            raise AssertionError(
+                f"{self.call} recursed deeper than Python allows (RecursionError): use an "
+                "explicit stack, a list of the nodes still to visit and a loop that pops from "
+                "it, instead of a function that calls itself") from None
 
 
 def as_array(value: Any) -> np.ndarray:
