@@ -10,8 +10,9 @@ import pytest
 
 from chapters import learner
 from chapters.grading import NOT_DONE, NOT_GRADED, find_not_done, take_shown
-from chapters.tasks import (CHAPTER_RE, Layout, Task, TaskError, chapter_dir, default_layout,
-                            discover, display_path)
+from chapters.tasks import (CHAPTER_RE, Layout, Task, TaskError, default_layout, discover,
+                            task_pointer)
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Adds --impl and --progress-json."""
@@ -31,11 +32,6 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "(a GPU); elsewhere reported as not graded here")
     if not config.pluginmanager.has_plugin("tinyfw-grader"):
         config.pluginmanager.register(Grader(config), "tinyfw-grader")
-
-
-def join_words(words: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 class ShortFailure:
@@ -110,16 +106,7 @@ class Grader:
 
     def pointer(self, task: Task) -> str:
         """'fill in f() in exercises/NN_x/m.py; read chapters/NN_x/README.md#anchor'."""
-        folder = chapter_dir(task.chapter, self.layout)
-        impl_dir = self.impl_dir() or self.layout.exercises_dir
-        by_file: dict[str, list[str]] = {}
-        for unit in task.units:
-            by_file.setdefault(unit.basename, []).append(f"{unit.qualname}()")
-        places = [f"{join_words(names)} in "
-                  f"{display_path(impl_dir / folder.name / basename, self.layout)}"
-                  for basename, names in by_file.items()]
-        readme = display_path(folder / "README.md", self.layout)
-        return f"fill in {join_words(places)}; read {readme}#{task.anchor}"
+        return task_pointer(task, self.impl_dir() or self.layout.exercises_dir, self.layout)
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         """Skips a link like chapters/02 -> 02_tensors met while collecting chapters/."""
@@ -165,7 +152,7 @@ class Grader:
         slots = [index for index, item in enumerate(items) if item.nodeid in self.task_of]
         chapter_items = sorted((items[index] for index in slots),
                                key=lambda item: position[self.task_of[item.nodeid]])
-        for index, item in zip(slots, chapter_items):
+        for index, item in zip(slots, chapter_items, strict=True):
             items[index] = item
 
     @pytest.hookimpl(tryfirst=True)

@@ -467,3 +467,20 @@ def display_path(path: Path, layout: Layout | None = None) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
+
+
+def task_pointer(task: Task, impl_dir: Path, layout: Layout | None = None) -> str:
+    """'fill in f() in exercises/NN_x/m.py; read chapters/NN_x/README.md#anchor'."""
+    folder = chapter_dir(task.chapter, layout)
+    by_file: dict[str, list[str]] = {}
+    for unit in task.units:
+        by_file.setdefault(unit.basename, []).append(f"{unit.qualname}()")
+    places = [f"{join_words(names)} in {display_path(impl_dir / folder.name / basename, layout)}"
+              for basename, names in by_file.items()]
+    readme = display_path(folder / "README.md", layout)
+    return f"fill in {join_words(places)}; read {readme}#{task.anchor}"
+
+
+def join_words(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
