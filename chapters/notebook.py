@@ -11,7 +11,7 @@ from typing import Any
 
 from chapters import learner
 from chapters.grading import NOT_DONE, find_not_done
-from chapters.tasks import Layout, Task, default_layout, discover, task_pointer
+from chapters.tasks import Layout, Task, default_layout, discover, join_words, task_pointer
 
 _installed: UnwrittenTasks | None = None  # the handler of the running IPython, if any
 
@@ -70,8 +70,9 @@ class UnwrittenTasks:
             return f"this section needs task {task_id} (not written yet): {where}"
         if isinstance(error, NameError) and self.missing:
             name = getattr(error, "name", None) or str(error)
-            return (f"this cell needs {name}, which a cell above did not make: that cell needs "
-                    f"task {', '.join(self.missing)} (not written yet)")
+            tasks = "task" if len(self.missing) == 1 else "tasks"
+            return (f"this cell needs {name}, which a cell above did not make: it needs "
+                    f"{tasks} {join_words(self.missing)} (not written yet)")
         return None
 
     def handle(self, shell: Any, kind: type[BaseException], error: BaseException,
