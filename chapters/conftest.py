@@ -119,7 +119,8 @@ class Grader:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Checks that each chapter test names exactly one existing task of its chapter."""
+        """Checks that each chapter test names exactly one existing task of its chapter, then
+        puts the chapter tests in task order."""
         problems = []
         for item in items:
             chapter = self.chapter_of(item.path)
@@ -195,8 +196,9 @@ class Grader:
         error = call.excinfo.value
         not_done = find_not_done(error)
         if isinstance(error, learner.LearnerLoadError):
-            report.longrepr = ShortFailure(f"{error}\nEvery test of chapter {task.chapter} fails "
-                                           "until this file loads; the others are skipped.")
+            report.longrepr = ShortFailure(f"{error}\nNo test of chapter {task.chapter} can run "
+                                           "until this file loads: this one fails, the others "
+                                           "are skipped.")
             report.when = "call"
         elif not_done is not None:
             named = str(not_done)[len(NOT_DONE):].split()

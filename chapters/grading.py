@@ -1,4 +1,4 @@
-"""Assertions for chapter tests whose failure messages show what differs, and where."""
+"""Assertions and helpers for chapter tests whose failures show what differs, where, and why."""
 
 from __future__ import annotations
 
