@@ -1,4 +1,9 @@
-"""Prints the course progress table (python -m chapters [--impl X]), grading each chapter apart."""
+"""Prints the course progress table, grading each chapter apart (in parallel subprocesses).
+
+    python -m chapters                  # every chapter
+    python -m chapters 05               # chapter 05 only (several: python -m chapters 05 07)
+    python -m chapters -j 2 --impl solutions
+"""
 
 from __future__ import annotations
 
@@ -14,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chapters.grading import NOT_GRADED
-from chapters.tasks import Layout, TaskError, chapter_dirs, chapter_title, default_layout, discover
+from chapters.tasks import (Layout, TaskError, chapter_dirs, chapter_title, default_layout,
+                            discover, normalize_chapter)
 
 TIMEOUT_S = 1800
+MAX_WORKERS = 8
 
 
 @dataclass(frozen=True)
@@ -104,27 +111,54 @@ def table(rows: list[ChapterProgress]) -> str:
     return "\n".join(lines)
 
 
+def default_workers() -> int:
+    """Parallel chapter runs when -j is not given: one per CPU core, at most MAX_WORKERS."""
+    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
+
+def selected(folders: dict[str, Path], chapters: list[str]) -> dict[str, Path]:
+    """The chapter folders named on the command line (all when none is); TaskError if one is
+    not a chapter."""
+    if not chapters:
+        return folders
+    numbers = [normalize_chapter(chapter) for chapter in chapters]
+    unknown = [number for number in numbers if number not in folders]
+    if unknown:
+        raise TaskError(f"no chapter {', '.join(unknown)} (chapters: {', '.join(folders)})")
+    return {number: folders[number] for number in sorted(set(numbers))}
+
+
 def main(argv: list[str] | None = None, layout: Layout | None = None) -> int:
-    """Command line entry: grade every chapter in its own subprocess and print the table."""
-    parser = argparse.ArgumentParser(prog="python -m chapters", description=__doc__)
+    """Command line entry: grade the chapters asked for, each in its own subprocess, and print
+    the table."""
+    parser = argparse.ArgumentParser(prog="python -m chapters", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("chapters", nargs="*", metavar="NN",
+                        help="chapters to grade, like 05 or 5 or 05_codegen (default: all)")
     parser.add_argument("--impl", default=None,
                         help="exercises (default, or env TINYFW_IMPL), solutions, or a folder")
+    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                        help=f"chapters graded at once (default: one per CPU core, at most "
+                             f"{MAX_WORKERS})")
     args = parser.parse_args(argv)
+    if args.jobs is not None and args.jobs < 1:
+        parser.error("-j needs a number of workers of 1 or more")
     layout = layout or default_layout()
     impl = args.impl
     if impl not in (None, "exercises", "solutions"):
         impl = str(Path(impl).resolve())
     try:
-        folders = chapter_dirs(layout)
+        folders = selected(chapter_dirs(layout), args.chapters)
     except TaskError as error:
         print(f"error: {error}")
-        return 0
-    workers = max(1, min(len(folders), os.cpu_count() or 1, 8))
+        return 2 if args.chapters else 0
+    workers = max(1, min(len(folders), args.jobs or default_workers()))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         rows = list(pool.map(lambda item: grade_chapter(item[0], item[1], impl, layout),
                              folders.items()))
     print(table(rows) if rows else "no chapters yet")
-    print("\nGrade one chapter with: python -m pytest chapters/NN_name")
+    print("\nGrade one chapter with: python -m chapters NN (its row), "
+          "python -m pytest chapters/NN (each test)")
     return 0
 
 

@@ -9,11 +9,9 @@ from typing import Any
 import pytest
 
 from chapters import learner
-from chapters.grading import NOT_GRADED
-from chapters.tasks import (CHAPTER_RE, Layout, Task, TaskError, chapter_dir, default_layout,
-                            discover, display_path)
-
-NOT_DONE = "not done yet:"
+from chapters.grading import NOT_DONE, NOT_GRADED, find_not_done, take_shown
+from chapters.tasks import (CHAPTER_RE, Layout, Task, TaskError, default_layout, discover,
+                            task_pointer)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,27 +32,6 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "(a GPU); elsewhere reported as not graded here")
     if not config.pluginmanager.has_plugin("tinyfw-grader"):
         config.pluginmanager.register(Grader(config), "tinyfw-grader")
-
-
-def join_words(words: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def find_not_done(error: BaseException | None) -> NotImplementedError | None:
-    """A stub's NotImplementedError('not done yet: ...') in an exception, its causes or group."""
-    seen: set[int] = set()
-    pending = [error]
-    while pending:
-        current = pending.pop(0)
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, NotImplementedError) and str(current).startswith(NOT_DONE):
-            return current
-        pending += [current.__cause__, current.__context__]
-        pending += list(getattr(current, "exceptions", ()))
-    return None
 
 
 class ShortFailure:
@@ -98,6 +75,7 @@ class Grader:
         self.collect_errors: list[dict[str, str]] = []
         self.usage_errors: list[str] = []
         self.load_errors: dict[str, str] = {}
+        self.load_error_shown: set[str] = set()
 
     @property
     def tasks(self) -> dict[str, Task]:
@@ -128,16 +106,7 @@ class Grader:
 
     def pointer(self, task: Task) -> str:
         """'fill in f() in exercises/NN_x/m.py; read chapters/NN_x/README.md#anchor'."""
-        folder = chapter_dir(task.chapter, self.layout)
-        impl_dir = self.impl_dir() or self.layout.exercises_dir
-        by_file: dict[str, list[str]] = {}
-        for unit in task.units:
-            by_file.setdefault(unit.basename, []).append(f"{unit.qualname}()")
-        places = [f"{join_words(names)} in "
-                  f"{display_path(impl_dir / folder.name / basename, self.layout)}"
-                  for basename, names in by_file.items()]
-        readme = display_path(folder / "README.md", self.layout)
-        return f"fill in {join_words(places)}; read {readme}#{task.anchor}"
+        return task_pointer(task, self.impl_dir() or self.layout.exercises_dir, self.layout)
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         """Skips a link like chapters/02 -> 02_tensors met while collecting chapters/."""
@@ -150,7 +119,8 @@ class Grader:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Checks that each chapter test names exactly one existing task of its chapter."""
+        """Checks that each chapter test names exactly one existing task of its chapter, then
+        puts the chapter tests in task order."""
         problems = []
         for item in items:
             chapter = self.chapter_of(item.path)
@@ -174,10 +144,22 @@ class Grader:
         if problems:
             self.usage_errors += problems
             raise pytest.UsageError("task markers of chapter tests:\n  " + "\n  ".join(problems))
+        self.sort_in_task_order(items)
+
+    def sort_in_task_order(self, items: list[pytest.Item]) -> None:
+        """Reorders chapter tests in place by chapter, then task order (the README's), then
+        their collected order, so a fresh chapter fails first at its first task."""
+        position = {task_id: index for index, task_id in enumerate(self.tasks)}
+        slots = [index for index, item in enumerate(items) if item.nodeid in self.task_of]
+        chapter_items = sorted((items[index] for index in slots),
+                               key=lambda item: position[self.task_of[item.nodeid]])
+        for index, item in zip(slots, chapter_items, strict=True):
+            items[index] = item
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Makes sure the test's chapter, and only it, is patched in; fails it if that can't."""
+        take_shown()  # nothing left over from the test before
         chapter = self.chapter_of(item.path)
         if chapter != self.current:
             learner.unuse()
@@ -189,6 +171,10 @@ class Grader:
                     self.load_error = error
         if self.load_error is not None:
             item.user_properties.append(("load_error", f"{chapter}: {self.load_error}"))
+            if chapter in self.load_error_shown:  # said in full once: the others say one line
+                first_line = str(self.load_error).splitlines()[0]
+                pytest.skip(f"{first_line} (see the first failure of chapter {chapter})")
+            self.load_error_shown.add(str(chapter))
             raise learner.LearnerLoadError(str(self.load_error))
         for marker in item.iter_markers(name="needs_device"):
             from tinyfw.device import Device
@@ -203,14 +189,16 @@ class Grader:
                                   call: pytest.CallInfo[None]) -> Any:
         """Rewrites the failure report of a chapter test into a pointer to what to do."""
         report = yield
+        shown = take_shown() if call.when == "call" else {}
         task = self.tasks.get(self.task_of.get(item.nodeid, ""))
         if task is None or not report.failed or call.excinfo is None:
             return report
         error = call.excinfo.value
         not_done = find_not_done(error)
         if isinstance(error, learner.LearnerLoadError):
-            report.longrepr = ShortFailure(f"{error}\nEvery test of chapter {task.chapter} fails "
-                                           "until this file loads.")
+            report.longrepr = ShortFailure(f"{error}\nNo test of chapter {task.chapter} can run "
+                                           "until this file loads: this one fails, the others "
+                                           "are skipped.")
             report.when = "call"
         elif not_done is not None:
             named = str(not_done)[len(NOT_DONE):].split()
@@ -218,11 +206,12 @@ class Grader:
             report.longrepr = ShortFailure(f"{NOT_DONE} {stub_task.id}: {self.pointer(stub_task)}")
             report.when = "call"
         elif report.when == "call":
-            line = f"{task.id}: {self.pointer(task)}"
-            if hasattr(report.longrepr, "addsection"):
-                report.longrepr.addsection("what to work on", line)
-            else:
-                report.longrepr = f"{report.longrepr}\n{line}"
+            sections = [*shown.items(), ("what to work on", f"{task.id}: {self.pointer(task)}")]
+            for title, text in sections:
+                if hasattr(report.longrepr, "addsection"):
+                    report.longrepr.addsection(title, text)
+                else:
+                    report.longrepr = f"{report.longrepr}\n{title}:\n{text}"
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -1,13 +1,71 @@
-"""Assertions for chapter tests whose failure messages show what differs, and where."""
+"""Assertions and helpers for chapter tests whose failures show what differs, where, and why."""
 
 from __future__ import annotations
 
+from types import TracebackType
 from typing import Any
 
 import numpy as np
 
 SHOWN_ELEMENTS = 24
 NOT_GRADED = "not graded here:"  # a test needing hardware this machine lacks
+NOT_DONE = "not done yet:"  # how a stub's NotImplementedError starts
+_shown: dict[str, str] = {}  # title -> text, shown with the failure of the running test
+
+
+def find_not_done(error: BaseException | None) -> NotImplementedError | None:
+    """A stub's NotImplementedError('not done yet: ...') in an exception, its causes or group."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, NotImplementedError) and str(current).startswith(NOT_DONE):
+            return current
+        pending += [current.__cause__, current.__context__]
+        pending += list(getattr(current, "exceptions", ()))
+    return None
+
+
+def show_on_failure(title: str, text: str) -> None:
+    """Shows text (like generated source) under title if the running test fails; a later call
+    with the same title replaces it, so a failure shows what produced the values it checked."""
+    _shown[title] = text
+
+
+def take_shown() -> dict[str, str]:
+    """What the running test asked to show if it fails (title -> text), forgetting it."""
+    shown = dict(_shown)
+    _shown.clear()
+    return shown
+
+
+def without_recursion(call: str) -> RecursionCheck:
+    """with without_recursion("f() on a deep chain"): a RecursionError in the block fails the
+    test saying to use an explicit stack."""
+    return RecursionCheck(call)
+
+
+class RecursionCheck:
+    """Turns a RecursionError inside the block into a failure saying to use an explicit stack."""
+
+    def __init__(self, call: str) -> None:
+        self.call = call
+
+    def __enter__(self) -> None:
+        """Nothing to set up."""
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        """Raises the teaching failure in place of a RecursionError; lets anything else by."""
+        __tracebackhide__ = True  # pytest shows the test's line, not this one
+        if kind is not None and issubclass(kind, RecursionError):
+            raise AssertionError(
+                f"{self.call} recursed deeper than Python allows (RecursionError): use an "
+                "explicit stack, a list of the nodes still to visit and a loop that pops from "
+                "it, instead of a function that calls itself") from None
 
 
 def as_array(value: Any) -> np.ndarray:

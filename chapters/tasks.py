@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -287,7 +288,30 @@ def exercise_modules(layout: Layout | None = None) -> list[ExerciseModule]:
 
 
 def discover(layout: Layout | None = None, chapter: str | None = None) -> list[Task]:
-    """All tasks (of one chapter, if given), ordered by chapter, then first appearance."""
+    """All tasks (of one chapter, if given) in the order a learner meets them (task order)."""
+    layout = layout or default_layout()
+    found = sorted(_discover_unordered(layout), key=lambda task: task.chapter)
+    result = [task for _chapter, tasks in itertools.groupby(found, lambda task: task.chapter)
+              for task in reading_order(list(tasks), layout)]
+    if chapter is not None:
+        result = [task for task in result if task.chapter == normalize_chapter(chapter)]
+    return result
+
+
+def reading_order(tasks: list[Task], layout: Layout) -> list[Task]:
+    """Tasks of one chapter ordered by the README heading that teaches each (README order);
+    tasks whose anchor is no heading keep their place after the others."""
+    folder = chapter_dirs(layout).get(tasks[0].chapter) if tasks else None
+    readme = folder / "README.md" if folder is not None else None
+    if readme is None or not readme.is_file():
+        return tasks
+    ids = heading_ids(readme.read_text(encoding="utf-8"))
+    position = {anchor: index for index, anchor in enumerate(ids)}
+    return sorted(tasks, key=lambda task: position.get(task.anchor, len(ids)))
+
+
+def _discover_unordered(layout: Layout) -> list[Task]:
+    """All tasks, ordered by chapter, then first appearance in the package's files."""
     tasks: dict[str, list[Region]] = {}
     for exercise in exercise_modules(layout):
         for region in exercise.regions:
@@ -303,8 +327,6 @@ def discover(layout: Layout | None = None, chapter: str | None = None) -> list[T
         first = regions[0]
         result.append(Task(id=task_id, chapter=first.chapter, name=first.name,
                            anchor=first.anchor, units=units))
-    if chapter is not None:
-        result = [task for task in result if task.chapter == normalize_chapter(chapter)]
     return result
 
 
@@ -445,3 +467,20 @@ def display_path(path: Path, layout: Layout | None = None) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
+
+
+def task_pointer(task: Task, impl_dir: Path, layout: Layout | None = None) -> str:
+    """'fill in f() in exercises/NN_x/m.py; read chapters/NN_x/README.md#anchor'."""
+    folder = chapter_dir(task.chapter, layout)
+    by_file: dict[str, list[str]] = {}
+    for unit in task.units:
+        by_file.setdefault(unit.basename, []).append(f"{unit.qualname}()")
+    places = [f"{join_words(names)} in {display_path(impl_dir / folder.name / basename, layout)}"
+              for basename, names in by_file.items()]
+    readme = display_path(folder / "README.md", layout)
+    return f"fill in {join_words(places)}; read {readme}#{task.anchor}"
+
+
+def join_words(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]

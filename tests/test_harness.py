@@ -600,13 +600,15 @@ def test_wrong_answer_keeps_message_and_gets_pointer(repo: Path, tmp_path: Path)
 
 
 def test_broken_learner_file_fails_only_its_chapter(repo: Path, tmp_path: Path) -> None:
-    """A syntax error fails each test of that chapter (not an error); other chapters grade."""
+    """A syntax error fails the chapter's first test (not an error) with the whole message and
+    skips its other tests with one line each; other chapters grade."""
     folder = learner_copy(repo, tmp_path)
     edit(folder / "01_demo" / "counter.py", "    def __radd__(self", "    def __radd__(self,,")
     done, progress = grade(repo, "chapters", f"--impl={folder}")
     results = outcomes(progress)
     assert [results[name] for name in ("test_add", "test_add_counts", "test_doubled_and_zero",
-                                       "test_total_and_mean")] == ["failed"] * 4
+                                       "test_total_and_mean")] == ["failed"] + ["skipped"] * 3
+    assert done.stdout.count("def __radd__(self,,") == 1, done.stdout
     assert [results[name] for name in ("test_area", "test_area_everywhere", "test_perimeter")
             ] == ["passed"] * 3
     assert "01_demo/counter.py, line" in done.stdout and "SyntaxError" in done.stdout

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tinyfw
-from chapters.grading import expect_close, expect_equal
+from chapters.grading import expect_close, expect_equal, show_on_failure
 from tinyfw import Tensor, dtypes
 from tinyfw.codegen.lower import Kernel, LOps, Program, lower
 from tinyfw.engine.realize import buffer_of
@@ -116,13 +116,18 @@ def check_structure(prog: Program) -> None:
 
 
 def run(t: Tensor) -> np.ndarray:
-    """t computed by your lower(), the reference renderer and the C compiler, kernel by kernel."""
+    """t computed by your lower(), the reference renderer and the C compiler, kernel by kernel.
+    A failure of the test shows the C of these kernels under the values that differ."""
     render = reference_renderer().render
     values: dict[Any, np.ndarray] = {}
+    sources: list[str] = []
     for item in kernels(t):
         prog = lower(Kernel.from_ast(item.ast, item.name))
         check_structure(prog)
-        program = CPUProgram(prog.name, ClangStyleCompiler().compile(render(prog)))
+        sources.append(render(prog))
+        show_on_failure("the C of your lower()'s programs, rendered by tinyfw's renderer "
+                        "(the values above came from it)", "\n".join(sources))
+        program = CPUProgram(prog.name, ClangStyleCompiler().compile(sources[-1]))
         inputs = [values[n] if n in values else buffer_of(n).numpy() for n in item.inputs]
         out = np.zeros(item.output.numel, item.output.dtype.np)
         program(out, *[np.ascontiguousarray(a) for a in inputs])

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from chapters.grading import expect_close, expect_equal
+from chapters.grading import expect_close, expect_equal, show_on_failure
 from tinyfw import dtypes
 from tinyfw.codegen.lower import LOps, Program
 from tinyfw.dtype import DType
@@ -66,10 +66,12 @@ def inside(i: Var, start: int, end: int) -> Expr:
 
 
 def run(prog: Program, out: np.ndarray, *inputs: np.ndarray) -> np.ndarray:
-    """Your C for prog, compiled and called on the arrays; returns out."""
+    """Your C for prog, compiled and called on the arrays; returns out. A failure of the test
+    shows this source (the last one run) under the values that differ."""
     source = render(prog)
     assert isinstance(source, str) and f"{prog.name}(" in source, \
         f"render() should return C source defining a function named {prog.name}"
+    show_on_failure("the C your render() made (the values above came from it)", source)
     CPUProgram(prog.name, ClangStyleCompiler().compile(source))(out, *inputs)
     return out
 
