@@ -114,6 +114,7 @@ def _setting(value: Any) -> Any:
 # --- the passes, in order ---
 def kernel_from_ast(build: Build) -> None:
     """build.kernel: the AST with its loops, one per axis of its full shape (chapter 05)."""
+    assert build.item.ast is not None, "a copy has no kernel"
     build.kernel = Kernel.from_ast(build.item.ast, build.item.name)
 
 
