@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 import time
+import weakref
 from dataclasses import dataclass
 from types import FunctionType, MethodType
 from typing import Any, Callable
@@ -25,6 +26,7 @@ from tinyfw.device import Device, Runtime
 from tinyfw.dtype import DType
 from tinyfw.engine.debug import debug_level, print_pass
 from tinyfw.engine.schedule import ScheduleItem
+from tinyfw.uop.ops import UOp
 
 CODE = (FunctionType, staticmethod, classmethod, property)
 FACTS = (str, int, float, bool, type(None))
@@ -111,11 +113,20 @@ def _setting(value: Any) -> Any:
     return None
 
 
+# The kernel of each AST (and name), kept as long as the AST lives: a kernel run again (a
+# TinyJit's replay, a training step) then costs no walk of its AST to find the key.
+_kernels: weakref.WeakKeyDictionary[UOp, dict[str, Kernel]] = weakref.WeakKeyDictionary()
+
+
 # --- the passes, in order ---
 def kernel_from_ast(build: Build) -> None:
     """build.kernel: the AST with its loops, one per axis of its full shape (chapter 05)."""
-    assert build.item.ast is not None, "a copy has no kernel"
-    build.kernel = Kernel.from_ast(build.item.ast, build.item.name)
+    ast, name = build.item.ast, build.item.name
+    assert ast is not None, "a copy has no kernel"
+    kernels = _kernels.setdefault(ast, {})
+    if name not in kernels:  # (a kernel is the same for the same AST: made once, kept with it)
+        kernels[name] = Kernel.from_ast(ast, name)
+    build.kernel = kernels[name]
 
 
 def optimize(build: Build) -> None:
