@@ -146,9 +146,11 @@ def test_the_debug_page_names_every_pass_in_order() -> None:
 
 
 def test_every_pass_says_what_it_establishes() -> None:
-    """Each pass has a one-line summary (its docstring's first line)."""
+    """Each pass has a one-line docstring naming the field of the Build it fills in."""
     for step in program.PASSES:
-        assert step.__doc__ and step.__doc__.strip(), f"{step.__name__} has no docstring"
+        doc = (step.__doc__ or "").strip()
+        assert doc and "\n" not in doc, f"{step.__name__} needs a one-line docstring"
+        assert doc.startswith("build."), f"{step.__name__}: say which field it establishes"
 
 
 def test_no_runtime_lowers_or_renders_a_kernel() -> None:

@@ -120,7 +120,7 @@ _kernels: weakref.WeakKeyDictionary[UOp, dict[str, Kernel]] = weakref.WeakKeyDic
 
 # --- the passes, in order ---
 def kernel_from_ast(build: Build) -> None:
-    """build.kernel: the AST with its loops, one per axis of its full shape (chapter 05)."""
+    """build.kernel: the AST with its loops, one per axis of its full shape."""
     ast, name = build.item.ast, build.item.name
     assert ast is not None, "a copy has no kernel"
     kernels = _kernels.setdefault(ast, {})
@@ -130,15 +130,15 @@ def kernel_from_ast(build: Build) -> None:
 
 
 def optimize(build: Build) -> None:
-    """build.kernel as it will run, and build.opts, the optimizations applied to its loops:
-    none yet (chapter 11 splits, unrolls and upcasts loops here)."""
+    """build.kernel as it will run and build.opts, the optimizations: none until chapter 11."""
     build.opts = ()
 
 
 def find_built(build: Build) -> None:
-    """build.key, made of what produces the program: the AST and name, the optimizations, the
-    lowering, the device's renderer, compiler and program class; and, if a program was built
-    under that key before, that program (the passes below are then skipped)."""
+    """build.key from what makes the program; build.result if one was built under it."""
+    # The key: the AST and name, the optimizations, the lowering, and the device's renderer,
+    # compiler and program class (each as its class, functions and settings). When a program
+    # is found, the passes below do not run.
     device, kernel = build.device, build.kernel
     assert kernel is not None
     build.key = (device.name, kernel.ast, kernel.name, build.opts, lower,
@@ -148,29 +148,27 @@ def find_built(build: Build) -> None:
 
 
 def lower_kernel(build: Build) -> None:
-    """build.program: the kernel as a linear program of loops, loads, ALU steps and a store."""
+    """build.program: the kernel as a linear program of loops, loads, ALU steps, a store."""
     assert build.kernel is not None
     build.program = lower(build.kernel)
 
 
 def render_source(build: Build) -> None:
-    """build.source: the program in the device's language (None for a device without a
-    renderer, NUMPY, whose interpreter reads the AST)."""
+    """build.source: the program in the device's language (None without a renderer)."""
     renderer = build.device.renderer
     build.source = None if renderer is None else renderer.render(build.program)
 
 
 def compile_source(build: Build) -> None:
-    """build.binary: what the device's compiler makes of the source (a library, PTX...); the
-    source itself on a device whose program class builds it (CL, WEBGPU)."""
+    """build.binary: the compiler's output (the source itself where there is none)."""
+    # (CL and WEBGPU have no compiler of tinyfw's: their program classes build the source)
     assert build.kernel is not None
     compiler = build.device.compiler_for(build.kernel)
     build.binary = build.source if compiler is None else compiler.compile(build.source)
 
 
 def load_program(build: Build) -> None:
-    """build.result: the binary loaded by the device's program class, ready to launch, and
-    kept under build.key."""
+    """build.result: the binary loaded by the device's program class, kept under its key."""
     assert build.kernel is not None and build.program is not None and build.key is not None
     runner = build.device.load(build.kernel.name, build.binary, len(build.program.params))
     build.result = CompiledKernel(build.key, build.device.name, build.kernel, build.program,
