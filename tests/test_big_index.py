@@ -7,8 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from tinyfw import Device, DType, Tensor, dtypes
-from tinyfw.codegen.lower import Kernel, Program, lower, program_of
+from tinyfw import DType, Tensor, dtypes
+from tinyfw.codegen.lower import Kernel, Program, lower
+from tinyfw.engine.program import get_program, linear_program
 from tinyfw.device import probe
 from tinyfw.renderer.cstyle import C, NotSupportedError
 from tinyfw.renderer.opencl_c import OPENCL
@@ -34,7 +35,7 @@ def sum_of_ones(n: int) -> Program:
 
 def test_small_kernels_keep_32_bit_indices() -> None:
     x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
-    prog = program_of((x * Tensor([1.0, 2.0, 3.0])).sum(1).schedule()[0])
+    prog = linear_program((x * Tensor([1.0, 2.0, 3.0])).sum(1).schedule()[0])
     assert prog.index_dtype == dtypes.int32
     assert "long" not in C.render(prog) + OPENCL.render(prog) + CUDA.render(prog)
     assert "int gid = (int)get_global_id(0);" in OPENCL.render(prog)
@@ -57,7 +58,7 @@ def test_a_loop_past_int32_uses_64_bit_indices_in_every_c_language() -> None:
 def test_an_index_past_int32_from_small_loops_uses_64_bit_indices() -> None:
     """65536 x 65536 elements: each loop fits an int, but gidx0 * 65536 + gidx1 does not."""
     x = Tensor.ones(65536, 65536, dtype=dtypes.uint8).contiguous()  # scheduled, not run
-    prog = program_of((x.permute(1, 0) + 1).schedule()[-1])
+    prog = linear_program((x.permute(1, 0) + 1).schedule()[-1])
     assert prog.index_dtype == dtypes.int64
     source = C.render(prog)
     assert "for (long long gidx0" in source and "for (long long gidx1" in source
@@ -71,7 +72,7 @@ def test_threads_launched_past_the_last_element_count_toward_the_index() -> None
     """A GPU launches whole blocks: the threads past the last element still compute gid, so
     one element short of 2**31 is already too many for a 32-bit thread index."""
     def index_dtype(n: int) -> DType:
-        return program_of(Tensor.ones(n, dtype=dtypes.uint8).contiguous().schedule()[-1]) \
+        return linear_program(Tensor.ones(n, dtype=dtypes.uint8).contiguous().schedule()[-1]) \
             .index_dtype
 
     assert index_dtype(2**31 - 1) == dtypes.int64 and index_dtype(2**30) == dtypes.int32
@@ -103,10 +104,9 @@ def test_64_bit_index_source_compiles(device: str) -> None:
         pytest.skip(f"{device} is not available here: {why}")
     x = Tensor.ones(65536, 65536, dtype=dtypes.uint8, device=device).contiguous()
     item = (x.permute(1, 0) + 1).schedule()[-1]
-    runtime = Device[device]
-    source = runtime.source(item)
-    assert "long gid" in source  # long in OpenCL, long long in CUDA
-    assert runtime.build(item, source) is not None
+    compiled = get_program(item)  # rendered and built, not run
+    assert compiled.source is not None and "long gid" in compiled.source  # long long in CUDA
+    assert compiled.runner is not None
 
 
 def test_tensor_sum_past_2_31_is_right_on_cpu() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from tinyfw import Tensor
-from tinyfw.codegen.lower import program_of
+from tinyfw.engine.program import linear_program
 from tinyfw.renderer.cstyle import C
 from tinyfw.renderer.opencl_c import OPENCL
 from tinyfw.renderer.cuda_c import CUDA
@@ -26,7 +26,7 @@ def section(markdown: str, heading: str) -> str:
 def test_four_languages_one_kernel() -> None:
     x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
     w = Tensor([1.0, 2.0, 3.0])
-    prog = program_of((x * w).sum(1).schedule()[0])
+    prog = linear_program((x * w).sum(1).schedule()[0])
     text = section(README.read_text(encoding="utf-8"), "Four languages, one kernel")
     listings = re.findall(r"```(?:c|cuda|wgsl)\n(.*?)```", text, flags=re.S)
     expected = [language.render(prog) for language in (C, OPENCL, CUDA, WGSL)]

@@ -14,6 +14,7 @@ from tinyfw import Device, Tensor, dtypes
 from tinyfw.codegen.lower import Kernel, LOps, Program, lower
 from tinyfw.dtype import DType
 from tinyfw.renderer.cstyle import render, render_const
+from tinyfw.engine.program import get_program
 from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram, CPURuntime
 from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import BINARY, UNARY, Ops, UOp
@@ -218,14 +219,13 @@ def test_a_compile_error_shows_the_message_and_the_source(tmp_path: Path,
 
 def test_a_kernel_is_lowered_and_compiled_once() -> None:
     """Running the same kernel again reuses its compiled program (no lowering, no rendering)."""
-    runtime = Device["CPU"]
-    assert isinstance(runtime, CPURuntime)
+    assert isinstance(Device["CPU"], CPURuntime)
     x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
     item = (x * 2 + 1).schedule()[0]
-    first = runtime.prepare(item)
-    assert runtime.prepare(item) is first
-    program = lower(Kernel.from_ast(item.ast, item.name))
-    assert runtime.programs[render(program)] is first
+    first = get_program(item)
+    assert get_program(item) is first
+    assert first.source == render(lower(Kernel.from_ast(item.ast, item.name)))
+    assert isinstance(first.runner, CPUProgram)
 
 
 def test_a_multiply_add_rounds_twice_as_numpy_does() -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tinyfw import dtypes
-from tinyfw.runtime.ops_cuda import EmulatedCUDAProgram, emulation_source, nvrtc_compile
+from tinyfw.runtime.ops_cuda import EmulatedCUDAProgram, EmulatorCompiler, nvrtc_compile
 
 BLOCK_SUM = """extern "C" __global__ void block_sum(float* out, const float* x) {
   __shared__ float partial[64];
@@ -29,7 +28,7 @@ REVERSE = """extern "C" __global__ void reverse(float* out, const float* x) {
 
 def emulate(source: str, name: str, out: np.ndarray, x: np.ndarray, grid: int,
             block: int) -> np.ndarray:
-    program = EmulatedCUDAProgram(name, emulation_source(source, name, [dtypes.float32] * 2))
+    program = EmulatedCUDAProgram(name, EmulatorCompiler().compile(source))
     program([out, x], grid, block)
     return out
 

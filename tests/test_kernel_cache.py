@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tinyfw import Device, Tensor
+from tinyfw import Tensor
+from tinyfw.engine import program as engine_program
 from tinyfw.runtime import ops_cpu
 from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
 
@@ -214,8 +215,8 @@ def test_at_most_max_loaded_libraries_are_loaded(tmp_path: Path,
             np.testing.assert_array_equal(got, x * np.float32(k) + np.float32(i))
             assert len(mapped_libraries(cache)) <= 4
             assert ops_cpu.loaded_libraries() <= 4
-    runtime = Device["CPU"]
-    assert len([p for p in runtime.programs.values() if p.path.parent == cache]) == 12
+    assert len([p for p in engine_program.cache.values()
+                if p.device == "CPU" and p.runner.path.parent == cache]) == 12
 
 
 def test_an_unloaded_program_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 import os
 from typing import Any, Protocol
+from collections.abc import Callable
 
 import numpy as np
 
@@ -16,23 +17,6 @@ class Allocator(Protocol):
     def alloc(self, size: int, dtype: DType) -> Any: ...
     def copyin(self, dest: Any, src: np.ndarray) -> None: ...
     def copyout(self, src: Any, size: int, dtype: DType) -> np.ndarray: ...
-
-
-class NumpyAllocator:
-    """Memory of the NUMPY reference device: a flat numpy array per buffer."""
-
-    def alloc(self, size: int, dtype: DType) -> np.ndarray:
-        """Zeroed memory (np.zeros: the pages are mapped when first written)."""
-        return np.zeros(size, dtype=dtype.np)
-
-    def copyin(self, dest: np.ndarray, src: np.ndarray) -> None:
-        """Copy src (any shape and strides) into the flat dest in one pass: src.reshape(-1) of
-        a strided array would make a temporary copy first."""
-        np.copyto(dest.reshape(src.shape), src, casting="unsafe")
-
-    def copyout(self, src: np.ndarray, size: int, dtype: DType) -> np.ndarray:
-        """A new array: the caller's to change."""
-        return src.copy()
 
 
 class Buffer:
@@ -86,72 +70,42 @@ class Buffer:
 
 
 class Runtime:
-    """A device: its name, its allocator, and how it runs a kernel. A compiling device also
-    renders a kernel's source (`source`) and builds a program from it (`build`); `prepare`
-    builds each distinct source once and remembers which program each kernel uses."""
+    """A device, which holds only its parts (tinygrad v0.9's `Compiled` is the model): a name,
+    an allocator, a renderer (a kernel's linear program to source), a compiler (source to a
+    binary; None where the program class builds the source itself, or nothing is compiled) and
+    a program class (a binary loaded, ready to launch). tinyfw/engine/program.py turns a kernel
+    into a program with these parts; the device only launches programs (`run`)."""
 
     max_reduce: int | None = None  # the longest reduce one thread may run (None: no limit)
     has_float64: bool = True       # whether it computes in float64 (WGSL does not)
 
-    def __init__(self, name: str, allocator: Allocator):
+    def __init__(self, name: str, allocator: Allocator, renderer: Any = None,
+                 compiler: Any = None, program: Callable[..., Any] | None = None):
         self.name, self.allocator = name, allocator
-        # Built programs stay here for the process's life, and stay callable: a program whose
-        # compiled code the device unloads meanwhile (CPU: only so many libraries are loaded at
-        # once, tinyfw/runtime/ops_cpu.py) loads it again itself when next called.
-        self.programs: dict[str, Any] = {}              # source -> built program
-        self.by_kernel: dict[tuple[Any, ...], Any] = {}  # kernel -> its program
+        self.renderer, self.compiler = renderer, compiler
+        self.program = program
 
-    def source(self, item: Any) -> str:
-        """The kernel's source in this device's language."""
-        raise NotImplementedError(f"{self.name} has no kernel source")
+    def compiler_for(self, kernel: Any) -> Any:
+        """The compiler of one kernel: the device's (CPU compiles reduces with other flags)."""
+        return self.compiler
 
-    def build(self, item: Any, source: str) -> Any:
-        """Compile and load a kernel's source into something that can be called."""
-        raise NotImplementedError(f"{self.name} does not compile kernels")
+    def load(self, name: str, binary: Any, buffers: int) -> Any:
+        """The binary of kernel `name` (of `buffers` buffers, the output first) loaded by the
+        program class, ready to launch."""
+        if self.program is None:
+            raise NotImplementedError(f"{self.name} has no program class")
+        return self.program(name, binary)
 
-    def code(self) -> tuple[Any, ...]:
-        """The functions that make the source (part of the key of a kernel's program, so that
-        code swapped in later, a learner's, takes effect at once)."""
-        return ()
-
-    def prepare(self, item: Any) -> Any:
-        """The program that runs a kernel, built once per distinct source."""
-        key = (item.ast, item.name, *self.code())
-        if key not in self.by_kernel:
-            src = self.source(item)
-            if src not in self.programs:
-                self.programs[src] = self.build(item, src)
-            self.by_kernel[key] = self.programs[src]
-        return self.by_kernel[key]
-
-    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        """Run one scheduled kernel, writing out from inputs."""
+    def run(self, program: Any, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        """Launch a loaded program of a scheduled kernel, writing out from inputs."""
         raise NotImplementedError(f"{self.name} cannot run kernels")
 
     def synchronize(self) -> None:
         """Waits until every kernel launched so far has finished (run() may only queue it)."""
 
 
-class NumpyRuntime(Runtime):
-    """The reference device: the interpreter evaluates each kernel with numpy."""
-
-    def __init__(self) -> None:
-        super().__init__("NUMPY", NumpyAllocator())
-
-    def source(self, item: Any) -> str:
-        return "(the NUMPY device interprets the kernel's AST; it has no source)"
-
-    def prepare(self, item: Any) -> None:
-        """Nothing to build: the interpreter reads the kernel's AST as it is."""
-
-    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        from tinyfw.runtime import ops_numpy
-        memory = [out.ensure_allocated()] + [b.numpy() for b in inputs]
-        ops_numpy.run_kernel(item.ast, memory)
-
-
 class _DeviceRegistry:
-    """Device["NUMPY"] gives a device's runtime; Device.DEFAULT names the default device."""
+    """Device["NUMPY"] gives a device; Device.DEFAULT names the default device."""
 
     def __init__(self) -> None:
         self._runtimes: dict[str, Runtime] = {}
@@ -195,7 +149,7 @@ def probe(name: str) -> tuple[bool, str]:
 # Every device: the module and class of its runtime, imported when the device is first used.
 _RUNTIMES: dict[str, tuple[str, str]] = {
     "CPU": ("tinyfw.runtime.ops_cpu", "CPURuntime"),
-    "NUMPY": ("tinyfw.device", "NumpyRuntime"),
+    "NUMPY": ("tinyfw.runtime.ops_numpy", "NumpyRuntime"),
     "CL": ("tinyfw.runtime.ops_cl", "CLRuntime"),
     "CUDA": ("tinyfw.runtime.ops_cuda", "CUDARuntime"),
     "CUDAEMU": ("tinyfw.runtime.ops_cuda", "CUDAEmulatorRuntime"),

@@ -8,7 +8,7 @@ import pytest
 from chapters.device_checks import CASES, Case
 from chapters.learner import reference
 from tinyfw import Tensor
-from tinyfw.codegen.lower import program_of
+from tinyfw.engine.program import linear_program
 from tinyfw.renderer.cuda_c import CUDA
 from tinyfw.runtime.ops_cuda import nvrtc_compile
 
@@ -70,7 +70,7 @@ def test_a_compile_error_shows_the_log_and_the_source() -> None:
 def test_every_kernel_tinyfw_renders_compiles(case: Case) -> None:
     with reference("07.cuda_language"):
         items = case.fn(*[Tensor(a, device="CUDAEMU") for a in case.arrays]).schedule()
-        sources = [CUDA.render(program_of(item)) for item in items]
+        sources = [CUDA.render(linear_program(item)) for item in items]
     for item, source in zip(items, sources):
         text = ptx_text(nvrtc_compile(source))
         assert f".entry {item.name}(" in text, f"no kernel {item.name} in the PTX of\n{source}"

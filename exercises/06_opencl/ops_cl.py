@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.codegen.lower import launch_size, lower, program_of
+from tinyfw.codegen.lower import launch_size
 from tinyfw.device import Buffer, Runtime
 from tinyfw.dtype import DType
 from tinyfw.renderer.opencl_c import OPENCL
@@ -86,22 +86,13 @@ class CLProgram:
 
 
 class CLRuntime(Runtime):
-    """The CL device: kernels rendered as OpenCL C, built by the platform, run on its queue."""
+    """The CL device: kernels rendered as OpenCL C, which CLProgram hands to the platform to
+    build (no compiler of tinyfw's own), run on its queue."""
 
     def __init__(self) -> None:
         cl_context()  # fail now, with the reason, if OpenCL is not there
-        super().__init__("CL", CLAllocator())
+        super().__init__("CL", CLAllocator(), renderer=OPENCL, compiler=None, program=CLProgram)
 
-    def source(self, item: Any) -> str:
-        return OPENCL.render(program_of(item))
-
-    def code(self) -> tuple[Any, ...]:
-        return (lower, *OPENCL.code())
-
-    def build(self, item: Any, source: str) -> CLProgram:
-        return CLProgram(item.name, source)
-
-    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        program = self.prepare(item)
+    def run(self, program: CLProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         buffers = [out.ensure_allocated()] + [b.ensure_allocated() for b in inputs]
         program(buffers, launch_size(item))

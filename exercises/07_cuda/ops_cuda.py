@@ -10,15 +10,18 @@ import ctypes
 import functools
 import hashlib
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tinyfw.codegen.lower import launch_size, lower, program_of
-from tinyfw.device import Buffer, NumpyAllocator, Runtime
+from tinyfw.codegen.lower import launch_size
+from tinyfw.device import Buffer, Runtime
 from tinyfw.dtype import DType
-from tinyfw.renderer.cuda_c import BLOCK, CUDA, cuda_type
+from tinyfw.renderer.cuda_c import BLOCK, CUDA
+from tinyfw.runtime.ops_numpy import NumpyAllocator
 
 FIX_CUDA = ("install the NVIDIA driver (`nvidia-smi` must work) and `pip install -e '.[cuda]'`; "
             "without a GPU, the CUDAEMU device runs the same CUDA source on the CPU")
@@ -136,36 +139,41 @@ class CUDAProgram:
         _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
 
 
+class NVRTCCompiler:
+    """CUDA C source to a binary for one architecture, with NVRTC (nvrtc_compile)."""
+
+    def __init__(self, arch: str = "compute_80"):
+        self.arch = arch
+
+    def compile(self, source: str) -> bytes:
+        """A CUBIN for an arch like "sm_90", else PTX."""
+        return nvrtc_compile(source, self.arch)
+
+
 class CUDARuntime(Runtime):
-    """The CUDA device on a machine with an NVIDIA GPU."""
+    """The CUDA device on a machine with an NVIDIA GPU: kernels rendered as CUDA C, compiled by
+    NVRTC for the GPU's own architecture, loaded and launched by the driver."""
 
     def __init__(self) -> None:
         cuda_context()
-        super().__init__("CUDA", CUDAAllocator())
+        super().__init__("CUDA", CUDAAllocator(), renderer=CUDA,
+                         compiler=NVRTCCompiler(gpu_arch()), program=CUDAProgram)
 
-    def source(self, item: Any) -> str:
-        return CUDA.render(program_of(item))
-
-    def code(self) -> tuple[Any, ...]:
-        return (lower, *CUDA.code())
-
-    def build(self, item: Any, source: str) -> CUDAProgram:
-        return CUDAProgram(item.name, nvrtc_compile(source, gpu_arch()))
-
-    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        program = self.prepare(item)
+    def run(self, program: CUDAProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
                 *launch_dims(launch_size(item)))
 
 
 # --- running CUDA source on the CPU ---
-def emulation_source(source: str, name: str, dtypes_: list[DType]) -> str:
-    """The CUDA source, unchanged, after the emulation header, and a launcher that runs the
-    grid: each block's threads run as real threads when the kernel synchronizes them."""
-    casts = ", ".join(f"({'const ' if i else ''}{cuda_type(dt)}*)args[{i}]"
-                      for i, dt in enumerate(dtypes_))
-    return (f'#include "{EMU_HEADER}"\n{source}\n'
-            f'TF_LAUNCHER({name}, {casts})\n')
+KERNEL_NAME = re.compile(r'extern "C" __global__ void (\w+)\(')
+
+
+def emulation_source(source: str) -> str:
+    """The CUDA source, unchanged, after the emulation header, and a launcher per kernel it
+    defines (TF_LAUNCHER in cuda_emu.h), which runs the grid: each block's threads run as real
+    threads when the kernel synchronizes them."""
+    launchers = "".join(f"TF_LAUNCHER({name})\n" for name in KERNEL_NAME.findall(source))
+    return f'#include "{EMU_HEADER}"\n{source}\n{launchers}'
 
 
 # CUDA source run on the CPU is compiled as C++ (threads for __syncthreads), then cached and
@@ -179,18 +187,40 @@ def find_cxx() -> str:
     return os.getenv("CXX") or ("g++" if find_compiler() in ("cc", "gcc") else "c++")
 
 
-class EmulatedCUDAProgram:
-    """CUDA source compiled as C++ for the CPU, with the emulation header."""
+@dataclass(frozen=True)
+class EmulatedBinary:
+    """What CUDAEMU makes of a CUDA source: NVRTC's PTX (the proof that it compiles for a GPU)
+    and the library of the same source compiled for the CPU."""
+    ptx: bytes
+    library: Path
+    threads: bool  # whether the kernel synchronizes threads (then they run as real threads)
 
-    def __init__(self, name: str, source: str):
-        from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+
+class EmulatorCompiler:
+    """CUDA C source compiled twice: by NVRTC, exactly as for a GPU, and as C++ for the CPU
+    with the emulation header (cached on disk like the CPU device's kernels)."""
+
+    def __init__(self) -> None:
+        from tinyfw.runtime.ops_cpu import ClangStyleCompiler
+        self.cxx = ClangStyleCompiler(EMULATION_FLAGS, find_cxx)
+        self.flags = EMULATION_FLAGS
+
+    def compile(self, source: str) -> EmulatedBinary:
+        """PTX and a CPU library of the source."""
+        ptx = nvrtc_compile(source)
         # the header's hash in the source: an entry made with another header is not used
         header = hashlib.sha256(EMU_HEADER.read_bytes()).hexdigest()
-        source = f"// {EMU_HEADER.name} sha256 {header}\n{source}"
-        compiler = ClangStyleCompiler(EMULATION_FLAGS, find_cxx)
-        self.threads = int("__syncthreads" in source)  # real threads only when they meet
-        self.program = CPUProgram(f"tf_launch_{name}", compiler.compile(source), source,
-                                  compiler)
+        emulated = f"// {EMU_HEADER.name} sha256 {header}\n{emulation_source(source)}"
+        return EmulatedBinary(ptx, self.cxx.compile(emulated), "__syncthreads" in source)
+
+
+class EmulatedCUDAProgram:
+    """A CUDA kernel compiled for the CPU (EmulatorCompiler), launched on a grid like a GPU's."""
+
+    def __init__(self, name: str, binary: EmulatedBinary):
+        from tinyfw.runtime.ops_cpu import CPUProgram
+        self.threads = int(binary.threads)  # real threads only when they meet
+        self.program = CPUProgram(f"tf_launch_{name}", binary.library)
 
     def __call__(self, buffers: list[np.ndarray], grid: int, block: int) -> None:
         args = (ctypes.c_void_p * len(buffers))(*[b.ctypes.data for b in buffers])
@@ -203,22 +233,11 @@ class CUDAEmulatorRuntime(Runtime):
     then the same source runs on the CPU through the emulation header."""
 
     def __init__(self) -> None:
-        super().__init__("CUDAEMU", NumpyAllocator())
-        self.ptx: dict[str, bytes] = {}  # what NVRTC made of each source
+        super().__init__("CUDAEMU", NumpyAllocator(), renderer=CUDA,
+                         compiler=EmulatorCompiler(), program=EmulatedCUDAProgram)
 
-    def source(self, item: Any) -> str:
-        return CUDA.render(program_of(item))
-
-    def code(self) -> tuple[Any, ...]:
-        return (lower, *CUDA.code())
-
-    def build(self, item: Any, source: str) -> EmulatedCUDAProgram:
-        self.ptx[source] = nvrtc_compile(source)
-        kinds = [item.output.dtype] + [n.dtype for n in item.inputs]
-        return EmulatedCUDAProgram(item.name, emulation_source(source, item.name, kinds))
-
-    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        program = self.prepare(item)
+    def run(self, program: EmulatedCUDAProgram, item: Any, out: Buffer,
+            inputs: list[Buffer]) -> None:
         arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == self.name
                                              else b.numpy() for b in inputs]
         program(arrays, *launch_dims(launch_size(item)))

@@ -1,14 +1,17 @@
 # Solutions of chapter 03, generated from tinyfw/runtime/ops_numpy.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_numpy.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/03_lazy_graph --impl=solutions
-"""The reference device: runs each kernel with numpy, every loop iteration at once."""
+"""The reference device NUMPY: an interpreter runs each kernel's AST with numpy, every loop
+iteration at once. It has no renderer and no compiler: its program is the AST itself."""
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from tinyfw.device import Buffer, Runtime
 from tinyfw.dtype import DType, dtypes
 from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import Ops, UOp
@@ -125,3 +128,44 @@ def run_kernel(ast: UOp, buffers: list[np.ndarray]) -> None:
     grid = {f"i{d}": g for d, g in enumerate(np.indices(shape, sparse=True))}
     at = np.broadcast_to(np.asarray(index.evaluate(grid)), result.shape)
     buffers[0][at.reshape(-1)] = result.reshape(-1)
+
+
+class NumpyAllocator:
+    """Memory of the NUMPY reference device (and of CPU and CUDAEMU): a flat numpy array per
+    buffer."""
+
+    def alloc(self, size: int, dtype: DType) -> np.ndarray:
+        """Zeroed memory (np.zeros: the pages are mapped when first written)."""
+        return np.zeros(size, dtype=dtype.np)
+
+    def copyin(self, dest: np.ndarray, src: np.ndarray) -> None:
+        """Copy src (any shape and strides) into the flat dest in one pass: src.reshape(-1) of
+        a strided array would make a temporary copy first."""
+        np.copyto(dest.reshape(src.shape), src, casting="unsafe")
+
+    def copyout(self, src: np.ndarray, size: int, dtype: DType) -> np.ndarray:
+        """A new array: the caller's to change."""
+        return src.copy()
+
+
+class NumpyProgram:
+    """The program of a kernel on NUMPY: the interpreter, which reads the kernel's AST."""
+
+    def __init__(self, name: str, binary: Any = None):
+        self.name = name  # (binary: nothing was compiled)
+
+    def __call__(self, ast: UOp, buffers: list[np.ndarray]) -> None:
+        """Run the kernel's AST on the buffers (the output first)."""
+        run_kernel(ast, buffers)
+
+
+class NumpyRuntime(Runtime):
+    """The reference device: no renderer, no compiler; the interpreter evaluates each AST."""
+
+    def __init__(self) -> None:
+        super().__init__("NUMPY", NumpyAllocator(), renderer=None, compiler=None,
+                         program=NumpyProgram)
+
+    def run(self, program: Any, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        memory = [out.ensure_allocated()] + [b.numpy() for b in inputs]
+        program(item.ast, memory)

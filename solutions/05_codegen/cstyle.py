@@ -181,13 +181,6 @@ class CStyleLanguage:
         """The expression of an ALU op on operands already named."""
         return self.ops[op](dtype, args)
 
-    def code(self) -> tuple[Any, ...]:
-        """The functions that shape this language's source (a key for caching programs, so
-        that code swapped in later, a learner's, takes effect at once)."""
-        names = ("render", "type_of", "buffer_type", "kernel_header", "thread_index", "decl",
-                 "loop", "const", "load", "store", "ternary", "op", "with_index")
-        return tuple(getattr(type(self), n) for n in names) + (CStyleLanguage.render,)
-
     def render(self, prog: Program) -> str:
         """The program as one function (a kernel) of this language: parameters data0 (the
         output), data1, ...; a loop per LOOP step, except global loops on a language with

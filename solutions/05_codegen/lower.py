@@ -183,12 +183,6 @@ def flops_and_bytes(kernel: Kernel, input_bytes: int) -> tuple[int, int]:
     return alu * prod(kernel.full_shape), input_bytes + out_bytes
 
 
-
-def program_of(item: Any) -> Program:
-    """The linear program of a scheduled kernel (its AST, lowered with the default loops)."""
-    return lower(Kernel.from_ast(item.ast, item.name))
-
-
 def launch_size(item: Any) -> int:
     """How many threads a GPU runs for a kernel: one per output element (known without
     lowering, so a launch costs no lowering)."""

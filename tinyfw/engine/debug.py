@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tinyfw.codegen.lower import Kernel, flops_and_bytes, lower
+from tinyfw.codegen.lower import Kernel, flops_and_bytes
 from tinyfw.renderer.cstyle import describe
 
 
@@ -37,21 +37,27 @@ def print_kernel_run(number: int, item: Any, seconds: float, input_bytes: int) -
           f"{gflops:8.2f} GFLOP/s {gbs:8.2f} GB/s")
 
 
-def print_kernel_details(item: Any, runtime: Any) -> None:
-    """DEBUG>=3 the kernel's loops and steps; >=4 its source; >=5 its AST."""
+def print_pass(name: str, seconds: float, note: str = "") -> None:
+    """DEBUG>=3: one line per pass of tinyfw/engine/program.py as it runs, with its time."""
+    print(f"pass {name:<16} tm {seconds * 1e6:9.1f}us" + (f"  {note}" if note else ""))
+
+
+def print_kernel_details(compiled: Any) -> None:
+    """DEBUG>=3 the kernel's loops and steps; >=4 its source; >=5 its AST (of a CompiledKernel
+    of tinyfw/engine/program.py: what its passes made, nothing made again)."""
     level = debug_level()
-    if item.ast is None:
-        return
-    kernel = Kernel.from_ast(item.ast, item.name)
+    kernel = compiled.kernel
     if level >= 3:
         loops = " ".join(f"{a.kind.name.lower()}:{a.size}" for a in kernel.axes)
-        print(f"kernel {item.name}: loops {loops}; inputs {len(item.inputs)}")
-        for i, step in enumerate(lower(kernel).steps):
+        inputs = len(compiled.program.params) - 1
+        print(f"kernel {kernel.name}: loops {loops}; inputs {inputs}")
+        for i, step in enumerate(compiled.program.steps):
             print(f"  {i:3d} {describe(step)}")
     if level >= 4:
-        print(runtime.source(item))
+        print(compiled.source if compiled.source is not None else
+              f"(the {compiled.device} device interprets the kernel's AST; it has no source)")
     if level >= 5:
-        print_ast(item.ast)
+        print_ast(kernel.ast)
 
 
 def arg_text(arg: Any) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
 from tinyfw.device import Buffer, Device
+from tinyfw.engine.program import CompiledKernel, get_program
 from tinyfw.engine.schedule import ScheduleItem, create_schedule
 from tinyfw.uop.ops import Ops, UOp
 
@@ -212,18 +213,17 @@ def run_schedule(items: list[ScheduleItem]) -> None:
     for number, item in enumerate(items):
         inputs = [buffer_of(n) for n in item.inputs]
         out = Buffer(item.device, item.output.numel, item.output.dtype)
-        runtime = Device[item.device]
-        if level >= 3:
-            print_kernel_details(item, runtime)
-        if item.output.numel == 0:  # nothing to compute
+        if item.output.numel == 0:  # nothing to compute (nor to build)
             _computed[item.output] = out
             continue
-        if item.ast is not None:
-            runtime.prepare(item)  # compile now, so the time below is the kernel's alone
+        # build (or find) the program now, so the time below is the kernel's alone
+        compiled = get_program(item) if item.ast is not None else None
+        if level >= 3 and compiled is not None:
+            print_kernel_details(compiled)
         start = time.perf_counter()
-        launch(item, out, inputs)
+        launch(item, out, inputs, compiled)
         if level >= 2:
-            runtime.synchronize()  # a device that queues work (WEBGPU) has done it only now
+            Device[item.device].synchronize()  # a device that queues work (WEBGPU) is done now
             in_bytes = sum(b.size * b.dtype.itemsize for b in inputs)
             print_kernel_run(number, item, time.perf_counter() - start, in_bytes)
         for listener in active_listeners():
@@ -232,12 +232,15 @@ def run_schedule(items: list[ScheduleItem]) -> None:
     _verify(items)
 
 
-def launch(item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
-    """Run one step of a schedule: its kernel on its device, or (ast None) a copy."""
+def launch(item: ScheduleItem, out: Buffer, inputs: list[Buffer],
+           compiled: CompiledKernel | None = None) -> None:
+    """Run one step of a schedule: its kernel's program (built if not given) on its device, or
+    (ast None) a copy."""
     if item.ast is None:
         out.copyin(inputs[0].numpy())
     else:
-        Device[item.device].run(item, out, inputs)
+        compiled = compiled or get_program(item)
+        Device[item.device].run(compiled.runner, item, out, inputs)
 
 
 def realize(node: UOp) -> UOp:

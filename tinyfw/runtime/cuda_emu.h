@@ -58,15 +58,30 @@ static inline unsigned short tf_f2h(float f) {
   return half;
 }
 
-// TF_LAUNCHER(name, arguments...) defines tf_launch_<name>(void** args, int grid, int block)
-#define TF_LAUNCHER(name, ...)                                                             \
+// tf_call(kernel, args) calls a kernel with args[i] as its i-th parameter, whatever the
+// parameters' pointer types: the launcher needs no list of them (and no <utility>).
+template <unsigned... I> struct tf_indices {};
+template <unsigned N, unsigned... I>
+struct tf_make_indices : tf_make_indices<N - 1, N - 1, I...> {};
+template <unsigned... I> struct tf_make_indices<0, I...> { typedef tf_indices<I...> type; };
+template <typename... P, unsigned... I>
+static inline void tf_call_at(void (*fn)(P...), void** args, tf_indices<I...>) {
+  fn(static_cast<P>(args[I])...);
+}
+template <typename... P>
+static inline void tf_call(void (*fn)(P...), void** args) {
+  tf_call_at(fn, args, typename tf_make_indices<sizeof...(P)>::type());
+}
+
+// TF_LAUNCHER(name) defines tf_launch_<name>(void** args, int grid, int block, int threads)
+#define TF_LAUNCHER(name)                                                                  \
   struct tf_thread_##name { void** args; unsigned grid, block, bid, tid;                   \
                             pthread_barrier_t* barrier; };                                 \
   static void tf_one_##name(void** args, unsigned grid, unsigned block, unsigned bid,      \
                             unsigned tid) {                                                \
     gridDim = {grid, 1, 1}; blockDim = {block, 1, 1};                                      \
     blockIdx = {bid, 0, 0}; threadIdx = {tid, 0, 0};                                       \
-    name(__VA_ARGS__);                                                                     \
+    tf_call(name, args);                                                                   \
   }                                                                                        \
   static void* tf_thread_main_##name(void* p) {                                            \
     tf_thread_##name* t = (tf_thread_##name*)p;                                            \

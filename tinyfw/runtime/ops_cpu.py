@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.codegen.lower import Kernel, Program, lower
-from tinyfw.device import Buffer, NumpyAllocator, Runtime
-from tinyfw.renderer.cstyle import render
-from tinyfw.uop.ops import find_reduce
+from tinyfw.codegen.kernel import AxisKind, Kernel
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.cstyle import C
+from tinyfw.runtime.ops_numpy import NumpyAllocator
 
 # -ffp-contract=off: gcc would fuse a*b+c into one fma (rounded once) where it sees fit, so the same
 # expression could give different bits in two kernels (and differ from the NUMPY reference).
@@ -169,6 +169,7 @@ class ClangStyleCompiler:
         lib, record = _entry(source, self.flags)
         if _verified_bytes(lib, record, source, self.flags) is None:
             _build(source, self.find_compiler(), self.flags, lib, record)
+        _made_by[lib] = self
         return lib
 
     def library_bytes(self, lib: Path, source: str | None = None) -> bytes:
@@ -186,6 +187,12 @@ class ClangStyleCompiler:
         if data is None:
             data = _build(source, self.find_compiler(), self.flags, lib, record)
         return data
+
+
+# The compiler that made each entry in this process (a library's name is a hash of its source and
+# flags, so a path has one compiler's flags): a CPUProgram given only a library checks it with
+# them when it loads it.
+_made_by: dict[Path, ClangStyleCompiler] = {}
 
 
 # --- libraries loaded in this process ---
@@ -232,7 +239,8 @@ class CPUProgram:
     def __init__(self, name: str, lib_path: Path | str, source: str | None = None,
                  compiler: ClangStyleCompiler | None = None):
         self.name, self.path, self.source = name, Path(lib_path), source
-        self.compiler = compiler or ClangStyleCompiler()  # the flags it was compiled with
+        # the flags it was compiled with: the compiler's that made it, if it was made here
+        self.compiler = compiler or _made_by.get(self.path) or ClangStyleCompiler()
         self.lib: ctypes.CDLL | None = None
         self.fn: Any = None    # the kernel's function; None while the library is unloaded
         self.running = 0       # calls under way (in any thread): never unloaded meanwhile
@@ -311,31 +319,20 @@ def _dlclose(lib: ctypes.CDLL) -> None:
 
 
 class CPURuntime(Runtime):
-    """The compiled CPU device: memory is numpy arrays; kernels are lowered, rendered as C,
-    compiled once (cached in memory and on disk) and called."""
+    """The compiled CPU device: memory is numpy arrays; kernels are rendered as C, compiled by
+    the system's C compiler (cached on disk) and called through ctypes."""
 
     def __init__(self) -> None:
-        super().__init__("CPU", NumpyAllocator())
-        self.compiler = ClangStyleCompiler()
+        super().__init__("CPU", NumpyAllocator(), renderer=C, compiler=ClangStyleCompiler(),
+                         program=CPUProgram)
         self.reduce_compiler = ClangStyleCompiler(REDUCE_FLAGS)  # see REDUCE_FLAGS: gcc's bug
 
-    def source(self, item: Any) -> str:
-        """The C source of a scheduled kernel."""
-        return render(self.program(item))
+    def compiler_for(self, kernel: Kernel) -> ClangStyleCompiler:
+        """Kernels with a reduce loop are compiled with REDUCE_FLAGS (gcc 12's vectorizer)."""
+        reduces = any(axis.kind is AxisKind.REDUCE for axis in kernel.axes)
+        return self.reduce_compiler if reduces else self.compiler
 
-    def program(self, item: Any) -> Program:
-        return lower(Kernel.from_ast(item.ast, item.name))
-
-    def code(self) -> tuple[Any, ...]:
-        return (lower, render)
-
-    def build(self, item: Any, source: str) -> CPUProgram:
-        reduces = find_reduce(item.ast) is not None
-        compiler = self.reduce_compiler if reduces else self.compiler
-        return CPUProgram(item.name, compiler.compile(source), source, compiler)
-
-    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        program = self.prepare(item)
+    def run(self, program: CPUProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         # an input on another device is read through a host view: no copy where its memory is
         # a numpy array already (NUMPY), a host copy otherwise
         arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == "CPU"

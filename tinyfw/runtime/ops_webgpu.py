@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.codegen.lower import lower, program_of
 from tinyfw.device import Buffer, Runtime
 from tinyfw.dtype import DType
 from tinyfw.renderer.wgsl import WGSL, WIDENED, wgsl_groups
@@ -127,26 +126,22 @@ class WebGPUProgram:
 
 
 class WebGPURuntime(Runtime):
-    """The WEBGPU device: kernels rendered as WGSL, one pipeline per kernel."""
+    """The WEBGPU device: kernels rendered as WGSL, which wgpu compiles into one pipeline per
+    kernel (WebGPUProgram; no compiler of tinyfw's own)."""
 
     max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
     has_float64 = False
 
     def __init__(self) -> None:
         wgpu_device()
-        super().__init__("WEBGPU", WebGPUAllocator())
+        super().__init__("WEBGPU", WebGPUAllocator(), renderer=WGSL, compiler=None,
+                         program=WebGPUProgram)
 
-    def source(self, item: Any) -> str:
-        return WGSL.render(program_of(item))
+    def load(self, name: str, binary: Any, buffers: int) -> WebGPUProgram:
+        """The pipeline of a WGSL source (the binary: wgpu compiles it) binding `buffers`."""
+        return WebGPUProgram(name, binary, buffers)
 
-    def code(self) -> tuple[Any, ...]:
-        return (lower, *WGSL.code())
-
-    def build(self, item: Any, source: str) -> WebGPUProgram:
-        return WebGPUProgram(item.name, source, len(item.inputs) + 1)
-
-    def run(self, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
-        program = self.prepare(item)
+    def run(self, program: WebGPUProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
                 wgsl_groups(item))
 

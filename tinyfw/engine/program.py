@@ -1,0 +1,216 @@
+"""From a scheduled kernel to a runnable program: the one pipeline every device goes through.
+
+A device holds only its parts (tinyfw/device.py: an allocator, a renderer, a compiler, a program
+class); this module calls them, in the order of PASSES. Each pass is a small function that fills
+in one more field of a Build and says in its docstring what it establishes. DEBUG>=3 prints each
+pass as it runs, with its time, from that same list (site/debug.md names every one, by test).
+
+A program is kept under one key, made of what produced it: the AST and the kernel's name, the
+optimizations applied, the lowering function, the renderer, the compiler and the program class
+(each as its class, its functions and its settings). Swapping any of them in (a learner's
+renderer, a test's compiler flags) gives a new key, so a new program is built; nothing else
+needs a hook, and the same kernel asked for twice is built once.
+"""
+from __future__ import annotations
+
+import operator
+import time
+import weakref
+from dataclasses import dataclass
+from types import FunctionType, MethodType
+from typing import Any
+from collections.abc import Callable
+
+from tinyfw.codegen.kernel import Kernel
+from tinyfw.codegen.lower import Program, lower
+from tinyfw.device import Device, Runtime
+from tinyfw.dtype import DType
+from tinyfw.engine.debug import debug_level, print_pass
+from tinyfw.engine.schedule import ScheduleItem
+from tinyfw.uop.ops import UOp
+
+CODE = (FunctionType, staticmethod, classmethod, property)
+FACTS = (str, int, float, bool, type(None))
+
+
+@dataclass(eq=False)
+class CompiledKernel:
+    """A kernel's program on a device, with what the passes made on the way (DEBUG shows them)."""
+    key: tuple[Any, ...]
+    device: str
+    kernel: Kernel
+    program: Program        # the linear program lower() made
+    source: str | None      # the renderer's source (None on a device without one: NUMPY)
+    binary: Any             # the compiler's output (the source where nothing compiles it)
+    runner: Any             # the binary loaded by the device's program class
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+
+@dataclass
+class Build:
+    """What the passes know of one kernel so far: each pass fills in the next field."""
+    item: ScheduleItem
+    device: Runtime
+    kernel: Kernel | None = None
+    opts: tuple[Any, ...] = ()
+    key: tuple[Any, ...] | None = None
+    program: Program | None = None
+    source: str | None = None
+    binary: Any = None
+    result: CompiledKernel | None = None  # set by the pass that finds or loads the program
+
+
+# Programs built in this process, by key. A program stays callable for the process's life: one
+# whose compiled code the device unloads meanwhile (CPU keeps only so many libraries loaded,
+# tinyfw/runtime/ops_cpu.py) loads it again itself when next called.
+cache: dict[tuple[Any, ...], CompiledKernel] = {}
+
+
+def code_identity(part: Any) -> tuple[Any, ...]:
+    """What a part computes with: a function itself; else its class (or itself, a class), every
+    function that class and its bases define, and the part's own simple settings (flags, an
+    index type). A function swapped into the class (a learner's) changes it."""
+    if part is None or isinstance(part, (FunctionType, MethodType)):
+        return (part,)
+    cls = part if isinstance(part, type) else type(part)
+    functions = _functions_of(cls)(cls)
+    settings: tuple[Any, ...] = ()
+    if not isinstance(part, type):
+        settings = tuple((name, setting) for name, value in vars(part).items()
+                         if (setting := _setting(value)) is not None)
+    return (cls, functions, settings)
+
+
+_getters: dict[type, Callable[[type], tuple[Any, ...]]] = {}
+
+
+def _functions_of(cls: type) -> Callable[[type], tuple[Any, ...]]:
+    """A getter of the functions a class and its bases define, looked up by name each time (a
+    key is made for every kernel run: the names are found once per class, the functions are
+    read fresh)."""
+    if cls not in _getters:
+        names = list(dict.fromkeys(name for klass in cls.__mro__ if klass is not object
+                                   for name, value in vars(klass).items()
+                                   if isinstance(value, CODE)))
+        getter = operator.attrgetter(*names) if names else (lambda _: ())
+        _getters[cls] = getter if len(names) != 1 else (lambda c: (getattr(c, names[0]),))
+    return _getters[cls]
+
+
+def _setting(value: Any) -> Any:
+    """value as part of a key if it is a simple setting (a flag list, a name, a function), else
+    None: a part's caches and handles say nothing of what it makes."""
+    if isinstance(value, FACTS) and value is not None:
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, FACTS) for v in value):
+        return tuple(value)
+    if isinstance(value, FunctionType):
+        return value
+    if isinstance(value, DType):  # a renderer's index type
+        return value
+    return None
+
+
+# The kernel of each AST (and name), kept as long as the AST lives: a kernel run again (a
+# TinyJit's replay, a training step) then costs no walk of its AST to find the key.
+_kernels: weakref.WeakKeyDictionary[UOp, dict[str, Kernel]] = weakref.WeakKeyDictionary()
+
+
+# --- the passes, in order ---
+def kernel_from_ast(build: Build) -> None:
+    """build.kernel: the AST with its loops, one per axis of its full shape."""
+    ast, name = build.item.ast, build.item.name
+    assert ast is not None, "a copy has no kernel"
+    kernels = _kernels.setdefault(ast, {})
+    if name not in kernels:  # (a kernel is the same for the same AST: made once, kept with it)
+        kernels[name] = Kernel.from_ast(ast, name)
+    build.kernel = kernels[name]
+
+
+def optimize(build: Build) -> None:
+    """build.kernel as it will run and build.opts, the optimizations: none until chapter 11."""
+    build.opts = ()
+
+
+def find_built(build: Build) -> None:
+    """build.key from what makes the program; build.result if one was built under it."""
+    # The key: the AST and name, the optimizations, the lowering, and the device's renderer,
+    # compiler and program class (each as its class, functions and settings). When a program
+    # is found, the passes below do not run.
+    device, kernel = build.device, build.kernel
+    assert kernel is not None
+    build.key = (device.name, kernel.ast, kernel.name, build.opts, lower,
+                 code_identity(device.renderer), code_identity(device.compiler_for(kernel)),
+                 code_identity(device.program))
+    build.result = cache.get(build.key)
+
+
+def lower_kernel(build: Build) -> None:
+    """build.program: the kernel as a linear program of loops, loads, ALU steps, a store."""
+    assert build.kernel is not None
+    build.program = lower(build.kernel)
+
+
+def render_source(build: Build) -> None:
+    """build.source: the program in the device's language (None without a renderer)."""
+    renderer = build.device.renderer
+    build.source = None if renderer is None else renderer.render(build.program)
+
+
+def compile_source(build: Build) -> None:
+    """build.binary: the compiler's output (the source itself where there is none)."""
+    # (CL and WEBGPU have no compiler of tinyfw's: their program classes build the source)
+    assert build.kernel is not None
+    compiler = build.device.compiler_for(build.kernel)
+    build.binary = build.source if compiler is None else compiler.compile(build.source)
+
+
+def load_program(build: Build) -> None:
+    """build.result: the binary loaded by the device's program class, kept under its key."""
+    assert build.kernel is not None and build.program is not None and build.key is not None
+    runner = build.device.load(build.kernel.name, build.binary, len(build.program.params))
+    build.result = CompiledKernel(build.key, build.device.name, build.kernel, build.program,
+                                  build.source, build.binary, runner)
+    cache[build.key] = build.result
+
+
+Pass = Callable[[Build], None]
+PASSES: tuple[Pass, ...] = (kernel_from_ast, optimize, find_built, lower_kernel, render_source,
+                            compile_source, load_program)
+
+
+def get_program(item: ScheduleItem) -> CompiledKernel:
+    """The runnable program of a scheduled kernel on its device: PASSES in order, until one
+    finds or loads it (DEBUG>=3 prints each pass and its time)."""
+    assert item.ast is not None, "a copy has no program"
+    build = Build(item, Device[item.device])
+    verbose = debug_level() >= 3
+    for step in PASSES:
+        start = time.perf_counter()
+        step(build)
+        if verbose:
+            found = step is find_built and build.result is not None
+            print_pass(step.__name__, time.perf_counter() - start,
+                       "built before: the passes below are skipped" if found else "")
+        if build.result is not None:
+            return build.result
+    raise RuntimeError(f"the passes made no program of {item.name}")
+
+
+def linear_program(item: ScheduleItem) -> Program:
+    """The linear program of a scheduled kernel, as the passes up to lower_kernel make it
+    (to read or render in another language; nothing is built or cached)."""
+    build = Build(item, Device[item.device])
+    for step in (kernel_from_ast, optimize, lower_kernel):
+        step(build)
+    assert build.program is not None
+    return build.program
+
+
+def forget(device: str | None = None) -> None:
+    """Drop the programs built for a device (every device: None), so the next are built again."""
+    for key in [k for k, p in cache.items() if device is None or p.device == device]:
+        del cache[key]
