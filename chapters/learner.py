@@ -230,6 +230,7 @@ def _patch_module(patch: _Patch, exercise: ExerciseModule, learner: ModuleType,
             value = _rebind_class(value, learner_owner, target_owner)
         if count_calls:
             calls = patch.calls.setdefault(exercise.chapter, Counter())
+            calls[qualname] = 0
             value = _counted(value, calls, qualname)
         if owners:
             patch.set(target_owner, name, value)
