@@ -16,6 +16,7 @@ import os
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,7 +44,8 @@ def train(steps: int, batch: int) -> float:
     X_train = (X_train.float() / 255).realize()
     X_test = (X_test.float() / 255).realize()
     Tensor.manual_seed(0)
-    model = [nn.Linear(784, 128), Tensor.relu, nn.Linear(128, 10)]
+    model: list[Callable[[Tensor], Tensor]] = [nn.Linear(784, 128), Tensor.relu,
+                                               nn.Linear(128, 10)]
     optim = nn.optim.Adam(nn.state.get_parameters(model), lr=1e-3)
 
     @TinyJit

@@ -15,11 +15,11 @@ import os
 import sys
 import traceback
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CellType, FunctionType, ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -139,9 +139,9 @@ def _rebind_class(obj: Any, old: type, new: type) -> Any:
     if isinstance(obj, (staticmethod, classmethod)):
         return type(obj)(_rebind_class(obj.__func__, old, new))
     if type(obj) is property:
-        parts = [None if f is None else _rebind_class(f, old, new)
-                 for f in (obj.fget, obj.fset, obj.fdel)]
-        return property(*parts, obj.__doc__)
+        fget, fset, fdel = [None if f is None else _rebind_class(f, old, new)
+                            for f in (obj.fget, obj.fset, obj.fdel)]
+        return property(fget, fset, fdel, obj.__doc__)
     if not isinstance(obj, FunctionType) or "__class__" not in obj.__code__.co_freevars:
         return obj
     index = obj.__code__.co_freevars.index("__class__")
@@ -182,9 +182,9 @@ def _counted(value: Any, calls: Counter[str], qualname: str) -> Any:
     if isinstance(value, (staticmethod, classmethod)):
         return type(value)(_counted(value.__func__, calls, qualname))
     if type(value) is property:
-        parts = [None if f is None else _counted(f, calls, qualname)
-                 for f in (value.fget, value.fset, value.fdel)]
-        return property(*parts, value.__doc__)
+        fget, fset, fdel = [None if f is None else _counted(f, calls, qualname)
+                            for f in (value.fget, value.fset, value.fdel)]
+        return property(fget, fset, fdel, value.__doc__)
     if not isinstance(value, FunctionType):
         return value
     function: Callable[..., Any] = value
