@@ -47,7 +47,7 @@ class Swap:
 
 @dataclass
 class _Patch:
-    """What use() changed (undone by its MonkeyPatch), and what the learner's code was called."""
+    """What use() changed (undone by its MonkeyPatch), and how often the learner's code ran."""
 
     chapter: str
     impl_dir: Path
