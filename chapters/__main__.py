@@ -17,6 +17,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from chapters.grading import NOT_GRADED
 from chapters.tasks import (Layout, TaskError, chapter_dirs, chapter_title, default_layout,
@@ -36,6 +37,8 @@ class ChapterProgress:
     total: int
     status: str
     detail: str = ""
+    finished: tuple[str, ...] = ()  # the tasks whose tests all pass
+    ungraded: tuple[str, ...] = ()  # the tasks whose every test needs hardware this machine lacks
 
 
 def run_chapter(folder: Path, impl: str | None, layout: Layout) -> tuple[int, dict | None, str]:
@@ -63,6 +66,31 @@ def short_title(number: str, title: str) -> str:
     return title[match.end():] if match and int(match[2]) == int(number) else title
 
 
+def not_graded_here(test: dict[str, Any]) -> bool:
+    """A test that needs hardware this machine lacks: it counts neither as passed nor failed."""
+    return test["outcome"] == "skipped" and test["message"].startswith(NOT_GRADED)
+
+
+def finished_tasks(task_ids: list[str], tests: list[dict[str, Any]]) -> list[str]:
+    """The tasks, of task_ids and in their order, that are finished: each has a graded test
+    and all its graded tests passed (tests are a --progress-json's, each naming its task)."""
+    outcomes: dict[str, list[str]] = {task_id: [] for task_id in task_ids}
+    for test in tests:
+        if not not_graded_here(test):
+            outcomes.setdefault(test["task"], []).append(test["outcome"])
+    return [task_id for task_id in task_ids
+            if outcomes[task_id] and all(outcome == "passed" for outcome in outcomes[task_id])]
+
+
+def ungraded_tasks(task_ids: list[str], tests: list[dict[str, Any]]) -> list[str]:
+    """The tasks, of task_ids, that have tests and none graded here (no such hardware)."""
+    tests_of: dict[str, list[dict[str, Any]]] = {task_id: [] for task_id in task_ids}
+    for test in tests:
+        tests_of.setdefault(test["task"], []).append(test)
+    return [task_id for task_id in task_ids
+            if tests_of[task_id] and all(not_graded_here(test) for test in tests_of[task_id])]
+
+
 def grade_chapter(number: str, folder: Path, impl: str | None, layout: Layout) -> ChapterProgress:
     """Progress of one chapter: tasks whose tests all pass, out of the tasks it has."""
     title = short_title(number, chapter_title(folder))
@@ -75,29 +103,25 @@ def grade_chapter(number: str, folder: Path, impl: str | None, layout: Layout) -
         lines = [line for line in output.strip().splitlines() if line.strip()]
         return ChapterProgress(number, title, 0, len(task_ids), "broken",
                                lines[-1] if lines else f"exit code {code}")
-    outcomes: dict[str, list[str]] = {task_id: [] for task_id in task_ids}
-    not_graded = 0
-    for test in progress["tests"]:
-        if test["outcome"] == "skipped" and test["message"].startswith(NOT_GRADED):
-            not_graded += 1  # needs hardware this machine lacks: neither pass nor fail
-            continue
-        outcomes.setdefault(test["task"], []).append(test["outcome"])
-    passed = sum(1 for task_id in task_ids
-                 if outcomes[task_id] and all(o == "passed" for o in outcomes[task_id]))
+    not_graded = sum(1 for test in progress["tests"] if not_graded_here(test))
+    finished = tuple(finished_tasks(task_ids, progress["tests"]))
+    ungraded = tuple(ungraded_tasks(task_ids, progress["tests"]))
+    passed = len(finished)
     if not task_ids:
         status = "no tasks"
     elif passed == len(task_ids):
         status = "done"
-    elif passed == 0 and not any(o == "passed" for runs in outcomes.values() for o in runs):
+    elif passed == 0 and not any(test["outcome"] == "passed" for test in progress["tests"]):
         status = "not started"
     else:
         status = "in progress"
     load_error = next(iter(progress["load_errors"].values()), "")
     if load_error:
         return ChapterProgress(number, title, passed, len(task_ids), "broken",
-                               load_error.split("\n")[0])
+                               load_error.split("\n")[0], finished, ungraded)
     detail = f"{not_graded} test(s) not graded here: no such hardware" if not_graded else ""
-    return ChapterProgress(number, title, passed, len(task_ids), status, detail)
+    return ChapterProgress(number, title, passed, len(task_ids), status, detail, finished,
+                           ungraded)
 
 
 def table(rows: list[ChapterProgress]) -> str:

@@ -1,7 +1,8 @@
-"""The capstone: your framework, trained on MNIST. Every chapter you have finished is loaded
-at once from your exercises (lazy graph, gradients, views, fusion, codegen, backends, JIT,
-layers and optimizers), and an MLP learns to read digits with it. Chapters with parts still
-to write are named, and tinyfw's own code stands in for them, so the run still works.
+"""The capstone: your framework, trained on MNIST. Each chapter's tests are run on your code
+first, as `python -m chapters` does; every task whose tests all pass is loaded from your
+exercises at once (lazy graph, gradients, views, fusion, codegen, backends, JIT, layers and
+optimizers), tinyfw's own code stands in for every other task, and an MLP learns to read
+digits with it. At the end it names, per chapter, the functions of yours the run called.
 
     .venv/bin/python -m chapters.capstone                 # your exercises/
     .venv/bin/python -m chapters.capstone --impl solutions --steps 300
@@ -12,32 +13,26 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import re
 import sys
+import textwrap
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from chapters import learner
-from chapters.tasks import Layout, chapter_dirs, default_layout, discover, exercise_modules
+from chapters.__main__ import ChapterProgress, grade_chapter
+from chapters.tasks import Layout, chapter_dirs, default_layout, discover
 
-STUB = re.compile(r'raise NotImplementedError\("not done yet: (\d\d\.[a-z0-9_]+)"\)')
 
-
-def missing_tasks(impl_dir: Path, layout: Layout) -> dict[str, list[str]]:
-    """Chapter -> the tasks whose stubs are still in the learner's files (a missing file counts
-    as every task of it missing)."""
-    folders = chapter_dirs(layout)
-    missing: dict[str, list[str]] = {}
-    for exercise in exercise_modules(layout):
-        path = impl_dir / folders[exercise.chapter].name / exercise.basename
-        if path.is_file():
-            found = set(STUB.findall(path.read_text(encoding="utf-8")))
-        else:
-            found = {region.task_id for region in exercise.regions}
-        if found:
-            missing.setdefault(exercise.chapter, []).extend(sorted(found))
-    return {chapter: sorted(set(tasks)) for chapter, tasks in sorted(missing.items())}
+def grade(impl_dir: Path, layout: Layout, workers: int) -> dict[str, ChapterProgress]:
+    """Chapter -> its progress, each graded by its own tests on impl_dir, as python -m chapters
+    grades it (a task is finished when all its tests pass)."""
+    folders = sorted(chapter_dirs(layout).items())
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(folders)))) as pool:
+        rows = pool.map(lambda item: grade_chapter(item[0], item[1], str(impl_dir), layout),
+                        folders)
+        return {row.number: row for row in rows}
 
 
 def train(steps: int, batch: int) -> float:
@@ -82,7 +77,53 @@ def train_conv(epochs: int, batch: int) -> None:
     example.main(["--model", "conv", "--epochs", str(epochs), "--batch", str(batch)])
 
 
+def _row(title: str, width: int, items: list[str]) -> list[str]:
+    """'  title   a, b, c' as lines of at most 100 characters, items kept whole, continued
+    under the first item."""
+    head = f"  {title:<{width}}  "
+    lines = [head]
+    for n, item in enumerate(items):
+        text = item + ("," if n < len(items) - 1 else "")
+        if lines[-1].strip() and len(lines[-1]) + 1 + len(text) > 100:
+            lines.append(" " * len(head))
+        lines[-1] += ("" if lines[-1].endswith("  ") else " ") + text
+    return lines
+
+
+def report(graded: dict[str, ChapterProgress], calls: dict[str, dict[str, int]],
+           layout: Layout) -> list[str]:
+    """The lines that say, per chapter, which of the learner's functions the run called and
+    which tasks tinyfw's code stood in for."""
+    titles = {number: folder.name for number, folder in chapter_dirs(layout).items()}
+    width = max(len(title) for title in titles.values())
+    lines = ["your functions this run called (number of calls), by chapter:"]
+    unused = []
+    for chapter, counts in calls.items():
+        called = [f"{name} ({count})" for name, count in counts.items() if count]
+        if called:
+            lines += _row(titles[chapter], width, called)
+        else:
+            unused.append(titles[chapter])
+    if len(lines) == 1:
+        lines.append("  none")
+    if unused:
+        lines += textwrap.wrap("finished, but not called by this run: " + ", ".join(unused),
+                               width=100, subsequent_indent="  ")
+    standing_in = {chapter: row for chapter, row in graded.items() if len(row.finished) < row.total}
+    if standing_in:
+        lines.append("tinyfw's code ran for the tasks not finished:")
+    for chapter, row in standing_in.items():
+        todo = [task.id for task in discover(layout, chapter) if task.id not in row.finished]
+        items = [task for task in todo if task not in row.ungraded]
+        ungraded = [task for task in todo if task in row.ungraded]
+        if ungraded:
+            items += ungraded[:-1] + [f"{ungraded[-1]} (not graded here: no such hardware)"]
+        lines += _row(titles[chapter], width, items)
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Grades the learner's code, trains on it, and says whose code ran."""
     parser = argparse.ArgumentParser(prog="python -m chapters.capstone", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--impl", default=None,
@@ -95,24 +136,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the conv net")
     parser.add_argument("--device", default=None,
                         help="train on this device (CPU, CL, WEBGPU, CUDA, ...): your backend")
+    parser.add_argument("-j", "--jobs", type=int, default=min(os.cpu_count() or 1, 8),
+                        help="chapters graded at once (default: one per core, at most 8)")
     args = parser.parse_args(argv)
-    if args.device:
-        os.environ["DEVICE"] = args.device  # tensors made without a device go there
     layout = default_layout()
     impl_dir = learner.resolve_impl(args.impl, layout)
-    missing = missing_tasks(impl_dir, layout)
-    chapters = sorted({task.chapter for task in discover(layout)})
-    yours = [c for c in chapters if c not in missing]
-    titles = {n: folder.name for n, folder in chapter_dirs(layout).items()}
     print(f"your code: {impl_dir}")
-    for chapter in chapters:
-        if chapter in missing:
-            print(f"  {titles[chapter]:<22} tinyfw's code stands in; still to write: "
-                  f"{', '.join(missing[chapter])}")
-        else:
-            print(f"  {titles[chapter]:<22} yours")
-    if yours:
-        learner.use_many(yours, impl_dir, layout)
+    print(f"grading it: the tests of {len(chapter_dirs(layout))} chapters, as python -m "
+          "chapters runs them")
+    graded = grade(impl_dir, layout, args.jobs)
+    finished = [task for row in graded.values() for task in row.finished]
+    total = sum(row.total for row in graded.values())
+    print(f"{len(finished)} of {total} tasks finished (all their tests pass): your code runs "
+          "for those, tinyfw's for the rest")
+    if args.device:
+        os.environ["DEVICE"] = args.device  # tensors made without a device go there
+    if finished:
+        learner.use_many([c for c, row in graded.items() if row.finished], impl_dir, layout,
+                         only=finished, count_calls=True)
     start = time.perf_counter()
     try:
         if args.model == "conv":
@@ -121,13 +162,14 @@ def main(argv: list[str] | None = None) -> int:
             accuracy = train(args.steps, args.batch)
             print(f"test accuracy {accuracy:.4f} after {args.steps} steps of {args.batch} "
                   f"({time.perf_counter() - start:.0f} s)")
+        calls = learner.calls()
     finally:
         learner.unuse()
-    if missing:
-        print(f"{len(missing)} chapter(s) still to finish: "
-              f"{', '.join(titles[c] for c in missing)}; see python -m chapters")
+    print("\n".join(report(graded, calls, layout)))
+    if len(finished) == total:
+        print("every task is finished: wherever this run needed code of the course, it ran yours")
     else:
-        print("every chapter is yours: this was your own framework, end to end")
+        print(f"{total - len(finished)} task(s) still to finish; see python -m chapters")
     return 0
 
 

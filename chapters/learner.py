@@ -1,18 +1,27 @@
-"""Loads a learner's chapter code into tinyfw: use("02") patches it in, unuse() restores."""
+"""Loads a learner's chapter code into tinyfw: use("02") patches it in, unuse() restores.
+
+Every change is made through one pytest.MonkeyPatch, which unuse() undoes. No cache of tinyfw
+needs clearing: a function is replaced where tinyfw looks it up, and a device keys each program
+it builds by the code that made it (lowering, renderer), so swapped code builds a new one.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import os
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CellType, FunctionType, ModuleType
 from typing import Any
+
+import pytest
 
 from chapters.tasks import (ExerciseModule, Layout, chapter_dir, default_layout, discover,
                             display_path, exercise_modules, normalize_chapter)
@@ -26,33 +35,47 @@ class LearnerLoadError(Exception):
     """The learner's file of a chapter cannot be loaded (syntax error, crash at import, ...)."""
 
 
+@dataclass(frozen=True)
+class Swap:
+    """One name use() set: owner.name (a class's or a module's) held original, now value."""
+
+    owner: Any
+    name: str
+    original: Any
+    value: Any
+
+
 @dataclass
 class _Patch:
-    """What use() changed, so that unuse() can put it back."""
+    """What use() changed (undone by its MonkeyPatch), and how often the learner's code ran."""
 
     chapter: str
     impl_dir: Path
+    monkeypatch: pytest.MonkeyPatch = field(default_factory=pytest.MonkeyPatch)
     files: list[Path] = field(default_factory=list)
-    undo: list[tuple[Any, str, Any]] = field(default_factory=list)
+    swaps: list[Swap] = field(default_factory=list)
     module_names: list[str] = field(default_factory=list)
+    layout: Layout = field(default_factory=default_layout)
+    tasks: set[str] = field(default_factory=set)
+    calls: dict[str, Counter[str]] = field(default_factory=dict)  # chapter -> unit -> calls
 
     def set(self, owner: Any, name: str, value: Any) -> None:
-        """Sets owner.name (module or class), remembering the old value."""
-        self.undo.append((owner, name, owner.__dict__.get(name, MISSING)))
-        _assign(owner, name, value)
+        """Sets owner.name (a class's attribute or a module's global), to be undone later."""
+        self.swaps.append(Swap(owner, name, owner.__dict__.get(name, MISSING), value))
+        _put(self.monkeypatch, owner, name, value)
 
 
-def _assign(owner: Any, name: str, value: Any) -> None:
-    """Sets or (for MISSING) deletes a name of a class or a module's globals."""
+def _put(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, value: Any) -> None:
+    """Sets (or, for MISSING, deletes) a class's attribute or a module's global, undoably."""
     if isinstance(owner, type):
         if value is not MISSING:
-            setattr(owner, name, value)
-        elif name in owner.__dict__:
-            delattr(owner, name)
+            monkeypatch.setattr(owner, name, value, raising=False)
+        else:
+            monkeypatch.delattr(owner, name, raising=False)
     elif value is not MISSING:
-        owner.__dict__[name] = value
+        monkeypatch.setitem(owner.__dict__, name, value)
     else:
-        owner.__dict__.pop(name, None)
+        monkeypatch.delitem(owner.__dict__, name, raising=False)
 
 
 _active: _Patch | None = None
@@ -154,14 +177,38 @@ def _swap_everywhere(patch: _Patch, original: Any, new: Any) -> None:
                 patch.set(module, attribute, new)
 
 
+def _counted(value: Any, calls: Counter[str], qualname: str) -> Any:
+    """The same function or descriptor, counting each call in calls[qualname]."""
+    if isinstance(value, (staticmethod, classmethod)):
+        return type(value)(_counted(value.__func__, calls, qualname))
+    if type(value) is property:
+        fget, fset, fdel = [None if f is None else _counted(f, calls, qualname)
+                            for f in (value.fget, value.fset, value.fdel)]
+        return property(fget, fset, fdel, value.__doc__)
+    if not isinstance(value, FunctionType):
+        return value
+    function: Callable[..., Any] = value
+
+    @functools.wraps(function)
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        """Counts the call, then makes it."""
+        __tracebackhide__ = True  # pytest shows the learner's line, not this one
+        calls[qualname] += 1
+        return function(*args, **kwargs)
+    return counting
+
+
 def _patch_module(patch: _Patch, exercise: ExerciseModule, learner: ModuleType,
-                  layout: Layout) -> None:
-    """Puts a learner module's units and additions into tinyfw; re-points its shared globals."""
+                  layout: Layout, only: Collection[str] | None, count_calls: bool) -> None:
+    """Puts a learner module's units (of the tasks in only, or all) and additions into tinyfw;
+    re-points its shared globals (to tinyfw's code, for the units not put in)."""
     target = importlib.import_module(exercise.module)
     shown = display_path(Path(learner.__file__ or ""), layout)
-    units = list(dict.fromkeys(region.qualname for region in exercise.regions))
+    tasks_of: dict[str, set[str]] = {}
+    for region in exercise.regions:
+        tasks_of.setdefault(region.qualname, set()).add(region.task_id)
     top_units: set[str] = set()
-    for qualname in units:
+    for qualname, task_ids in tasks_of.items():
         *owners, name = qualname.split(".")
         target_owner: Any = target
         learner_owner: Any = learner
@@ -175,14 +222,24 @@ def _patch_module(patch: _Patch, exercise: ExerciseModule, learner: ModuleType,
         if name not in learner_owner.__dict__:
             raise LearnerLoadError(f"{shown} lacks {qualname}(); restore it from "
                                    f"{display_path(exercise.path, layout)}")
+        if only is not None and not task_ids <= set(only):
+            continue  # a unit with a task not chosen stays tinyfw's
+        patch.tasks |= task_ids
         value = learner_owner.__dict__[name]
         if owners:
-            patch.set(target_owner, name, _rebind_class(value, learner_owner, target_owner))
+            value = _rebind_class(value, learner_owner, target_owner)
+        if count_calls:
+            calls = patch.calls.setdefault(exercise.chapter, Counter())
+            calls[qualname] = 0
+            value = _counted(value, calls, qualname)
+        if owners:
+            patch.set(target_owner, name, value)
         else:
             top_units.add(name)
             original = target.__dict__.get(name, MISSING)
             patch.set(target, name, value)
             _swap_everywhere(patch, original, value)
+            learner.__dict__[name] = value  # (counted) when the learner's own code calls it
     for name, value in list(vars(learner).items()):
         if name.startswith("__") and name.endswith("__"):
             continue
@@ -213,16 +270,19 @@ def use(chapter: str | int, impl: str | os.PathLike[str] | None = None,
 
 
 def use_many(chapters: Sequence[str | int], impl: str | os.PathLike[str] | None = None,
-             layout: Layout | None = None) -> list[Path]:
+             layout: Layout | None = None, *, only: Collection[str] | None = None,
+             count_calls: bool = False) -> list[Path]:
     """Patches the learner's code of several chapters into tinyfw at once (their own
-    framework, as far as they have written it); returns the files loaded."""
+    framework, as far as they have written it); returns the files loaded. With only, just
+    those tasks' code is the learner's (tinyfw's stays for the rest); with count_calls, calls()
+    then says how often each of the learner's functions put in was called."""
     global _active
     unuse()
     layout = layout or default_layout()
     numbers = [normalize_chapter(chapter) for chapter in chapters]
     impl_dir = resolve_impl(impl, layout)
     patch = _Patch(chapter=numbers[0] if len(numbers) == 1 else ",".join(numbers),
-                   impl_dir=impl_dir)
+                   impl_dir=impl_dir, layout=layout)
     loaded: list[tuple[ExerciseModule, ModuleType]] = []
     try:
         for number in numbers:
@@ -236,7 +296,7 @@ def use_many(chapters: Sequence[str | int], impl: str | os.PathLike[str] | None 
                 patch.module_names.append(name)
                 patch.files.append(path)
         for exercise, learner in loaded:
-            _patch_module(patch, exercise, learner, layout)
+            _patch_module(patch, exercise, learner, layout, only, count_calls)
     except BaseException:
         _restore(patch)
         raise
@@ -245,10 +305,9 @@ def use_many(chapters: Sequence[str | int], impl: str | os.PathLike[str] | None 
 
 
 def _restore(patch: _Patch) -> None:
-    """Undoes a patch, newest change first, and forgets its learner modules."""
-    for owner, name, value in reversed(patch.undo):
-        _assign(owner, name, value)
-    patch.undo.clear()
+    """Undoes a patch and forgets its learner modules."""
+    patch.monkeypatch.undo()
+    patch.swaps.clear()
     for name in patch.module_names:
         sys.modules.pop(name, None)
 
@@ -266,6 +325,19 @@ def active() -> tuple[str, Path] | None:
     return None if _active is None else (_active.chapter, _active.impl_dir)
 
 
+def patched_tasks() -> set[str]:
+    """The tasks whose code is now the learner's (empty when nothing is patched in)."""
+    return set() if _active is None else set(_active.tasks)
+
+
+def calls() -> dict[str, dict[str, int]]:
+    """Chapter -> the learner's functions patched in with count_calls, each with its number
+    of calls so far (0 for one never called)."""
+    if _active is None:
+        return {}
+    return {chapter: dict(counts) for chapter, counts in sorted(_active.calls.items())}
+
+
 @contextlib.contextmanager
 def reference(*task_ids: str) -> Iterator[None]:
     """Runs tinyfw's own code for the named tasks of the active chapter inside the block, so a
@@ -274,7 +346,7 @@ def reference(*task_ids: str) -> Iterator[None]:
         yield
         return
     tasks = {task.id: task for chapter in _active.chapter.split(",")
-             for task in discover(default_layout(), chapter)}
+             for task in discover(_active.layout, chapter)}
     learner_code = []
     for task_id in task_ids:
         for unit in tasks[task_id].units:
@@ -283,12 +355,9 @@ def reference(*task_ids: str) -> Iterator[None]:
             for part in owners:
                 owner = owner.__dict__[part]
             learner_code.append(owner.__dict__[name])
-    swapped = [(owner, name, owner.__dict__[name], old) for owner, name, old in _active.undo
-               if any(owner.__dict__.get(name) is code for code in learner_code)]
-    for owner, name, _current, old in swapped:
-        _assign(owner, name, old)
-    try:
+    swapped = [swap for swap in _active.swaps
+               if any(swap.owner.__dict__.get(swap.name) is code for code in learner_code)]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for swap in swapped:
+            _put(monkeypatch, swap.owner, swap.name, swap.original)
         yield
-    finally:
-        for owner, name, current, _old in reversed(swapped):
-            _assign(owner, name, current)

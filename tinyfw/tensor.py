@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from tinyfw.mixin import elementwise_math
-from tinyfw.uop import gradient
 from tinyfw.engine import realize
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
@@ -19,6 +18,7 @@ from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dt
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.uop.gradient import compute_gradient
 from tinyfw.uop.ops import Ops, UOp, const
 
 Scalar = bool | int | float
@@ -264,7 +264,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         """The gradients of this tensor with respect to targets, as new (lazy) tensors."""
         root_grad = self._root_grad(gradient)
         wanted = {t.uop for t in targets}
-        grads = _compute(self.uop, root_grad.uop, wanted)
+        grads = compute_gradient(self.uop, root_grad.uop, wanted)
         missing = [i for i, t in enumerate(targets) if t.uop not in grads]
         if missing:
             raise RuntimeError(f"target {missing[0]} was not used to compute this tensor, so it "
@@ -280,7 +280,7 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         root_grad = self._root_grad(gradient)
         in_graph = set(self.uop.toposort())
         leaves = [t for t in list(Tensor._grad_leaves.values()) if t.uop in in_graph]
-        grads = _compute(self.uop, root_grad.uop, {t.uop for t in leaves})
+        grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in leaves})
         for t in leaves:
             if t.uop in grads:
                 g = Tensor(grads[t.uop])
@@ -951,8 +951,3 @@ def _promote_tensors(a: Tensor, b: Tensor) -> DType:
         if category(zero_t.dtype) <= category(dim_t.dtype):
             return dim_t.dtype
     return promote_types(a.dtype, b.dtype)
-
-
-def _compute(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
-    """Run the backward pass (looked up at call time, so a learner's version can stand in)."""
-    return gradient.compute_gradient(root, root_grad, targets)

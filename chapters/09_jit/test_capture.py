@@ -183,7 +183,8 @@ def test_the_capture_listens_only_while_the_function_runs() -> None:
     with pytest.raises(ValueError, match="the function failed"):
         failing(data(3, seed=1))
     assert realize.listeners == before, "the recorder must stop listening, even on an error"
-    assert tinyfw.engine.jit._capturing is None, "no capture is under way once capture() returns"
+    assert tinyfw.engine.jit._capture_in_this_thread() is None, \
+        "no capture is under way once capture() returns"
     expect_equal((data(3, seed=2) * 3).numpy(), data(3, seed=2).numpy() * 3,
                  what="reading data after a failed capture")
 
@@ -398,7 +399,7 @@ def test_a_capture_refuses_what_it_cannot_replay(case: str) -> None:
     jit(*arguments(data(3, seed=0)))  # call 1 runs as usual
     with pytest.raises(JitError, match=message):
         jit(*arguments(data(3, seed=1)))
-    assert tinyfw.engine.jit._capturing is None and not any(
+    assert tinyfw.engine.jit._capture_in_this_thread() is None and not any(
         isinstance(listener, tinyfw.engine.jit._Recorder) for listener in realize.listeners), \
         "after a refused capture nothing is listening"
 

@@ -334,7 +334,7 @@ class TinyJit:
 class _Recorder(realize.Listener):
     """Listens while a function is captured: keeps each launch, and each tensor assigned with
     the buffer it held before (its first assign); refuses reads of data. `with _Recorder(name)
-    as recorder:` listens during the block and marks a capture under way (_capturing), undoing
+    as recorder:` listens during the block and marks a capture under way, undoing
     both at its end, even when the block raises. Both are the calling thread's alone
     (realize.thread_listeners, _this_thread): another thread's kernels and reads are not the
     captured function's."""
@@ -397,14 +397,6 @@ realize.listeners.append(_Guard())
 def _capture_in_this_thread() -> _Recorder | None:
     """The capture under way in the calling thread, if any (other threads' do not count)."""
     return getattr(_this_thread, "recorder", None)
-
-
-def __getattr__(name: str) -> Any:
-    """`tinyfw.engine.jit._capturing` reads as the capture under way in the calling thread (it was a
-    module variable before captures became per thread; the chapter's tests read it)."""
-    if name == "_capturing":
-        return _capture_in_this_thread()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _copy_back_moved() -> None:
