@@ -63,7 +63,7 @@ class Buffer:
         buffer (Tensor.numpy returns it as it is)."""
         memory = self.ensure_allocated()
         out = Device[self.device].allocator.copyout(memory, self.size, self.dtype)
-        # Every allocator here copies; one written by a learner might hand back a view of its
+        # Every allocator here copies; another one might hand back a view of its
         # memory or a read-only array (np.frombuffer): copy those rather than give them out.
         shared = isinstance(memory, np.ndarray) and np.may_share_memory(out, memory)
         return out.copy() if shared or not out.flags.writeable else out

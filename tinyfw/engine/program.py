@@ -7,8 +7,8 @@ pass as it runs, with its time, from that same list (site/debug.md names every o
 
 A program is kept under one key, made of what produced it: the AST and the kernel's name, the
 optimizations applied, the lowering function, the renderer, the compiler and the program class
-(each as its class, its functions and its settings). Swapping any of them in (a learner's
-renderer, a test's compiler flags) gives a new key, so a new program is built; nothing else
+(each as its class, its functions and its settings). Swapping any of them in (another
+renderer, other compiler flags) gives a new key, so a new program is built; nothing else
 needs a hook, and the same kernel asked for twice is built once.
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ cache: dict[tuple[Any, ...], CompiledKernel] = {}
 def code_identity(part: Any) -> tuple[Any, ...]:
     """What a part computes with: a function itself; else its class (or itself, a class), every
     function that class and its bases define, and the part's own simple settings (flags, an
-    index type). A function swapped into the class (a learner's) changes it."""
+    index type). A function swapped into the class changes it."""
     if part is None or isinstance(part, (FunctionType, MethodType)):
         return (part,)
     cls = part if isinstance(part, type) else type(part)
