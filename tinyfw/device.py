@@ -69,6 +69,12 @@ class Buffer:
         return out.copy() if shared or not out.flags.writeable else out
 
 
+def launch_size(item: Any) -> int:
+    """How many threads a GPU runs for a kernel: one per output element (known without
+    lowering, so a launch costs no lowering)."""
+    return max(item.output.numel, 1)
+
+
 class Runtime:
     """A device, which holds only its parts (tinygrad v0.9's `Compiled` is the model): a name,
     an allocator, a renderer (a kernel's linear program to source), a compiler (source to a

@@ -112,9 +112,3 @@ def flops_and_bytes(kernel: Kernel, input_bytes: int) -> tuple[int, int]:
               (Ops.LOAD, Ops.CONST, Ops.VIEW, Ops.STORE, Ops.CAST))
     out_bytes = prod(kernel.output_shape) * kernel.ast.dtype.itemsize
     return alu * prod(kernel.full_shape), input_bytes + out_bytes
-
-
-def launch_size(item: Any) -> int:
-    """How many threads a GPU runs for a kernel: one per output element (known without
-    lowering, so a launch costs no lowering)."""
-    return max(item.output.numel, 1)

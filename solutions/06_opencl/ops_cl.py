@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.codegen.lower import launch_size
-from tinyfw.device import Buffer, Runtime
+from tinyfw.device import Buffer, Runtime, launch_size
 from tinyfw.dtype import DType
 from tinyfw.renderer.opencl_c import OPENCL
 

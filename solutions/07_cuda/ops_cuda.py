@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.codegen.lower import launch_size
-from tinyfw.device import Buffer, Runtime
+from tinyfw.device import Buffer, Runtime, launch_size
 from tinyfw.dtype import DType
 from tinyfw.renderer.cuda_c import BLOCK, CUDA
 from tinyfw.runtime.ops_numpy import NumpyAllocator

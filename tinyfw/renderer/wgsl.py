@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tinyfw.codegen.lower import LOps, Program, Step, launch_size
+from tinyfw.codegen.lower import LOps, Program, Step
+from tinyfw.device import launch_size
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import prod
 from tinyfw.runtime.ops_numpy import alu_rules, cast

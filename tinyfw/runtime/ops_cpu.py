@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.codegen.kernel import AxisKind, Kernel
 from tinyfw.device import Buffer, Runtime
 from tinyfw.renderer.cstyle import C
+from tinyfw.uop.ops import find_reduce
 from tinyfw.runtime.ops_numpy import NumpyAllocator
 
 # -ffp-contract=off: gcc would fuse a*b+c into one fma (rounded once) where it sees fit, so the same
@@ -327,9 +327,9 @@ class CPURuntime(Runtime):
                          program=CPUProgram)
         self.reduce_compiler = ClangStyleCompiler(REDUCE_FLAGS)  # see REDUCE_FLAGS: gcc's bug
 
-    def compiler_for(self, kernel: Kernel) -> ClangStyleCompiler:
+    def compiler_for(self, kernel: Any) -> ClangStyleCompiler:
         """Kernels with a reduce loop are compiled with REDUCE_FLAGS (gcc 12's vectorizer)."""
-        reduces = any(axis.kind is AxisKind.REDUCE for axis in kernel.axes)
+        reduces = find_reduce(kernel.ast) is not None
         return self.reduce_compiler if reduces else self.compiler
 
     def run(self, program: CPUProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
