@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from tinyfw.dtype import DType
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
+from tinyfw.mixin.core import TensorCore
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -16,24 +17,15 @@ if TYPE_CHECKING:
 AxisArg = int | tuple[int, ...] | None
 
 
-class DerivedOps:
+class DerivedOps(TensorCore):
     """Reductions, softmax, matmul and losses written with the Tensor's own methods.
     Their gradients come for free, through the ops they are made of."""
     __slots__ = ()
 
-    # --- what the class must provide (Tensor does, in tinyfw/tensor.py) ---
+    # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
     # Besides what is below: type(self)(data) makes a tensor of an array or a list; the
     # elementwise ops (+, *, exp, log, where, cast, ...), the reductions (sum, max, any, argmax)
     # and MovementOps (reshape, unsqueeze, permute, ...) are the ops everything here is made of.
-    @property
-    def shape(self) -> tuple[int, ...]: raise NotImplementedError
-    @property
-    def dtype(self) -> DType: raise NotImplementedError
-    @property
-    def device(self) -> str: raise NotImplementedError
-    @property
-    def ndim(self) -> int: raise NotImplementedError
-    def numel(self) -> int: raise NotImplementedError
 
     def _axes(self, axis: AxisArg) -> tuple[int, ...]:
         """An axis argument as sorted positive axes."""

@@ -10,6 +10,7 @@ from tinyfw.mixin.derived import AxisArg
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.uop.ops import UOp
+from tinyfw.mixin.core import TensorCore
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -81,12 +82,12 @@ def _unview(node: UOp, ops: tuple, shapes: list[tuple[int, ...]]) -> UOp:
     return node
 
 
-class MovementOps:
+class MovementOps(TensorCore):
     """reshape, permute, expand, pad, shrink, flip and what is built from them (transpose,
     flatten, squeeze, cat, indexing, ...). Each returns a view recorded in the lazy graph."""
     __slots__ = ()
 
-    # --- what the class must provide (Tensor does, in tinyfw/tensor.py) ---
+    # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
     # Its node in the lazy graph, and for a view the base and the view ops from it (an assign
     # to the view writes through). type(self)(data, device=, dtype=) makes a tensor of a node,
     # an array or a list. The ops here also use where, +, cast, assign, and DerivedOps' one_hot
@@ -95,16 +96,7 @@ class MovementOps:
     _view: tuple[Any, tuple] | None
 
     @property
-    def shape(self) -> tuple[int, ...]: raise NotImplementedError
-    @property
-    def dtype(self) -> DType: raise NotImplementedError
-    @property
-    def device(self) -> str: raise NotImplementedError
-    @property
-    def ndim(self) -> int: raise NotImplementedError
-    @property
     def requires_grad(self) -> bool | None: raise NotImplementedError
-    def numel(self) -> int: raise NotImplementedError
 
     def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
         """A new tensor for uop, requiring grad when a source does."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tinyfw.dtype import DType, dtypes
+from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
+from tinyfw.mixin.core import TensorCore
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -72,21 +73,14 @@ def check_window(what: str, kernel: tuple[int, ...], stride: IntOrTuple, dilatio
         raise RuntimeError(f"{what}: pad must be non-negative, but got pad: {padding}")
 
 
-class NNOps:
+class NNOps(TensorCore):
     """Convolution, pooling, dropout and normalization, mixed into Tensor."""
     __slots__ = ()
 
-    # --- what the class must provide (Tensor does, in tinyfw/tensor.py) ---
+    # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
     # Besides what is below: MovementOps (pad, shrink, reshape, permute, repeat, expand), the
     # reductions (sum, max, mean) and the elementwise ops (*, +, where, rsqrt, square).
     training: bool  # a class attribute: Tensor.train() sets it, dropout reads it
-
-    @property
-    def shape(self) -> tuple[int, ...]: raise NotImplementedError
-    @property
-    def dtype(self) -> DType: raise NotImplementedError
-    @property
-    def ndim(self) -> int: raise NotImplementedError
 
     def ones_like(self, **kwargs: Any) -> Tensor:
         """A tensor of ones of this shape, dtype and device."""
