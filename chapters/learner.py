@@ -116,9 +116,21 @@ def _load_error(path: Path, layout: Layout, error: BaseException) -> LearnerLoad
                             f"{type(error).__name__}: {error}{code}")
 
 
+# Exercise files whose name changed when tinyfw's flat files moved into folders (issue 10):
+# new name -> the name a learner's older copy has.
+RENAMED = {"ops_numpy.py": "interpreter.py", "lower.py": "codegen.py", "cstyle.py": "renderer_c.py",
+           "opencl_c.py": "renderer_cl.py", "ops_cl.py": "runtime_cl.py",
+           "cuda_c.py": "renderer_cuda.py", "ops_cuda.py": "runtime_cuda.py",
+           "wgsl.py": "renderer_wgsl.py", "ops_webgpu.py": "runtime_webgpu.py"}
+
+
 def load_file(path: Path, name: str, layout: Layout) -> ModuleType:
     """Runs a learner's file as a fresh module called name; LearnerLoadError if it fails."""
     if not path.is_file():
+        old = path.with_name(RENAMED.get(path.name, path.name))
+        if old != path and old.is_file():
+            raise LearnerLoadError(f"cannot load {display_path(path, layout)}: your work is in "
+                                   f"{old.name}, the file's old name; rename it to {path.name}")
         raise LearnerLoadError(f"cannot load {display_path(path, layout)}: no such file "
                                "(regenerate it with: python -m tools.generate)")
     spec = importlib.util.spec_from_file_location(name, path)

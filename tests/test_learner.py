@@ -89,3 +89,16 @@ def test_reference_lends_tinyfw_code_for_a_block() -> None:
         assert tinyfw.tensor.compute_gradient is original
         raise ValueError("the block failed")
     assert gradient.compute_gradient is mine and tinyfw.tensor.compute_gradient is mine
+
+
+def test_work_in_a_file_of_the_old_name_is_pointed_at(tmp_path: Path) -> None:
+    """A learner's copy from before the files moved into folders (renderer_c.py, now
+    cstyle.py) is named, with the rename to make, rather than "no such file"."""
+    layout = default_layout()
+    folder = tmp_path / "05_codegen"
+    folder.mkdir()
+    (folder / "renderer_c.py").write_text("# my work\n")
+    with pytest.raises(learner.LearnerLoadError, match="your work is in renderer_c.py.*cstyle.py"):
+        learner.load_file(folder / "cstyle.py", "_old_name_test", layout)
+    missing = [new for new in learner.RENAMED if not list(layout.exercises_dir.glob(f"*/{new}"))]
+    assert not missing, f"RENAMED names exercise files that do not exist: {missing}"
