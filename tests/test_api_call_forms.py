@@ -208,3 +208,16 @@ def test_lerp_forms(weight: float | str) -> None:
     ref = torch.lerp(torch.tensor(x), torch.tensor(y), tw)
     same(Tensor.lerp(a, b, w), ref)
     same(a.lerp(b, w), ref)
+
+
+COMPARISONS = [operator.lt, operator.gt, operator.le, operator.ge, operator.eq, operator.ne]
+
+
+@pytest.mark.parametrize("op", COMPARISONS, ids=lambda op: op.__name__)
+def test_comparison_operators(op: Callable[[Any, Any], Any]) -> None:
+    """a < b, a < 2 and 2 < a (Python reflects it to a > 2) are torch's bool tensors."""
+    a, b = Tensor(FLOATS[0]), Tensor(FLOATS[1])
+    ta, tb = torch.tensor(FLOATS[0]), torch.tensor(FLOATS[1])
+    same(op(a, b), op(ta, tb))
+    same(op(a, 1.5), op(ta, 1.5))
+    same(op(1.5, a), op(1.5, ta))
