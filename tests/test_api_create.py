@@ -171,6 +171,7 @@ def test_linspace_errors() -> None:
     same_error(lambda: torch.linspace(0, 300, 3, dtype=torch.int8),
                lambda: Tensor.linspace(0, 300, 3, dtype=dtypes.int8))
     same_error(lambda: torch.linspace(0, 1, -1), lambda: Tensor.linspace(0, 1, -1))
+    same_error(lambda: torch.linspace(0, 1, 2.5), lambda: Tensor.linspace(0, 1, 2.5))
     same_error(lambda: torch.linspace(0, 1, 3, dtype=torch.bool),
                lambda: Tensor.linspace(0, 1, 3, dtype=dtypes.bool))
 

@@ -365,6 +365,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                  dtype: DType | str | None = None, device: str | None = None) -> Tensor:
         """steps values evenly spaced from start to stop (both included), as torch computes them:
         start + i * step in the first half, stop - (steps - 1 - i) * step in the second."""
+        if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+            raise TypeError(f"linspace(): argument 'steps' must be int, not "
+                            f"{type(steps).__name__}")
         if steps < 0:
             raise RuntimeError("number of steps must be non-negative")
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
