@@ -96,7 +96,10 @@ def test_manual_seed_reproducible() -> None:
 def test_like_constructors(needs_dtypes: NeedsDtypesFixture) -> None:
     """*_like keep the shape, and the dtype where torch does."""
     i = Tensor([[1, 2], [3, 4]])
-    assert i.zeros_like().dtype == dtypes.int32 and i.rand_like().dtype == dtypes.float32
+    assert i.zeros_like().dtype == dtypes.int32
+    with pytest.raises(NotImplementedError):  # torch has no random ints from rand_like
+        i.rand_like()
+    assert i.rand_like(dtype=dtypes.float32).dtype == dtypes.float32
     x = Tensor(np.arange(6, dtype=np.float64).reshape(2, 3))
     assert x.rand_like().shape == (2, 3) and x.randn_like().dtype == dtypes.float64
     assert x.full_like(1, dtype=dtypes.int8).dtype == dtypes.int8

@@ -182,11 +182,16 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return bool(self.item())
 
     # --- computing ---
-    def realize(self) -> Tensor:
-        """Compute this tensor's value now. Tensors that need a graph for backward keep it."""
-        node = realize.realize(self.uop)
-        if not self._requires_grad or self._is_leaf:
-            self.uop = node
+    def realize(self, *others: Tensor) -> Tensor:
+        """Compute this tensor's value now, with others' in the same schedule (`a.realize(b)` or
+        `Tensor.realize(a, b)`: work they share is done once); returns self. Tensors that need a
+        graph for backward keep it."""
+        tensors = (self, *others)
+        realize.run_schedule(realize.schedule(*(t.uop for t in tensors)))
+        for t in tensors:
+            node = realize.realize(t.uop)  # computed above: a buffer view, nothing more to run
+            if not t._requires_grad or t._is_leaf:
+                t.uop = node
         return self
 
     def schedule(self, *others: Tensor) -> list:
@@ -195,10 +200,9 @@ class Tensor(MovementOps, DerivedOps, NNOps):
 
     @staticmethod
     def realize_all(*tensors: Tensor) -> None:
-        """Realize several tensors with one schedule (shared work is done once)."""
-        realize.run_schedule(realize.schedule(*(t.uop for t in tensors)))
-        for t in tensors:
-            t.realize()
+        """Realize several tensors with one schedule (shared work is done once); none is fine."""
+        if tensors:
+            tensors[0].realize(*tensors[1:])
 
     def numpy(self) -> np.ndarray:
         """The value as a numpy array (a copy)."""
@@ -322,6 +326,18 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                            requires_grad)
 
     @staticmethod
+    def empty(*shape: Sizes, dtype: DType | str | None = None, device: str | None = None,
+              requires_grad: bool | None = None) -> Tensor:
+        """A tensor of shape whose values are whatever its new buffer holds (nothing is filled)."""
+        shape_ = Tensor._new_shape(*shape)
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+        buf = Buffer(Device.canonicalize(device), prod(shape_), dt)
+        out = Tensor(UOp(Ops.BUFFER, dt, (), buf).reshape(shape_))
+        if requires_grad is not None:
+            out.requires_grad = requires_grad
+        return out
+
+    @staticmethod
     def arange(start: int | float, stop: int | float | None = None, step: int | float = 1,
                dtype: DType | str | None = None, device: str | None = None) -> Tensor:
         """Values from start up to (not including) stop, step apart."""
@@ -331,9 +347,51 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             raise RuntimeError("step must be nonzero")
         if (stop - start) * step < 0:
             raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-        is_int = all(isinstance(v, int) for v in (start, stop, step))
-        dt = to_dtype(dtype) if dtype else dtypes.default_int if is_int else dtypes.default_float
-        return Tensor(np.arange(start, stop, step), device=device, dtype=dt)
+        if not all(math.isfinite(v) for v in (start, stop)):
+            raise RuntimeError(f"unsupported range: {start} -> {stop}")
+        values = np.arange(start, stop, step)
+        if dtype is not None:
+            dt = to_dtype(dtype)
+            if dt.is_int:  # torch: the length from the floats, then int(start) + i * int(step)
+                values = int(start) + np.arange(len(values)) * int(step)
+        elif all(isinstance(v, int) for v in (start, stop, step)):  # torch's int64: see int_for
+            dt = dtypes.int_for(int(start), *values[-1:].tolist())
+        else:
+            dt = dtypes.default_float
+        return Tensor(values, device=device, dtype=dt)
+
+    @staticmethod
+    def linspace(start: int | float, stop: int | float, steps: int,
+                 dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        """steps values evenly spaced from start to stop (both included), as torch computes them:
+        start + i * step in the first half, stop - (steps - 1 - i) * step in the second."""
+        if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+            raise TypeError(f"linspace(): argument 'steps' must be int, not "
+                            f"{type(steps).__name__}")
+        if steps < 0:
+            raise RuntimeError("number of steps must be non-negative")
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+        if dt == dtypes.bool:
+            raise NotImplementedError("\"linspace\" not implemented for 'Bool'")
+        # floats compute in their own dtype; ints truncate start and stop, then step in float64
+        ty = np.dtype(dt.np if dt.is_float else np.float64).type
+        for end in (start, stop):
+            if dt.is_int:
+                _check_ints_fit(int(end), dt)
+            elif math.isfinite(end) and abs(end) > float(np.finfo(dt.np).max):
+                raise RuntimeError(f"value cannot be converted to type {dt.name} without "
+                                   f"overflow: {end}")
+        first = np.array(int(start) if dt.is_int else start).astype(ty)
+        last = np.array(int(stop) if dt.is_int else stop).astype(ty)
+        index = np.arange(steps)
+        if steps == 1:
+            values = np.array([first])
+        else:
+            step = (last - first) / ty(steps - 1)
+            values = np.where(index < steps // 2, first + step * index.astype(ty),
+                              last - step * (steps - 1 - index).astype(ty))
+        values = np.asarray(values, dtype=ty)  # an int dtype truncates, as a C cast does
+        return Tensor(np.trunc(values) if dt.is_int else values, device=device, dtype=dt)
 
     @staticmethod
     def eye(n: int, m: int | None = None, dtype: DType | str | None = None,
@@ -357,7 +415,11 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     @staticmethod
     def _random(sample: np.ndarray, dtype: DType | str | None, device: str | None,
                 requires_grad: bool | None) -> Tensor:
-        return Tensor(sample, device=device, dtype=dtype or dtypes.default_float,
+        """Samples as a float tensor; torch's NotImplementedError for another dtype."""
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+        if not dt.is_float:
+            raise NotImplementedError(f"random floats not implemented for '{dt.name}'")
+        return Tensor(sample, device=device, dtype=dt,
                       requires_grad=requires_grad)
 
     @staticmethod
@@ -416,29 +478,82 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
 
     @staticmethod
+    def normal(*shape: Sizes, mean: float = 0.0, std: float = 1.0,
+               dtype: DType | str | None = None, device: str | None = None,
+               requires_grad: bool | None = None) -> Tensor:
+        """Samples of the normal distribution of mean and std."""
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        sample = Tensor._rng.normal(mean, std, Tensor._new_shape(*shape))
+        return Tensor._random(sample, dtype, device, requires_grad)
+
+    @staticmethod
+    def kaiming_normal(*sizes: Sizes, a: float = 0.01, **kwargs: Any) -> Tensor:
+        """He initialization, normal: std sqrt(2 / (1 + a**2) / fan_in), fan_in prod(shape[1:])."""
+        shape = argfix(*sizes)
+        std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(shape[1:]))
+        return Tensor.normal(*shape, mean=0.0, std=std, **kwargs)
+
+    @staticmethod
     def glorot_uniform(*sizes: Sizes, **kwargs: Any) -> Tensor:
         """Glorot (Xavier) initialization."""
         shape = argfix(*sizes)
         bound = math.sqrt(6 / (shape[0] + prod(shape[1:])))
         return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
 
-    def full_like(self, fill_value: Scalar, **kwargs: Any) -> Tensor:
-        kwargs.setdefault("dtype", self.dtype)
-        kwargs.setdefault("device", self.device)
-        return Tensor.full(self.shape, fill_value, **kwargs)
+    def full_like(self, fill_value: Scalar, dtype: DType | str | None = None,
+                  device: str | None = None, requires_grad: bool | None = None) -> Tensor:
+        """A tensor of self's shape (and dtype and device, unless given) filled with one value."""
+        return Tensor.full(self.shape, fill_value, dtype or self.dtype, device or self.device,
+                           requires_grad)
 
     def zeros_like(self, **kwargs: Any) -> Tensor: return self.full_like(0, **kwargs)
     def ones_like(self, **kwargs: Any) -> Tensor: return self.full_like(1, **kwargs)
 
+    def empty_like(self, dtype: DType | str | None = None, device: str | None = None,
+                   requires_grad: bool | None = None) -> Tensor:
+        """An unfilled tensor of self's shape (and dtype and device, unless given)."""
+        return Tensor.empty(self.shape, dtype=dtype or self.dtype, device=device or self.device,
+                            requires_grad=requires_grad)
+
     def rand_like(self, **kwargs: Any) -> Tensor:
+        """rand in self's shape, dtype and device (a float dtype must be given for an int self)."""
         kwargs.setdefault("device", self.device)
-        kwargs.setdefault("dtype", self.dtype if self.dtype.is_float else None)
+        kwargs.setdefault("dtype", self.dtype)
         return Tensor.rand(*self.shape, **kwargs)
 
     def randn_like(self, **kwargs: Any) -> Tensor:
+        """randn in self's shape, dtype and device (a float dtype must be given for an int self)."""
         kwargs.setdefault("device", self.device)
-        kwargs.setdefault("dtype", self.dtype if self.dtype.is_float else None)
+        kwargs.setdefault("dtype", self.dtype)
         return Tensor.randn(*self.shape, **kwargs)
+
+    def meshgrid(self, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
+        """Coordinate grids of self and args (0-D or 1-D): `x.meshgrid(y)` or
+        `Tensor.meshgrid(x, y)`; "xy" swaps the first two axes of the grids."""
+        if indexing not in ("ij", "xy"):
+            raise RuntimeError('torch.meshgrid: indexing must be one of "xy" or "ij", but '
+                               f"received: {indexing}")
+        tensors = (self, *args)
+        for t in tensors:
+            if t.ndim > 1:
+                raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                                   f"but got a tensor of shape {shape_str(t.shape)}")
+            if t.dtype != self.dtype or t.device != self.device:
+                raise RuntimeError("meshgrid expects all tensors to have the same dtype and "
+                                   f"device, got {t.dtype.name} on {t.device} and "
+                                   f"{self.dtype.name} on {self.device}")
+        sizes = [t.numel() for t in tensors]
+        axes = list(range(len(tensors)))
+        if indexing == "xy" and len(tensors) > 1:
+            axes[0], axes[1] = 1, 0
+        shape = tuple(sizes[axes.index(i)] for i in range(len(tensors)))
+        grids = []
+        for t, axis in zip(tensors, axes):
+            view = [1] * len(tensors)
+            view[axis] = t.numel()
+            grids.append(t.reshape(view).expand(shape))
+        return tuple(grids)
 
     @staticmethod
     @contextmanager
