@@ -39,7 +39,7 @@ def _group(note: str, names: str) -> dict[str, str]:
 
 # Names tinyfw lacks today and should have, with the group of issue 11 they belong to.
 NOT_YET: dict[str, str] = {
-    **_group("creation", "empty empty_like linspace meshgrid kaiming_normal normal const "
+    **_group("creation", "const "
                          "const_like scaled_uniform randperm random_bits multinomial from_blob "
                          "from_url"),
     **_group("dtypes", "bfloat16 bitcast short element_size is_floating_point nbytes"),
