@@ -206,10 +206,14 @@ class MovementOps(TensorCore):
                                  ("expand", new))
 
     def pad(self: Tensor, padding: Sequence[int] | Sequence[tuple[int, int] | None],
-            mode: str = "constant", value: float = 0.0) -> Tensor:
+            mode: str | float = "constant", value: float = 0.0) -> Tensor:
         """Pad: ((before, after), ...) per axis, or torch's flat (left, right, ...) starting
         from the last axis. Negative amounts crop. mode is torch's: "constant" (with value),
-        "reflect", "replicate" or "circular"."""
+        "reflect", "replicate" or "circular"; a number there is the value (x.pad(p, 1.0), as
+        tinyfw took it before mode came)."""
+        if not isinstance(mode, str):
+            value = mode
+            mode = "constant"
         if mode not in ("constant", "reflect", "replicate", "circular"):
             raise NotImplementedError(f"Unrecognised padding mode {mode}")
         if mode != "constant" and value != 0:
