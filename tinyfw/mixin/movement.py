@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tinyfw.mixin.derived import AxisArg
-from tinyfw.dtype import DType, dtypes
+from tinyfw.dtype import DType, dtypes, to_dtype
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.uop.ops import UOp
 from tinyfw.mixin.core import TensorCore
@@ -138,9 +138,16 @@ class MovementOps(TensorCore):
         inside = _unview(UOp.true_like(value), ops, shapes)  # padding makes False outside
         root.assign(type(root)(inside.where(placed, root.uop.detach())))
 
-    def reshape(self: Tensor, *sizes: int | Sequence[int]) -> Tensor:
-        """The same elements in a new shape; one axis may be -1 (inferred)."""
-        shape = _sizes("reshape", argfix(*sizes))
+    def reshape(self: Tensor, *sizes: int | None | Sequence[int | None]) -> Tensor:
+        """The same elements in a new shape; one axis may be -1 (inferred), and None keeps the
+        size of the axis at that position (as tinygrad's reshape)."""
+        given = argfix(*sizes)
+        for i, s in enumerate(given):
+            if s is None and i >= self.ndim:
+                raise IndexError(f"reshape: None at position {i} keeps dimension {i}, but a "
+                                 f"tensor of shape {shape_str(self.shape)} has {self.ndim}")
+        shape = _sizes("reshape", tuple(self.shape[i] if s is None else s
+                                        for i, s in enumerate(given)))
         if shape.count(-1) > 1:
             raise RuntimeError("only one dimension can be inferred")
         for i, s in enumerate(shape):
@@ -199,9 +206,18 @@ class MovementOps(TensorCore):
                                  ("expand", new))
 
     def pad(self: Tensor, padding: Sequence[int] | Sequence[tuple[int, int] | None],
-            value: float = 0.0) -> Tensor:
-        """Pad with value: ((before, after), ...) per axis, or torch's flat (left, right, ...)
-        starting from the last axis. Negative amounts crop."""
+            mode: str | float = "constant", value: float = 0.0) -> Tensor:
+        """Pad: ((before, after), ...) per axis, or torch's flat (left, right, ...) starting
+        from the last axis. Negative amounts crop. mode is torch's: "constant" (with value),
+        "reflect", "replicate" or "circular"; a number there is the value (x.pad(p, 1.0), as
+        tinyfw took it before mode came)."""
+        if not isinstance(mode, str):
+            value = mode
+            mode = "constant"
+        if mode not in ("constant", "reflect", "replicate", "circular"):
+            raise NotImplementedError(f"Unrecognised padding mode {mode}")
+        if mode != "constant" and value != 0:
+            raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
         if any(isinstance(p, float) or (isinstance(p, (tuple, list)) and
                                         any(isinstance(v, float) for v in p)) for p in padding):
             raise TypeError(f"pad(): argument 'pad' must be tuple of ints, but found a float in "
@@ -218,6 +234,8 @@ class MovementOps(TensorCore):
                 raise RuntimeError(f"pad needs one (before, after) per axis: {self.ndim}, got "
                                    f"{len(padding)}")
             pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+        if mode != "constant":
+            return self._pad_mode([(b, a) for b, a in pairs], mode)
         for i, ((b, a), s) in enumerate(zip(pairs, self.shape)):
             if -min(b, 0) > s + min(a, 0):  # the crops overlap: nothing left to pad
                 raise RuntimeError(f"pad {tuple(padding)} of a tensor of shape "
@@ -364,20 +382,215 @@ class MovementOps(TensorCore):
         step = -(-self.shape[d] // chunks)
         return self.split(step, d)
 
-    def split(self: Tensor, size: int, dim: int = 0) -> list[Tensor]:
-        """Pieces of `size` along dim (the last may be smaller)."""
-        if not isinstance(size, int) or isinstance(size, bool):
-            raise TypeError(f"split(): argument 'split_size' must be int, not "
-                            f"{type(size).__name__}")
-        if size <= 0:
-            raise RuntimeError(f"split expects split_size be non-negative, but got {size}")
+    def split(self: Tensor, size: int | Sequence[int], dim: int = 0) -> list[Tensor]:
+        """Pieces of `size` along dim (the last may be smaller), or, for a list of sizes, one
+        piece of each size (they must add up to the size of dim)."""
         d = normalize_axis(dim, self.ndim)
-        out = []
-        for start in range(0, self.shape[d], size):
+        n = self.shape[d]
+        if isinstance(size, (list, tuple)):
+            sizes = [_int_arg("split_with_sizes", s) for s in size]
+            if any(s < 0 for s in sizes):
+                raise RuntimeError("split_with_sizes expects split_sizes have only non-negative "
+                                   f"entries, but got split_sizes={sizes}")
+            if sum(sizes) != n:
+                raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                                   f"(input tensor's size at dimension {d}), but got "
+                                   f"split_sizes={sizes}")
+        else:
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise TypeError(f"split(): argument 'split_size' must be int, not "
+                                f"{type(size).__name__}")
+            if size <= 0:
+                raise RuntimeError(f"split expects split_size be non-negative, but got {size}")
+            sizes = [min(size, n - start) for start in range(0, max(n, 1), size)]
+        out, start = [], 0
+        for s in sizes:
             bounds: list[tuple[int, int] | None] = [None] * self.ndim
-            bounds[d] = (start, min(start + size, self.shape[d]))
+            bounds[d] = (start, start + s)
             out.append(self.shrink(bounds))
+            start += s
         return out
+
+    # --- shapes built from the movement ops: triangles, diagonals, rolls, windows, padding ---
+
+    def _fill_zero(self: Tensor) -> bool | int | float:
+        """Zero as a Python value of this tensor's kind, so a where keeps the dtype."""
+        return False if self.dtype.is_bool else 0 if not self.dtype.is_float else 0.0
+
+    def _triangle(self: Tensor, name: str, diagonal: int, lower: bool) -> Tensor:
+        """tril (lower) or triu of the last two axes: the other elements set to 0."""
+        if self.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        rows, cols = self.shape[-2:]
+        k = max(-rows - 1, min(cols + 1, _int_arg(name, diagonal)))  # beyond: all or nothing
+        row = type(self).arange(rows, device=self.device).reshape(rows, 1)
+        col = type(self).arange(cols, device=self.device).reshape(1, cols)
+        keep = (col - row <= k) if lower else (col - row >= k)
+        return keep.where(self, self._fill_zero())
+
+    def tril(self: Tensor, diagonal: int = 0) -> Tensor:
+        """The lower triangle (on and below the diagonal-th diagonal) of the last two axes."""
+        return self._triangle("tril", diagonal, lower=True)
+
+    def triu(self: Tensor, diagonal: int = 0) -> Tensor:
+        """The upper triangle (on and above the diagonal-th diagonal) of the last two axes."""
+        return self._triangle("triu", diagonal, lower=False)
+
+    def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """The offset-th diagonal of axes dim1 and dim2, as a new last axis; a view (writes
+        to it go to self), picked as every (d + 1)-th element of the flattened d x d square."""
+        a, b = normalize_axis(dim1, self.ndim), normalize_axis(dim2, self.ndim)
+        if a == b:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        offset = _int_arg("diagonal", offset)
+        rest = [i for i in range(self.ndim) if i not in (a, b)]
+        x = self.permute(rest + [a, b])
+        rows, cols = x.shape[-2:]
+        r0, c0 = (0, min(offset, cols)) if offset >= 0 else (min(-offset, rows), 0)
+        d = max(0, min(rows - r0, cols - c0))
+        x = x.shrink([None] * len(rest) + [(r0, r0 + d), (c0, c0 + d)])
+        return x.reshape(x.shape[:-2] + (d * d,))._take_every([1] * len(rest) + [d + 1])
+
+    def diag(self: Tensor, diagonal: int = 0) -> Tensor:
+        """A 1-D tensor as the diagonal-th diagonal of a square matrix, or a matrix's diagonal."""
+        if self.ndim == 2:
+            return self.diagonal(diagonal)
+        if self.ndim != 1:
+            raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+        k, n = _int_arg("diag", diagonal), self.shape[0]
+        # each element followed by n zeros, cut to n * n: the elements land n + 1 apart
+        spread = self.reshape(n, 1).pad(((0, 0), (0, n))).reshape(n * (n + 1))
+        square = spread.shrink(((0, n * n),)).reshape(n, n)
+        return square.pad(((0, k), (k, 0)) if k >= 0 else ((-k, 0), (0, -k)))
+
+    def roll(self: Tensor, shifts: int | Sequence[int],
+             dims: int | Sequence[int] | None = None) -> Tensor:
+        """The elements shifted along dims, those pushed off the end coming back at the start
+        (of the flattened tensor when dims is None)."""
+        shift_list = [shifts] if isinstance(shifts, int) else list(shifts)
+        if dims is None:
+            if len(shift_list) != 1:
+                raise RuntimeError(f"shifts and dimensions must align. shifts: "
+                                   f"{len(shift_list)}, dims:0")
+            return self.flatten().roll(shift_list[0], 0).reshape(self.shape)
+        dim_list = [dims] if isinstance(dims, int) else list(dims)
+        if len(shift_list) != len(dim_list):
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift_list)}, "
+                               f"dims:{len(dim_list)}")
+        if self.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim_list[0]} but tensor has no dimensions")
+        x = self
+        for shift, dim in zip(shift_list, dim_list):
+            d, n = normalize_axis(dim, self.ndim), self.shape[normalize_axis(dim, self.ndim)]
+            if n == 0 or _int_arg("roll", shift) % n == 0:
+                continue
+            k = shift % n  # two copies side by side, cut where the last k come first
+            twice = x.repeat([2 if i == d else 1 for i in range(self.ndim)])
+            x = twice.shrink([(n - k, 2 * n - k) if i == d else None for i in range(self.ndim)])
+        return x
+
+    def unfold(self: Tensor, dim: int, size: int, step: int) -> Tensor:
+        """The windows of `size` elements along dim, `step` apart: dim becomes the number of
+        windows, and a new last axis of `size` holds each window (torch.Tensor.unfold)."""
+        if self.ndim == 0:
+            normalize_axis(dim, 0)
+            return self.reshape(1).unfold(0, size, step).reshape(-1)
+        d = normalize_axis(dim, self.ndim)
+        s, size, step = self.shape[d], _int_arg("unfold", size), _int_arg("unfold", step)
+        if size > s:
+            raise RuntimeError(f"maximum size for tensor at dimension {d} is {s} but size is "
+                               f"{size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        if size < 0:
+            raise RuntimeError(f"size is {size} but must be >= 0")
+        x = self.permute([i for i in range(self.ndim) if i != d] + [d])
+        lead, keep, n = x.shape[:-1], [None] * (self.ndim - 1), (s - size) // step + 1
+        # `size` copies of the row, one after another, read in rows of s + 1: row j starts
+        # at element j of the row; every step-th of its first elements are the windows' j-th
+        copies = x.reshape(lead + (1, s)).expand(lead + (size, s)).reshape(lead + (size * s,))
+        rows = copies.pad(keep + [(0, size)]).reshape(lead + (size, s + 1))
+        rows = rows.shrink(keep + [None, (0, (n - 1) * step + 1)])
+        picked = rows._take_every([1] * self.ndim + [step])  # (..., size, n)
+        order = list(range(d)) + [self.ndim] + list(range(d, self.ndim - 1)) + [self.ndim - 1]
+        out = picked.permute(order)
+        root, before = self._view if self._view is not None else (self, ())
+        out._view = (root, before + (("expand", out.shape),))  # windows overlap: no writes
+        return out
+
+    def repeat_interleave(self: Tensor, repeats: int, dim: int | None = None) -> Tensor:
+        """Each element repeated `repeats` times in a row along dim (of the flattened tensor
+        when dim is None)."""
+        repeats = _int_arg("repeat_interleave", repeats)
+        if repeats < 0:
+            raise RuntimeError("Repeats must be non-negative")
+        x, d = (self.flatten(), 0) if dim is None else (self, normalize_axis(dim, self.ndim))
+        if x.ndim == 0:
+            x = x.reshape(1)
+        shape = x.shape
+        wide = x.reshape(shape[:d + 1] + (1,) + shape[d + 1:])
+        wide = wide.expand(shape[:d + 1] + (repeats,) + shape[d + 1:])
+        out = wide.reshape(shape[:d] + (shape[d] * repeats,) + shape[d + 1:])
+        out._view = None  # a copy, as torch's, not a view of self
+        return out
+
+    def clone(self: Tensor, device: str | None = None) -> Tensor:
+        """A copy of the value (on device, when given): gradients flow back to self."""
+        out = self.contiguous() if device is None else self.to(device).contiguous()
+        out._view = None
+        return out
+
+    def _pad_mode(self: Tensor, pairs: list[tuple[int, int]], mode: str) -> Tensor:
+        """pad with mode "reflect", "replicate" or "circular", one axis at a time. A negative
+        amount crops: after reflecting or replicating, before wrapping around (as torch)."""
+        x = self
+        for d, (b, a) in enumerate(pairs):
+            n = x.shape[d]
+            if mode == "reflect" and (b >= n or a >= n) and (b > 0 or a > 0):
+                raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding ({b}, {a})"
+                                   f" at dimension {d} of input {shape_str(self.shape)}")
+            if mode == "replicate" and n == 0 and (b > 0 or a > 0):
+                raise RuntimeError(f"replicate padding of dimension {d} of size 0 (input "
+                                   f"{shape_str(self.shape)}): there is no value to replicate")
+            if mode != "circular" and (b, a) != (0, 0) and n + b + a <= 0:
+                raise RuntimeError(f"input (size {n} of dimension {d}) is too small. "
+                                   f"Calculated output size: {n + b + a}")
+            if mode == "circular":
+                if n + b + a < 0:
+                    raise RuntimeError(f"Negative padding value is resulting in an empty "
+                                       f"dimension: padding ({b}, {a}) of size {n}")
+                if n + b + a == 0:  # cropped to nothing
+                    x = _along(x, d, 0, 0)
+                    continue
+                x = _along(x, d, min(max(-b, 0), n), max(n - max(-a, 0), 0))
+                n = x.shape[d]
+                if b > n or a > n:
+                    raise RuntimeError("Padding value causes wrapping around more than once.")
+            before, after = max(b, 0), max(a, 0)
+            if mode == "reflect":
+                left = _along(x, d, 1, before + 1).flip(d) if before else x
+                right = _along(x, d, n - 1 - after, n - 1).flip(d) if after else x
+            elif mode == "replicate":
+                left = _along(x, d, 0, 1).expand([before if i == d else -1 for i in
+                                                  range(x.ndim)]) if before else x
+                right = _along(x, d, n - 1, n).expand([after if i == d else -1 for i in
+                                                       range(x.ndim)]) if after else x
+            else:
+                left, right = _along(x, d, n - before, n), _along(x, d, 0, after)
+            pieces = ([left] if before else []) + [x] + ([right] if after else [])
+            x = type(self).cat(*pieces, dim=d) if len(pieces) > 1 else x
+            if mode != "circular":
+                x = _along(x, d, max(-b, 0), x.shape[d] - max(-a, 0))
+        return x
+
+    @staticmethod
+    def einsum(formula: str, *operands: Tensor | Sequence[Tensor],
+               dtype: DType | str | None = None) -> Tensor:
+        """Sums of products of the operands' elements, as torch.einsum's subscripts say:
+        implicit output (the subscripts seen once, sorted), repeated subscripts in one operand
+        (its diagonal), '...' for broadcast axes, and size-1 axes broadcast."""
+        return einsum(formula, *operands, dtype=dtype)
 
     # --- indexing ---
     def _take_rows(self: Tensor, index: Any) -> Tensor:
@@ -492,6 +705,11 @@ class MovementOps(TensorCore):
         return out
 
 
+def _along(x: Tensor, dim: int, start: int, end: int) -> Tensor:
+    """Elements start..end of axis dim of x (the other axes whole)."""
+    return x.shrink([(start, end) if i == dim else None for i in range(x.ndim)])
+
+
 def _shape_after(shape: tuple[int, ...], op: str, arg: Any) -> tuple[int, ...]:
     """The shape one view op of a chain (see MovementOps._view_result) makes of shape."""
     if op == "every":
@@ -501,3 +719,107 @@ def _shape_after(shape: tuple[int, ...], op: str, arg: Any) -> tuple[int, ...]:
     if op == "shrink":
         return tuple(e - b for b, e in arg)
     return shape if op == "flip" else tuple(arg)  # reshape and expand: arg is the new shape
+
+
+def _einsum_terms(formula: str, shapes: list[tuple[int, ...]]) -> tuple[list[list[str]], list[str]]:
+    """The labels of each operand's axes and of the output, from torch's einsum subscripts
+    (spaces ignored). The axes of '...' get labels '.0', '.1', ... aligned to the right."""
+    for i, ch in enumerate(formula):
+        if not (ch.isascii() and ch.isalpha()) and ch not in " ,.->":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation "
+                               "string, subscripts must be in [a-zA-Z]")
+    lhs, arrow, rhs = formula.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(shapes) != len(terms):
+        few = "fewer" if len(shapes) < len(terms) else "more"
+        raise RuntimeError(f"einsum(): {few} operands were provided than specified in the "
+                           "equation")
+    split = []
+    for i, term in enumerate(terms):
+        parts = term.split("...")
+        if len(parts) > 2 or any("." in p for p in parts):
+            raise RuntimeError(f"einsum(): found '.' for operand {i} that is not part of any "
+                               "ellipsis")
+        letters = len(term) - 3 * (len(parts) - 1)
+        if len(parts) == 1 and letters != len(shapes[i]):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({letters})"
+                               f" does not match the number of dimensions ({len(shapes[i])}) "
+                               f"for operand {i} and no ellipsis was given")
+        if letters > len(shapes[i]):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({letters})"
+                               f" is more than the number of dimensions ({len(shapes[i])}) for"
+                               f" operand {i}")
+        split.append((parts, len(shapes[i]) - letters))
+    wide = max((e for parts, e in split if len(parts) == 2), default=0)
+    dots = [f".{j}" for j in range(wide)]
+    labels = [list(parts[0]) + (dots[wide - e:] if len(parts) == 2 else []) +
+              (list(parts[1]) if len(parts) == 2 else []) for parts, e in split]
+    if not arrow:
+        once = sorted(c for c in set(lhs) if c.isalpha() and lhs.count(c) == 1)
+        return labels, dots + once
+    if "." in rhs.replace("...", "", 1):
+        raise RuntimeError("einsum(): found '.' for output that is not part of any ellipsis")
+    before, _, after = rhs.partition("...")
+    out = list(before) + (dots if "..." in rhs else []) + list(after)
+    seen = {c for term in labels for c in term}
+    for c in rhs.replace(".", ""):
+        if rhs.count(c) > 1:
+            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the "
+                               "output")
+        if c not in seen:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                               "equation for any input operand")
+    return labels, out
+
+
+def einsum(formula: str, *operands: Tensor | Sequence[Tensor],
+           dtype: DType | str | None = None) -> Tensor:
+    """Tensor.einsum: each operand's repeated labels made a diagonal, every operand laid out
+    over all the labels (size 1 where it has none), multiplied, summed over the labels not
+    in the output, and put in the output's order."""
+    first = operands[0] if len(operands) == 1 else None
+    given = first if isinstance(first, (list, tuple)) else operands
+    xs: list[Tensor] = [x for x in given if not isinstance(x, (list, tuple))]
+    if len(xs) != len(given):
+        raise TypeError("einsum(): pass the operands as tensors, or as one list of tensors")
+    labels, out = _einsum_terms(formula, [x.shape for x in xs])
+    for i, x in enumerate(xs):
+        if x.dtype != xs[0].dtype:
+            raise RuntimeError(f"einsum(): expected scalar type {xs[0].dtype.name} but found "
+                               f"{x.dtype.name} (operand {i})")
+        term = labels[i]
+        for c in dict.fromkeys(term):
+            while term.count(c) > 1:  # the diagonal of the two axes, as a new last axis
+                j = term.index(c)
+                k = term.index(c, j + 1)
+                if x.shape[j] != x.shape[k]:
+                    raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} "
+                                       f"but the sizes don't match, {x.shape[k]} != "
+                                       f"{x.shape[j]}")
+                x = x.diagonal(0, j, k)
+                term = [t for n, t in enumerate(term) if n not in (j, k)] + [c]
+        xs[i], labels[i] = x, term
+    alphabet = list(dict.fromkeys(out + [c for term in labels for c in term]))
+    sizes: dict[str, int] = {}
+    for i, (x, term) in enumerate(zip(xs, labels)):
+        for c, s in zip(term, x.shape):
+            if sizes.get(c, 1) not in (1, s) and s != 1:
+                raise RuntimeError(f"einsum(): subscript {c} has size {s} for operand {i} which"
+                                   f" does not broadcast with previously seen size {sizes[c]}")
+            sizes[c] = s if s != 1 else sizes.get(c, 1)
+    laid = []
+    for x, term in zip(xs, labels):
+        x = x.permute(sorted(range(len(term)), key=lambda n: alphabet.index(term[n])))
+        laid.append(x.reshape(tuple(x.shape[sorted(term, key=alphabet.index).index(c)]
+                                    if c in term else 1 for c in alphabet)))
+    product = laid[0]
+    for x in laid[1:]:
+        product = product * x
+    if dtype is not None:
+        product = product.cast(to_dtype(dtype))
+    product = product.expand(tuple(sizes.get(c, 1) for c in alphabet))
+    summed = tuple(n for n, c in enumerate(alphabet) if c not in out)
+    if summed:
+        keep = None if product.dtype.is_float else product.dtype
+        product = product.sum(summed, dtype=keep)
+    return product  # the output's labels come first in alphabet, in the output's order
