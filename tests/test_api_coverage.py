@@ -52,7 +52,7 @@ NOT_YET: dict[str, str] = {
     **_group("scans and sorting", "cumsum cumprod cummax cummin logcumsumexp sort argsort topk"),
     **_group("indexing", "gather scatter scatter_reduce masked_fill masked_select nonzero "
                          "__delitem__"),
-    **_group("shape", "tril triu diag diagonal roll unfold repeat_interleave clone einsum pad_to "
+    **_group("shape", "pad_to "
                       "shrink_to rearrange"),
     **_group("nn functional", "conv_transpose2d max_unpool2d interpolate "
                               "scaled_dot_product_attention nll_loss"),
