@@ -113,7 +113,7 @@ class DerivedOps(TensorCore):
         elif p == -math.inf:
             norm = magnitude.min(dim, keepdim=True)
         elif p == 0:
-            norm = (self != 0).sum(dim, keepdim=True).cast(self.dtype)
+            norm = (self != 0).cast(self.dtype).sum(dim, keepdim=True)
         elif p == 1:
             norm = magnitude.sum(dim, keepdim=True)
         else:
