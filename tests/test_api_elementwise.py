@@ -59,6 +59,15 @@ def test_unary_edges(name: str, low: float, high: float, edges: list[float]) -> 
           atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["acos", "asin", "atanh", "acosh"])
+def test_gradient_at_domain_edges(name: str) -> None:
+    """At the edges of the domain the gradient is torch's inf, outside it nan, not 0 or nan."""
+    values = [1.0, 2.0, 0.5, 1.5] if name == "acosh" else [-1.0, 1.0, 0.3, -0.7, 0.0]
+    if name in ("acos", "asin"):
+        values += [1.5, -2.0]
+    check([np.array(values, np.float32)], _torch_fn(name), _tinyfw_fn(name))
+
+
 @pytest.mark.parametrize("name", ["acos", "asin", "atan", "atanh", "erf", "asinh"])
 def test_accurate_over_the_domain(name: str) -> None:
     """10**4 points spread over the whole domain, its edges and tiny magnitudes included, to a

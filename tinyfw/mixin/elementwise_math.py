@@ -322,16 +322,27 @@ def atan(x: UOp) -> UOp:
     return _odd(x, _atan_positive)
 
 
+def _asin_edge(x: UOp) -> UOp:
+    """x pi/2 - x sqrt(1 - x**2): asin's value at x = +-1, with its infinite gradient there (the
+    compositions, on harmless inputs at the edges, would give nan or 0)."""
+    return x * (math.pi / 2) - x * (1.0 - x * x).sqrt()
+
+
 @in_float32
 def asin(x: UOp) -> UOp:
     """asin x = atan(x / sqrt((1 - x)(1 + x))): 1 - x is exact near 1, where it matters."""
-    return atan(x / ((1.0 - x) * (x + 1.0)).sqrt())
+    edge = _abs(x).eq(1.0)
+    xs = edge.where(0.0, x)
+    return edge.where(_asin_edge(x), atan(xs / ((1.0 - xs) * (xs + 1.0)).sqrt()))
 
 
 @in_float32
 def acos(x: UOp) -> UOp:
     """acos x = 2 atan(sqrt((1 - x) / (1 + x))), accurate near 1 where acos x is small."""
-    return atan(((1.0 - x) / (x + 1.0)).sqrt()) * 2.0
+    edge = _abs(x).eq(1.0)
+    xs = edge.where(0.0, x)
+    inside = atan(((1.0 - xs) / (xs + 1.0)).sqrt()) * 2.0
+    return edge.where(math.pi / 2 - _asin_edge(x), inside)
 
 
 def _sinh_positive(a: UOp) -> UOp:
@@ -375,12 +386,16 @@ def asinh(x: UOp) -> UOp:
 def acosh(x: UOp) -> UOp:
     """acosh x = log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact near 1), ln x + ln 2 past
     BIG, nan below 1."""
-    ok = (x > 1.0).alu(Ops.OR, x.eq(1.0))  # false for nan
-    huge = x > BIG
+    ok, huge = x > 1.0, x > BIG  # (false for nan)
     t = ok.alu(Ops.AND, _not(huge)).where(x, 2.0) - 1.0
     near = log1p(t + (t * (t + 2.0)).sqrt())
     out = huge.where(log(huge.where(x, 2.0)) + LN2_FLOAT, near)
-    return ok.where(out, math.nan)
+    # at 1: sqrt(x**2 - 1), 0 with acosh's infinite gradient; below: sqrt(x - 1), nan with a
+    # nan gradient (each on 2.0 where it is not used, so that its gradient there is 0)
+    one = x.eq(1.0)
+    edge = one.where(x, 2.0)
+    below = ok.alu(Ops.OR, one).where(x.const_like(2.0), x)
+    return ok.where(out, one.where((edge * edge - 1.0).sqrt(), (below - 1.0).sqrt()))
 
 
 def _atanh_positive(a: UOp) -> UOp:
@@ -388,7 +403,8 @@ def _atanh_positive(a: UOp) -> UOp:
     ok = a < 1.0
     s = ok.where(a, 0.0)
     out = log1p(s * 2.0 / (1.0 - s)) * 0.5
-    return ok.where(out, a.eq(1.0).where(a.const_like(math.inf), math.nan))
+    # at 1: a / (1 - a**2), inf with atanh's infinite gradient
+    return ok.where(out, a.eq(1.0).where(a / (1.0 - a * a), math.nan))
 
 
 @in_float32
