@@ -617,9 +617,18 @@ class Tensor(MovementOps, DerivedOps, NNOps):
                                "supported. Use the `^` or `logical_xor()` operator instead.")
         return a.add(b.neg())
 
-    def div(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """True division: ints and bools divide as floats."""
+    def div(self, x: Tensor | Scalar, reverse: bool = False,
+            rounding_mode: str | None = None) -> Tensor:
+        """True division (ints and bools divide as floats), or rounded toward zero ("trunc") or
+        down ("floor"), which keep an integer dtype, as torch.div."""
         a, b = self._operands(x, reverse)
+        if rounding_mode == "trunc":
+            return a.div(b).trunc() if a.dtype.is_float else a.idiv(b)
+        if rounding_mode == "floor":
+            return a.floordiv(b)
+        if rounding_mode is not None:
+            raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                               f"but found '{rounding_mode}'")
         a, b = a._floating(), b._floating()
         return a._binary(Ops.FDIV, b)
 
@@ -769,6 +778,34 @@ class Tensor(MovementOps, DerivedOps, NNOps):
             raise TypeError("~ (bitwise not) is only defined for bool and integer tensors")
         return self.logical_not() if self.dtype.is_bool else self ^ -1
 
+    def bitwise_not(self) -> Tensor:
+        """~x for bool and integer tensors."""
+        if self.dtype.is_float:
+            raise NotImplementedError(f'"bitwise_not" not implemented for {self.dtype.name}')
+        return ~self
+
+    def _shift(self, x: int, left: bool) -> Tensor:
+        """self << x or self >> x (arithmetic: rounds down) for an int tensor and a Python int."""
+        name = "lshift" if left else "rshift"
+        if self.dtype.is_float or self.dtype.is_bool:
+            raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
+        if isinstance(x, Tensor) or not isinstance(x, int) or isinstance(x, bool):
+            raise NotImplementedError(f"{name} of a {self.dtype.name} tensor by a "
+                                      f"{type(x).__name__}: tinyfw shifts by a Python int only")
+        bits = self.dtype.itemsize * 8 - (0 if self.dtype.is_unsigned else 1)  # value bits
+        if x < 0:
+            raise ValueError(f"negative shift count {x}")
+        if left and x > bits:  # every bit shifted out (torch's result; C leaves it undefined)
+            return self * 0
+        if left:  # 2**bits does not fit the dtype: its last doubling apart
+            return self * (1 << x) if x < bits else self * (1 << (bits - 1)) * 2
+        return self.floordiv(1 << x) if x < bits else (self < 0).where(-1, 0).cast(self.dtype)
+
+    def lshift(self, x: int) -> Tensor: return self._shift(x, True)
+    def rshift(self, x: int) -> Tensor: return self._shift(x, False)
+    def __lshift__(self, x: int) -> Tensor: return self._shift(x, True)
+    def __rshift__(self, x: int) -> Tensor: return self._shift(x, False)
+
     # arithmetic operators
     def __add__(self, x: Tensor | Scalar) -> Tensor: return self.add(x)
     def __radd__(self, x: Scalar) -> Tensor: return self.add(x, True)
@@ -815,6 +852,68 @@ class Tensor(MovementOps, DerivedOps, NNOps):
     def cos(self) -> Tensor: return self._math(elementwise_math.cos)
     def tan(self) -> Tensor: return self._math(elementwise_math.tan)
     def square(self) -> Tensor: return self * self
+    def erf(self) -> Tensor:
+        """erf, in float64 for narrower floats where the device has it: in float32 the series
+        of up to 44 terms rounds to about 1e-6 near erf's saturation (WEBGPU keeps that)."""
+        x = self._floating()
+        if x.dtype.itemsize <= 4 and Device[x.device].has_float64:
+            return x.double()._math(elementwise_math.erf).cast(x.dtype)
+        return x._math(elementwise_math.erf)
+
+    def atan(self) -> Tensor: return self._math(elementwise_math.atan)
+    def asin(self) -> Tensor: return self._math(elementwise_math.asin)
+    def acos(self) -> Tensor: return self._math(elementwise_math.acos)
+    def sinh(self) -> Tensor: return self._math(elementwise_math.sinh)
+    def cosh(self) -> Tensor: return self._math(elementwise_math.cosh)
+    def asinh(self) -> Tensor: return self._math(elementwise_math.asinh)
+    def acosh(self) -> Tensor: return self._math(elementwise_math.acosh)
+    def atanh(self) -> Tensor: return self._math(elementwise_math.atanh)
+    def log10(self) -> Tensor: return self._math(elementwise_math.log10)
+
+    def copysign(self, x: Tensor | Scalar) -> Tensor:
+        """|self| with the sign of x (-0.0 counts as negative); ints give floats, as torch."""
+        a, b = self._operands(x)
+        a, b = a._floating(), b._floating()
+        negative = (b < 0) | ((b == 0) & (b.reciprocal() < 0))
+        magnitude = a.abs()
+        return negative.where(-magnitude, magnitude)
+
+    def fmod(self, x: Tensor | Scalar) -> Tensor:
+        """The remainder with the sign of the dividend (C's fmod, exact), as torch.fmod."""
+        a, b = self._operands(x)
+        r = a._result(a.uop.alu(Ops.MOD, b.uop), b)
+        if not a.dtype.is_float:
+            return a._divided(b, r)
+        # the value is C's fmod; the gradient that of a - trunc(a / b) b (1 and -trunc(a / b)),
+        # from a term that is exactly 0 (made of finite stand-ins where a value is not)
+        q = a.div(b).trunc().detach()
+        a_s, b_s, q_s = (t.isfinite().where(t, 0.0) for t in (a, b, q))
+        term = a_s - b_s * q_s
+        return r.detach() + (term - term.detach())
+
+    def logaddexp(self, x: Tensor | Scalar) -> Tensor:
+        """log(e**self + e**x), from the larger plus log1p(e**-|difference|)."""
+        a, b = self._operands(x)
+        if not a.dtype.is_float:
+            raise NotImplementedError(f'"logaddexp" not implemented for {a.dtype.name}')
+        m, same = a.maximum(b), a == b  # equal (infinities too): the larger plus ln 2
+        d = same.where(0.0, a - b).abs()
+        return same.where(m + math.log(2), m + (-d).exp().log1p())
+
+    def isfinite(self) -> Tensor:
+        """True where the value is neither inf nor nan."""
+        return (self == self) & self.isinf().logical_not()
+
+    def isclose(self, other: Tensor | Scalar, rtol: float = 1e-05, atol: float = 1e-08,
+                equal_nan: bool = False) -> Tensor:
+        """|self - other| <= atol + rtol |other|, or equal (infinities), as torch.isclose."""
+        if isinstance(other, Tensor) and other.dtype != self.dtype:
+            raise RuntimeError(f"{other.dtype.name} did not match {self.dtype.name}")
+        a, b = self._operands(other)
+        a, b = a._floating(), b._floating()
+        both_finite = a.isfinite() & b.isfinite()
+        close = (a == b) | (both_finite & ((a - b).abs() <= atol + rtol * b.abs()))
+        return close | (a.isnan() & b.isnan()) if equal_nan else close
 
     def trunc(self) -> Tensor:
         return self._unary(Ops.TRUNC) if self.dtype.is_float else self
@@ -851,7 +950,10 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         return out + 0.0 if self.dtype.is_float else out
 
     def isnan(self) -> Tensor: return self != self
-    def isinf(self) -> Tensor: return (self == math.inf) | (self == -math.inf)
+    def isinf(self, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
+        """True where the value is inf (when detect_positive) or -inf (when detect_negative)."""
+        positive = (self == math.inf) & detect_positive
+        return positive | ((self == -math.inf) & detect_negative)
 
     # activations
     def relu(self) -> Tensor:
@@ -879,14 +981,57 @@ class Tensor(MovementOps, DerivedOps, NNOps):
         stable = (bx.maximum(0) + (-bx.abs()).exp().log1p()) / beta
         return (bx > threshold).where(self, stable)
 
-    def gelu(self) -> Tensor:
-        """GELU, tanh approximation (torch's approximate='tanh')."""
-        return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self ** 3)).tanh())
+    def gelu(self, approximate: str = "none") -> Tensor:
+        """GELU: x Phi(x) from erf, or its tanh approximation (approximate="tanh"), as torch."""
+        if approximate == "tanh":
+            inner = math.sqrt(2 / math.pi) * (self + 0.044715 * self ** 3)
+            return 0.5 * self * (1 + inner.tanh())
+        if approximate != "none":
+            raise RuntimeError("approximate argument must be either none or tanh.")
+        return 0.5 * self * (1 + (self * math.sqrt(0.5)).erf())
 
     def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
     def mish(self) -> Tensor: return self * self.softplus().tanh()
     def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor:
         return self.clip(min_val, max_val)
+
+    def _float_only(self, name: str) -> None:
+        """torch's NotImplementedError for an activation of an integer or bool tensor."""
+        if not self.dtype.is_float:
+            raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
+
+    def celu(self, alpha: float = 1.0) -> Tensor:
+        """max(0, x) + min(0, alpha (e**(x / alpha) - 1))."""
+        self._float_only("celu")
+        below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
+        return (self > 0).where(self, alpha * (below / alpha).expm1())
+
+    def selu(self) -> Tensor:
+        """scale * elu(x, alpha) with the constants of self-normalizing networks."""
+        self._float_only("selu")
+        alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+        below = (self > 0).where(0.0, self)
+        return scale * (self > 0).where(self, alpha * below.expm1())
+
+    def softsign(self) -> Tensor:
+        """x / (1 + |x|)."""
+        return self / (1 + self.abs())
+
+    def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
+        """alpha x + beta clipped to [0, 1] (torch's hardsigmoid for the defaults)."""
+        self._float_only("hardsigmoid")
+        v = alpha * self + beta
+        return (v <= 0).where(0.0, (v >= 1).where(1.0, v))
+
+    def hardswish(self) -> Tensor:
+        """x * hardsigmoid(x)."""
+        self._float_only("hardswish")
+        return self * self.hardsigmoid()
+
+    def logsigmoid(self) -> Tensor:
+        """log(sigmoid(x)) = -softplus(-x), without the log of a tiny number."""
+        self._float_only("log_sigmoid")
+        return -(-self).softplus()
 
     def clip(self, min_: Scalar | None = None, max_: Scalar | None = None) -> Tensor:
         """Values limited to [min_, max_]."""

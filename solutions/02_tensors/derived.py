@@ -4,9 +4,11 @@
 """Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
 from __future__ import annotations
 
+import math
+from math import prod as prod_of
 from typing import TYPE_CHECKING
 
-from tinyfw.dtype import DType
+from tinyfw.dtype import DType, dtypes
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
 from tinyfw.mixin.core import TensorCore
@@ -64,6 +66,66 @@ class DerivedOps(TensorCore):
             correction: int = 1) -> Tensor:
         """The standard deviation over axis."""
         return self.var(axis, keepdim, correction).sqrt()
+
+    def std_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
+                 correction: int = 1) -> tuple[Tensor, Tensor]:
+        """(std, mean) over axis, as torch.std_mean."""
+        return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+
+    def prod(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
+             dtype: DType | str | None = None) -> Tensor:
+        """The product over axis, as torch: ints and bools multiply into int64, dtype casts the
+        input first. Halves of the axis multiplied together, log2(n) times (the gradient, zeros
+        included, is that of the multiplications)."""
+        x = self.cast(dtype) if dtype is not None else self if self.dtype.is_float else \
+            self.cast(dtypes.int64)
+        if x.dtype.is_float and x.dtype.itemsize < 4:
+            return x.float().prod(axis, keepdim).cast(x.dtype)
+        axes = x._axes(axis)
+        kept = tuple(s for i, s in enumerate(x.shape) if i not in axes)
+        n = prod_of(x.shape[i] for i in axes)
+        order = tuple(i for i in range(x.ndim) if i not in axes) + axes
+        values = x.permute(order).reshape(kept + (n,))
+        if n == 0:
+            values = values.pad([(0, 0)] * len(kept) + [(0, 1)], value=1)
+            n = 1
+        while n > 1:
+            if n % 2:
+                values = values.pad([(0, 0)] * len(kept) + [(0, 1)], value=1)
+                n += 1
+            n //= 2
+            lead = [None] * len(kept)
+            values = values.shrink(lead + [(0, n)]) * values.shrink(lead + [(n, 2 * n)])
+        out = values.reshape(kept)
+        if keepdim:
+            out = out.reshape(tuple(1 if i in axes else s for i, s in enumerate(x.shape)))
+        return out
+
+    def normalize(self: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+        """x / max(||x||_p, eps) along dim (torch.nn.functional.normalize)."""
+        if not self.dtype.is_float:
+            raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor "
+                               f"as input. Got {self.dtype.name}")
+        magnitude = self.abs()
+        if p == 2:
+            squares = (self * self).sum(dim, keepdim=True)
+            zero = squares == 0  # sqrt's gradient at 0 is inf: a zero norm takes none
+            norm = zero.where(0.0, zero.where(1.0, squares).sqrt())
+        elif p == math.inf:
+            norm = magnitude.max(dim, keepdim=True)
+        elif p == -math.inf:
+            norm = magnitude.min(dim, keepdim=True)
+        elif p == 0:
+            norm = (self != 0).cast(self.dtype).sum(dim, keepdim=True)
+        elif p == 1:
+            norm = magnitude.sum(dim, keepdim=True)
+        else:
+            norm = (magnitude ** p).sum(dim, keepdim=True) ** (1 / p)
+        return self / norm.maximum(eps)
+
+    def softmin(self: Tensor, axis: int = -1) -> Tensor:
+        """softmax(-x) along axis."""
+        return (-self).softmax(axis)
 
     def softmax(self: Tensor, axis: int = -1) -> Tensor:
         """exp(x) / sum(exp(x)) along axis, computed after subtracting the max so exp can't

@@ -264,3 +264,189 @@ def tan(x: UOp) -> UOp:
     p = _cos_parts(x)
     sin_2x_safe = p.quotient_ok.where(p.sin_2x, 1.0)  # no division by 0 where it is not used
     return p.quotient_ok.where(p.s_safe * p.s_safe * 2.0 / sin_2x_safe, p.s / p.other)
+
+
+# --- inverse trigonometric, hyperbolic and error functions ---
+TAN_PI_8 = math.tan(math.pi / 8)
+LN2_FLOAT = math.log(2)
+BIG = 2.0 ** 28  # past it sqrt(1 + x**2) is |x| in float32 and float64: asinh x = ln 2|x|
+
+
+@dataclass(frozen=True)
+class SpecialTerms:
+    """How many terms the series below need, for one float dtype."""
+    atan: int         # of atan's Taylor series on |t| <= tan(pi/8)
+    erf_taylor: int   # of erf's Taylor series on |x| < 1
+    erf_series: int   # of erf's series with positive terms on 1 <= |x| < erf_one
+    erf_one: float    # erf rounds to 1 from here on
+    split: float      # 2**s + 1 splits a float in two halves of s bits (Dekker)
+
+
+SPECIAL = {
+    dtypes.float32: SpecialTerms(atan=10, erf_taylor=12, erf_series=44, erf_one=4.0,
+                                 split=2.0 ** 12 + 1),
+    dtypes.float64: SpecialTerms(atan=22, erf_taylor=19, erf_series=98, erf_one=6.0,
+                                 split=2.0 ** 27 + 1),
+}
+
+
+def _not(x: UOp) -> UOp:
+    """Logical not of a bool node."""
+    return x.alu(Ops.XOR, UOp.true_like(x))
+
+
+def _odd(x: UOp, fn: UnaryFn) -> UOp:
+    """fn(|x|) with x's sign, for an odd fn; |x| as a where, so its gradient at 0 is 1."""
+    out = fn(_abs(x))
+    return (x < 0.0).where(-out, out)
+
+
+def _atan_positive(a: UOp) -> UOp:
+    """atan a for a >= 0: atan a = pi/2 - atan(1/a) above 1, atan u = pi/4 + atan((u-1)/(u+1))
+    above tan(pi/8), then the Taylor series on |v| <= tan(pi/8)."""
+    terms = SPECIAL[a.dtype].atan
+    big = a > 1.0
+    a_safe = big.where(a, 1.0)
+    u = big.where(a.const_like(1.0) / a_safe, a)
+    mid = u > TAN_PI_8
+    u_safe = mid.where(u, 1.0)
+    v = mid.where((u_safe - 1.0) / (u_safe + 1.0), u)
+    r = v * _polynomial(v * v, [(-1) ** n / (2 * n + 1) for n in range(terms)])
+    r = mid.where(r + math.pi / 4, r)
+    return big.where(math.pi / 2 - r, r)
+
+
+@in_float32
+def atan(x: UOp) -> UOp:
+    """atan x, odd, from atan of |x|."""
+    return _odd(x, _atan_positive)
+
+
+def _asin_edge(x: UOp) -> UOp:
+    """x pi/2 - x sqrt(1 - x**2): asin's value at x = +-1, with its infinite gradient there (the
+    compositions, on harmless inputs at the edges, would give nan or 0)."""
+    return x * (math.pi / 2) - x * (1.0 - x * x).sqrt()
+
+
+@in_float32
+def asin(x: UOp) -> UOp:
+    """asin x = atan(x / sqrt((1 - x)(1 + x))): 1 - x is exact near 1, where it matters."""
+    edge = _abs(x).eq(1.0)
+    xs = edge.where(0.0, x)
+    return edge.where(_asin_edge(x), atan(xs / ((1.0 - xs) * (xs + 1.0)).sqrt()))
+
+
+@in_float32
+def acos(x: UOp) -> UOp:
+    """acos x = 2 atan(sqrt((1 - x) / (1 + x))), accurate near 1 where acos x is small."""
+    edge = _abs(x).eq(1.0)
+    xs = edge.where(0.0, x)
+    inside = atan(((1.0 - xs) / (xs + 1.0)).sqrt()) * 2.0
+    return edge.where(math.pi / 2 - _asin_edge(x), inside)
+
+
+def _sinh_positive(a: UOp) -> UOp:
+    """sinh a for a >= 0: from expm1 below 1, else h h / 2 - 1 / (2 h h) with h = e**(a/2),
+    which does not overflow where sinh does not."""
+    small = a < 1.0
+    e = expm1(small.where(a, 0.0))
+    near = (e + e / (e + 1.0)) * 0.5
+    h = exp(small.where(a.const_like(1.0), a) * 0.5)
+    return small.where(near, h * 0.5 * h - 0.5 / h / h)
+
+
+@in_float32
+def sinh(x: UOp) -> UOp:
+    """sinh x, odd, from sinh of |x|."""
+    return _odd(x, _sinh_positive)
+
+
+@in_float32
+def cosh(x: UOp) -> UOp:
+    """cosh x = h h / 2 + 1 / (2 h h) with h = e**(|x|/2) (no cancellation, no overflow)."""
+    h = exp(_abs(x) * 0.5)
+    return h * 0.5 * h + 0.5 / h / h
+
+
+def _asinh_positive(a: UOp) -> UOp:
+    """asinh a for a >= 0: log1p(a + a**2 / (1 + sqrt(1 + a**2))), or ln a + ln 2 past BIG."""
+    huge = a > BIG
+    s = huge.where(a.const_like(1.0), a)
+    near = log1p(s + s * s / ((s * s + 1.0).sqrt() + 1.0))
+    return huge.where(log(huge.where(a, 1.0)) + LN2_FLOAT, near)
+
+
+@in_float32
+def asinh(x: UOp) -> UOp:
+    """asinh x, odd, from asinh of |x|."""
+    return _odd(x, _asinh_positive)
+
+
+@in_float32
+def acosh(x: UOp) -> UOp:
+    """acosh x = log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact near 1), ln x + ln 2 past
+    BIG, nan below 1."""
+    ok, huge = x > 1.0, x > BIG  # (false for nan)
+    t = ok.alu(Ops.AND, _not(huge)).where(x, 2.0) - 1.0
+    near = log1p(t + (t * (t + 2.0)).sqrt())
+    out = huge.where(log(huge.where(x, 2.0)) + LN2_FLOAT, near)
+    # at 1: sqrt(x**2 - 1), 0 with acosh's infinite gradient; below: sqrt(x - 1), nan with a
+    # nan gradient (each on 2.0 where it is not used, so that its gradient there is 0)
+    one = x.eq(1.0)
+    edge = one.where(x, 2.0)
+    below = ok.alu(Ops.OR, one).where(x.const_like(2.0), x)
+    return ok.where(out, one.where((edge * edge - 1.0).sqrt(), (below - 1.0).sqrt()))
+
+
+def _atanh_positive(a: UOp) -> UOp:
+    """atanh a for a >= 0: log1p(2a / (1 - a)) / 2 (1 - a is exact near 1); inf at 1."""
+    ok = a < 1.0
+    s = ok.where(a, 0.0)
+    out = log1p(s * 2.0 / (1.0 - s)) * 0.5
+    # at 1: a / (1 - a**2), inf with atanh's infinite gradient
+    return ok.where(out, a.eq(1.0).where(a / (1.0 - a * a), math.nan))
+
+
+@in_float32
+def atanh(x: UOp) -> UOp:
+    """atanh x, odd, from atanh of |x|."""
+    return _odd(x, _atanh_positive)
+
+
+def _erf_positive(a: UOp) -> UOp:
+    """erf a for a >= 0: its Taylor series below 1 (terms shrink from the first, so there is
+    no cancellation); up to erf_one, 2/sqrt(pi) a e**-a**2 sum (2a**2)**n / (2n+1)!!, a series
+    of positive terms, with e**-a**2 = e**-hi e**-lo for a**2 = hi + lo split exactly (Dekker);
+    then 1."""
+    st = SPECIAL[a.dtype]
+    two_over_sqrt_pi = 2 / math.sqrt(math.pi)
+    small = a < 1.0
+    s = small.where(a, 0.0)
+    taylor = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(st.erf_taylor)]
+    near = s * _polynomial(s * s, taylor) * two_over_sqrt_pi
+    mid = small.alu(Ops.XOR, a < st.erf_one)  # 1 <= a < erf_one (false for nan)
+    m = mid.where(a, 1.0)
+    c = m * st.split
+    m_hi = c - (c - m)
+    hi, lo = m_hi * m_hi, (m - m_hi) * (m + m_hi)
+    # 1 + y/3 (1 + y/5 (1 + y/7 (...))), y = 2a**2: the coefficients 1 / (2n+1)!! themselves
+    # would underflow float32
+    y = m * m * 2.0
+    series = m.const_like(1.0)
+    for n in range(st.erf_series - 1, 0, -1):
+        series = series * y * (1 / (2 * n + 1)) + 1.0
+    middle = m * exp(-hi) * exp(-lo) * series * two_over_sqrt_pi
+    far = a.ne(a).where(a, a.const_like(1.0))  # nan stays nan
+    return small.where(near, mid.where(middle, far))
+
+
+@in_float32
+def log10(x: UOp) -> UOp:
+    """log x / ln 10."""
+    return log(x) / math.log(10)
+
+
+@in_float32
+def erf(x: UOp) -> UOp:
+    """erf x, odd, from erf of |x|."""
+    return _odd(x, _erf_positive)
