@@ -11,9 +11,10 @@ from tinyfw.mixin.core import TensorCore
 from tinyfw.mixin.derived import DerivedOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
-MIXINS = [TensorCore, MovementOps, DerivedOps, NNOps]
+MIXINS = [TensorCore, MovementOps, DerivedOps, NNOps, ScanOps]
 
 
 def _stubs(mixin: type) -> list[str]:
