@@ -59,7 +59,7 @@ def same_padding(padding: IntOrTuple | str, kernel: Sequence[int], stride: IntOr
     if padding == "valid":
         return 0
     if padding != "same":
-        raise ValueError(f"Invalid padding string '{padding}', should be one of ['valid', 'same']")
+        raise RuntimeError(f"Invalid padding string: '{padding}' (one of 'valid', 'same')")
     if any(s != 1 for s in make_tuple(stride, n)):
         raise RuntimeError("padding='same' is not supported for strided convolutions")
     totals = [d * (k - 1) for d, k in zip(make_tuple(dilation, n), kernel)]
@@ -383,7 +383,7 @@ class NNOps(TensorCore):
         """Resize the last len(size) axes (with scale_factor: all but the first two) by nearest
         neighbour or (bi/tri)linear interpolation, as torch.nn.functional.interpolate."""
         if (size is None) == (scale_factor is None):
-            raise ValueError("either size or scale_factor should be defined (not both)")
+            raise ValueError("either size or scale_factor should be defined, and only one")
         n = len(size) if size is not None else self.ndim - 2
         scales: list[float | None] = [None] * n
         if scale_factor is not None:
@@ -398,9 +398,14 @@ class NNOps(TensorCore):
         wanted = {"linear": None, "bilinear": 2, "trilinear": 3, "nearest": None}
         if mode not in wanted:
             raise NotImplementedError(f"interpolate: mode {mode!r} is not one of {list(wanted)}")
-        if wanted[mode] not in (None, n):
-            raise NotImplementedError(f"Got {self.ndim}D input and {n} sizes, but {mode} "
-                                      f"needs {wanted[mode]}")
+        spatial = wanted[mode]
+        if spatial is not None and n != self.ndim - 2:  # "linear" resizes any trailing axes
+            raise ValueError(f"Input and output must have the same number of spatial "
+                             f"dimensions, but got input of shape {self.shape} and output size "
+                             f"of {tuple(size)}")
+        if spatial is not None and spatial != n:
+            raise NotImplementedError(f"Got {self.ndim}D input, but {mode} mode needs "
+                                      f"{spatial + 2}D input")
         if align_corners and mode == "nearest":
             raise ValueError("align_corners option can only be set with the interpolating modes: "
                              "linear | bilinear | bicubic | trilinear")
@@ -443,7 +448,7 @@ class NNOps(TensorCore):
             scores = scores + added
         # a row of -inf only (nothing kept) would be NaN: torch gives 0 there
         empty = scores.max(-1, keepdim=True).detach() == -math.inf
-        attn = empty.where(0.0, scores.softmax(-1))
+        attn = empty.where(0.0, empty.where(0.0, scores).softmax(-1))  # no NaN gradient
         if dropout_p > 0:  # applied whether training or not, as torch's functional does
             keep = attn.rand_like(dtype=dtypes.float32) >= dropout_p
             attn = keep.where(attn, 0) * (1 / (1 - dropout_p)) if dropout_p < 1 else attn * 0
