@@ -64,7 +64,7 @@ def test_sdpa_errors() -> None:
 # ---------------------------------------------------------------------------------------------
 # losses
 
-TARGETS = np.array([0, 4, -100, 2, 1, 3])
+TARGETS = np.array([0, 4, -100, 2, 1, 3], dtype=np.int32)  # torch gets them .long()
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -74,12 +74,13 @@ def test_nll_loss(reduction: str, weighted: bool) -> None:
     w = np.linspace(0.5, 2, 5).astype(np.float32)
     for shape, target in (((6, 5), TARGETS), ((2, 5, 3), TARGETS.reshape(2, 3))):
         check([shape, target, w],
-              lambda x, y, w: F.nll_loss(x, y, w.detach() if weighted else None,
+              lambda x, y, w: F.nll_loss(x, y.long(), w.detach() if weighted else None,
                                              reduction=reduction),
               lambda x, y, w: x.nll_loss(y, w.detach() if weighted else None,
                                              reduction=reduction),
               atol=1e-5)
-    check([(5,), np.array(3)], lambda x, y: F.nll_loss(x, y), lambda x, y: x.nll_loss(y))
+    check([(5,), np.array(3, dtype=np.int32)], lambda x, y: F.nll_loss(x, y.long()),
+          lambda x, y: x.nll_loss(y))
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -88,19 +89,25 @@ def test_cross_entropy_ignore_and_weight(reduction: str, smoothing: float) -> No
     """cross_entropy with class indices, ignore_index, class weights and label smoothing."""
     w = np.linspace(0.5, 2, 5).astype(np.float32)
     kw: dict[str, Any] = {"reduction": reduction, "label_smoothing": smoothing}
-    check([(6, 5), TARGETS, w], lambda x, y, w: F.cross_entropy(x, y, w.detach(), **kw),
+    check([(6, 5), TARGETS, w], lambda x, y, w: F.cross_entropy(x, y.long(), w.detach(), **kw),
           lambda x, y, w: x.cross_entropy(y, weight=w.detach(), **kw), atol=1e-5)
-    check([(2, 5, 3), TARGETS.reshape(2, 3) % 5], lambda x, y: F.cross_entropy(x, y, **kw,
+    check([(2, 5, 3), TARGETS.reshape(2, 3) % 5], lambda x, y: F.cross_entropy(x, y.long(), **kw,
                                                                              ignore_index=1),
           lambda x, y: x.cross_entropy(y, **kw, ignore_index=1), atol=1e-5)
 
 
 def test_loss_errors() -> None:
     """An out-of-range class is torch's IndexError, a batch mismatch its ValueError."""
-    check_error([(3, 4), np.array([0, 5, 1])], F.nll_loss, lambda x, y: x.nll_loss(y))
-    check_error([(3, 4), np.array([0, 1])], F.nll_loss, lambda x, y: x.nll_loss(y))
-    check_error([(3, 4), np.array([0, -2, 1])], F.cross_entropy, lambda x, y: x.cross_entropy(y))
-    check_error([(3, 4), np.array([0, 1, 1]), (3,)], lambda x, y, w: F.nll_loss(x, y, w),
+    def ints(*values: int) -> np.ndarray:
+        return np.array(values, dtype=np.int32)
+
+    check_error([(3, 4), ints(0, 5, 1)], lambda x, y: F.nll_loss(x, y.long()),
+                lambda x, y: x.nll_loss(y))
+    check_error([(3, 4), ints(0, 1)], lambda x, y: F.nll_loss(x, y.long()),
+                lambda x, y: x.nll_loss(y))
+    check_error([(3, 4), ints(0, -2, 1)], lambda x, y: F.cross_entropy(x, y.long()),
+                lambda x, y: x.cross_entropy(y))
+    check_error([(3, 4), ints(0, 1, 1), (3,)], lambda x, y, w: F.nll_loss(x, y.long(), w),
                 lambda x, y, w: x.nll_loss(y, w))
 
 
@@ -222,8 +229,8 @@ def test_max_unpool(kwargs: dict[str, Any]) -> None:
           lambda v, i: v.max_unpool2d(i, **kwargs, output_size=(6, 7)))
     np.testing.assert_allclose(f_out.max_unpool2d(f_idx, **kwargs, output_size=(6, 7)).numpy(),
                                F.max_unpool2d(t_out, t_idx, **kwargs, output_size=(6, 7)))
-    bad = np.array([[[[0, 1], [2, 99]]]])
-    check_error([(1, 1, 2, 2), bad], lambda v, i: F.max_unpool2d(v, i, 2),
+    bad = np.array([[[[0, 1], [2, 99]]]], dtype=np.int32)
+    check_error([(1, 1, 2, 2), bad], lambda v, i: F.max_unpool2d(v, i.long(), 2),
                 lambda v, i: v.max_unpool2d(i, 2))
 
 

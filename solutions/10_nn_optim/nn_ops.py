@@ -335,7 +335,8 @@ class NNOps(TensorCore):
         where = type(self).arange(math.prod(sizes), device=self.device).reshape(*sizes)
         where = where.pad(both, value=-1)._pool(kernel, step, dilation).flatten(-n)
         first = windows.detach().flatten(-n).argmax(-1)  # the first of equal maxima, as torch
-        return out, (first.unsqueeze(-1)._hot(math.prod(kernel)).squeeze(-2) * where).sum(-1)
+        hot = first.unsqueeze(-1)._hot(math.prod(kernel)).squeeze(-2)
+        return out, (hot * where).sum(-1, dtype=where.dtype)
 
     def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: IntOrTuple = (2, 2),
                      stride: IntOrTuple | None = None, dilation: IntOrTuple = 1,
@@ -356,7 +357,7 @@ class NNOps(TensorCore):
         else:
             sizes = list(output_size)[-n:]
         total = math.prod(sizes)
-        hot = indices.flatten(-n)._hot(total)  # (..., pooled, total)
+        hot = indices.flatten(-n)._hot(total).cast(self.dtype)  # (..., pooled, total)
         placed = (self.flatten(-n).unsqueeze(-1) * hot).sum(-2)
         # overlapping windows may name a place twice (with the same value): count it once, yet
         # hand each its whole gradient, as torch's gather of the output gradient does
