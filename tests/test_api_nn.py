@@ -39,6 +39,16 @@ def test_sdpa_masks_and_scale() -> None:
           atol=1e-5)
 
 
+def test_sdpa_gqa() -> None:
+    """enable_gqa shares each key/value head among its group of query heads."""
+    check([(2, 6, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3)],
+          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+          lambda q, k, v: q.scaled_dot_product_attention(k, v, enable_gqa=True), atol=1e-5)
+    check_error([(2, 6, 3, 4), (2, 4, 5, 4), (2, 4, 5, 3)],
+                lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+                lambda q, k, v: q.scaled_dot_product_attention(k, v, enable_gqa=True))
+
+
 def test_sdpa_dropout() -> None:
     """dropout_p=1 drops everything (torch applies it outside training too); 0.5 keeps about
     half the weights, scaled by 2, so the mean output stays about the same."""

@@ -106,6 +106,20 @@ def resize_matrix(in_size: int, out_size: int, nearest: bool, align_corners: boo
     return m
 
 
+def check_resize_mode(mode: str, n: int, ndim: int, size: Sequence[int]) -> None:
+    """torch's errors for an unknown interpolate mode or one given the wrong number of axes
+    ("linear" and "nearest" resize any n trailing axes, as tinygrad's interpolate does)."""
+    spatial = {"linear": None, "bilinear": 2, "trilinear": 3, "nearest": None}
+    if mode not in spatial:
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not one of {list(spatial)}")
+    wanted = spatial[mode]
+    if wanted is not None and n != ndim - 2:
+        raise ValueError(f"Input and output must have the same number of spatial dimensions, "
+                         f"but got a {ndim}-D input and output size of {tuple(size)}")
+    if wanted is not None and wanted != n:
+        raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {wanted + 2}D input")
+
+
 def check_window(what: str, kernel: tuple[int, ...], stride: IntOrTuple, dilation: IntOrTuple,
                  padding: IntOrTuple) -> None:
     """torch's RuntimeError for a window that can't slide: a kernel, stride or dilation below 1,
@@ -404,17 +418,7 @@ class NNOps(TensorCore):
         if len(scales) != n or not 0 < n <= self.ndim:
             raise ValueError(f"size {size} / scale_factor {scale_factor} don't fit an input of "
                              f"shape {self.shape}")
-        wanted = {"linear": None, "bilinear": 2, "trilinear": 3, "nearest": None}
-        if mode not in wanted:
-            raise NotImplementedError(f"interpolate: mode {mode!r} is not one of {list(wanted)}")
-        spatial = wanted[mode]
-        if spatial is not None and n != self.ndim - 2:  # "linear" resizes any trailing axes
-            raise ValueError(f"Input and output must have the same number of spatial "
-                             f"dimensions, but got input of shape {self.shape} and output size "
-                             f"of {tuple(size)}")
-        if spatial is not None and spatial != n:
-            raise NotImplementedError(f"Got {self.ndim}D input, but {mode} mode needs "
-                                      f"{spatial + 2}D input")
+        check_resize_mode(mode, n, self.ndim, size)
         if align_corners and mode == "nearest":
             raise ValueError("align_corners option can only be set with the interpolating modes: "
                              "linear | bilinear | bicubic | trilinear")
@@ -434,8 +438,6 @@ class NNOps(TensorCore):
         """softmax(self @ key^T * scale + mask) @ value for a query self (..., L, E), key
         (..., S, E) and value (..., S, Ev): a bool mask keeps where True, a float mask is added,
         is_causal keeps key j <= query i (top-left aligned). Rows with nothing kept give 0."""
-        if enable_gqa:
-            raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
         if is_causal and attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
                                "set when is_causal=True")
@@ -446,6 +448,8 @@ class NNOps(TensorCore):
             raise RuntimeError(f"scaled_dot_product_attention: query {self.shape}, key "
                                f"{key.shape} and value {value.shape} don't fit (..., L, E), "
                                f"(..., S, E), (..., S, Ev)")
+        if enable_gqa and self.ndim >= 3 and key.ndim >= 3 and key.shape[-3] != self.shape[-3]:
+            key, value = _share_heads(key, self.shape[-3]), _share_heads(value, self.shape[-3])
         factor = 1 / math.sqrt(self.shape[-1]) if scale is None else scale
         scores = self.matmul(key.transpose(-2, -1)) * factor
         if is_causal:
@@ -500,3 +504,14 @@ class NNOps(TensorCore):
         for layer in layers:
             out = layer(out)
         return out
+
+
+def _share_heads(kv: Tensor, heads: int) -> Tensor:
+    """Grouped-query attention: each of kv's heads (axis -3) repeated for its group of query
+    heads, as torch's enable_gqa does."""
+    kv_heads = kv.shape[-3]
+    if heads % kv_heads:
+        raise RuntimeError(f"number of heads in key/value ({kv_heads}) must divide the query's "
+                           f"({heads}) for enable_gqa")
+    grouped = kv.unsqueeze(-3).expand(*kv.shape[:-2], heads // kv_heads, *kv.shape[-2:])
+    return grouped.reshape(*kv.shape[:-3], heads, *kv.shape[-2:])
