@@ -219,6 +219,16 @@ def test_max_pool_ceil_and_indices(kwargs: dict[str, Any]) -> None:
           lambda x: x.max_pool2d(**kwargs, return_indices=True))
 
 
+def test_pool_padding_over_half_the_kernel() -> None:
+    """Padding past half the kernel is torch's RuntimeError, for both poolings."""
+    check_error([(1, 1, 6, 6)], lambda x: F.max_pool2d(x, 3, padding=2),
+                lambda x: x.max_pool2d(3, padding=2))
+    check_error([(1, 1, 6, 6)], lambda x: F.avg_pool2d(x, (3, 2), padding=(1, 2)),
+                lambda x: x.avg_pool2d((3, 2), padding=(1, 2)))
+    check_error([(1, 1, 9, 9)], lambda x: F.max_pool2d(x, 3, padding=2, dilation=2),
+                lambda x: x.max_pool2d(3, padding=2, dilation=2))  # the kernel, not its reach
+
+
 @pytest.mark.parametrize("kwargs", POOLS, ids=str)
 @pytest.mark.parametrize("include", [True, False])
 def test_avg_pool_ceil(kwargs: dict[str, Any], include: bool) -> None:

@@ -325,6 +325,10 @@ class NNOps(TensorCore):
         if self.ndim < n + 1:
             raise RuntimeError(f"{what}: expected an input of at least {n + 1} dims for a "
                                f"{n}-D kernel, got shape {self.shape}")
+        if what != "max_unpool2d" and any(pads[2 * (n - 1 - j) + side] > kernel[j] // 2
+                                          for j in range(n) for side in (0, 1)):
+            raise RuntimeError(f"{what}: pad should be smaller than or equal to half of kernel "
+                               f"size, but got pad={padding}, kernel_size={kernel}")
         extra = ceil_padding(self.shape[-n:], kernel, step, dilation, pads) if ceil_mode else \
             [0] * 2 * n
         return kernel, step, pads, extra
