@@ -207,26 +207,71 @@ class DerivedOps(TensorCore):
         return (self.unsqueeze(-1) == classes).cast(self.dtype)
 
     def cross_entropy(self: Tensor, target: Tensor, reduction: str = "mean",
-                      label_smoothing: float = 0.0) -> Tensor:
-        """torch.nn.functional.cross_entropy: logits of shape (N, C) or (C,), and target class
-        indices (ints) or class probabilities (floats) along axis 1."""
+                      label_smoothing: float = 0.0, ignore_index: int = -100,
+                      weight: Tensor | None = None) -> Tensor:
+        """torch.nn.functional.cross_entropy: logits of shape (N, C, ...) or (C,), and target
+        class indices (ints) or class probabilities (floats) along axis 1."""
         axis = 1 if self.ndim >= 2 else 0
-        if not target.dtype.is_float and target.shape != self.shape[:axis] + self.shape[axis + 1:]:
+        if not 0 <= label_smoothing <= 1:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                               f"{label_smoothing}")
+        classes = self.shape[axis]
+        if not target.dtype.is_float:
+            log_probs = self.log_softmax(axis)
+            nll = log_probs.nll_loss(target, weight, ignore_index, reduction)
+            if not label_smoothing:
+                return nll
+            keep = (target != ignore_index).float()
+            w = weight.reshape(classes, *[1] * (self.ndim - axis - 1)) if weight is not None \
+                else None
+            smooth = -(log_probs if w is None else log_probs * w).sum(axis) * keep
+            if reduction == "mean":
+                picked = keep if weight is None else _weight_of(weight, target, keep)
+                smooth = smooth.sum() / picked.sum()
+            else:
+                smooth = _reduce_loss(smooth, reduction)
+            return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+        if target.shape != self.shape:
+            raise RuntimeError(f"class probabilities (target of shape {shape_str(target.shape)})"
+                               f" must have the shape of the logits {shape_str(self.shape)}")
+        probs = target
+        if label_smoothing:
+            probs = probs * (1 - label_smoothing) + label_smoothing / classes
+        if weight is not None:
+            probs = probs * weight.reshape(classes, *[1] * (self.ndim - axis - 1))
+        loss = -(self.log_softmax(axis) * probs).sum(axis)
+        if reduction == "mean" and self.ndim >= 2:  # torch divides by the batch size only
+            return loss.sum() / (self.numel() // classes)
+        return _reduce_loss(loss, reduction)
+
+    def nll_loss(self: Tensor, target: Tensor, weight: Tensor | None = None,
+                 ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+        """torch.nn.functional.nll_loss: minus the log-probability (self, classes on axis 1, or
+        axis 0 of a 1-D input) at each target class, weighted; "mean" divides by the weights."""
+        axis = 1 if self.ndim >= 2 else 0
+        if not target.dtype.is_int:
+            raise RuntimeError(f"expected scalar type Long (an integer dtype) for the target, "
+                               f"but found {target.dtype.name}")
+        if target.shape != self.shape[:axis] + self.shape[axis + 1:]:
             raise ValueError(f"Expected input batch_size ({self.shape[0] if axis else 1}) to "
                              f"match target batch_size ({target.shape[0] if target.ndim else 1})"
-                             f": logits of shape {shape_str(self.shape)}, target of shape "
+                             f": input of shape {shape_str(self.shape)}, target of shape "
                              f"{shape_str(target.shape)}")
-        if target.dtype.is_float:
-            probs = target
-        else:
-            probs = target._hot(self.shape[axis]).float()
-            _check_labels(probs, target, (target < 0) | (target >= self.shape[axis]),
-                          IndexError, "Target {value} is out of bounds.")
-        if target.dtype.is_int and axis == 1 and self.ndim > 2:
-            probs = probs.permute(0, probs.ndim - 1, *range(1, probs.ndim - 1))
-        if label_smoothing:
-            probs = probs * (1 - label_smoothing) + label_smoothing / self.shape[axis]
-        loss = -(self.log_softmax(axis) * probs).sum(axis)
+        classes = self.shape[axis]
+        if weight is not None and weight.shape != (classes,):
+            raise RuntimeError(f"weight tensor should be defined either for all {classes} "
+                               f"classes or no classes but got weight tensor of shape: "
+                               f"{shape_str(weight.shape)}")
+        keep = (target != ignore_index)
+        hot = target._hot(classes).float()  # (..., C): the class axis last
+        _check_labels(hot, target, keep & ((target < 0) | (target >= classes)), IndexError,
+                      "Target {value} is out of bounds.")
+        if axis == 1:
+            hot = hot.permute(0, hot.ndim - 1, *range(1, hot.ndim - 1))
+        w = keep.float() if weight is None else _weight_of(weight, target, keep.float())
+        loss = -(self * hot).sum(axis) * w
+        if reduction == "mean":
+            return loss.sum() / w.sum()
         return _reduce_loss(loss, reduction)
 
     def sparse_categorical_crossentropy(self: Tensor, target: Tensor, ignore_index: int = -1,
@@ -251,11 +296,16 @@ class DerivedOps(TensorCore):
         loss = -(target * self.log() + (1 - target) * (1 - self).log())
         return _reduce_loss(loss, reduction)
 
-    def binary_crossentropy_logits(self: Tensor, target: Tensor,
-                                   reduction: str = "mean") -> Tensor:
-        """binary_crossentropy of sigmoid(self), computed stably from the logits."""
+    def binary_crossentropy_logits(self: Tensor, target: Tensor, reduction: str = "mean",
+                                   pos_weight: Tensor | None = None) -> Tensor:
+        """binary_crossentropy of sigmoid(self), computed stably from the logits; pos_weight
+        weighs the positive term (broadcast along the last axis, the classes)."""
         # max(x, 0) shares its tie at 0, so the gradient there is sigmoid(0) - target, as torch's
-        loss = self.maximum(0) - self * target + (-self.abs()).exp().log1p()
+        if pos_weight is None:
+            loss = self.maximum(0) - self * target + (-self.abs()).exp().log1p()
+        else:  # (1 - y) x + (1 + (pw - 1) y) log(1 + exp(-x)), as torch writes it
+            softplus_neg = (-self).maximum(0) + (-self.abs()).exp().log1p()
+            loss = (1 - target) * self + (1 + (pos_weight - 1) * target) * softplus_neg
         return _reduce_loss(loss, reduction)
 
     def mse(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
@@ -274,6 +324,12 @@ def _check_labels(out: Tensor, labels: Tensor, bad: Tensor, error: type[Exceptio
     at = type(labels).arange(flat.numel(), device=labels.device) == first
     value = at.where(flat, 0).sum(dtype=labels.dtype)
     realize.attach_check(out.uop, realize.Check(flat_bad.any().uop, error, message, value.uop))
+
+
+def _weight_of(weight: Tensor, target: Tensor, keep: Tensor) -> Tensor:
+    """The class weight of each target (0 where keep is 0), of the target's shape."""
+    hot = target._hot(weight.shape[0]).float()
+    return (hot * weight).sum(-1) * keep
 
 
 def _reduce_loss(loss: Tensor, reduction: str) -> Tensor:

@@ -3,11 +3,15 @@ normalization, each composed of the primitive ops (chapter 10)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+import math
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
 from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.derived import _check_labels
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -40,6 +44,77 @@ def pool_padding(padding: IntOrTuple, dims: int) -> list[int]:
     if len(padding) == dims:  # (pad_h, pad_w) -> (left, right, top, bottom)
         return [p for p in reversed(padding) for _ in range(2)]
     raise ValueError(f"padding must be an int or {dims} or {2 * dims} ints, got {padding}")
+
+
+def same_padding(padding: IntOrTuple | str, kernel: Sequence[int], stride: IntOrTuple,
+                 dilation: IntOrTuple) -> IntOrTuple:
+    """padding="valid" (none) or "same" (the output as big as the input: the odd one extra
+    at the end, as torch pads) in pool_padding's flat form; other paddings as they are."""
+    if not isinstance(padding, str):
+        return padding
+    n = len(kernel)
+    if padding == "valid":
+        return 0
+    if padding != "same":
+        raise RuntimeError(f"Invalid padding string: '{padding}' (one of 'valid', 'same')")
+    if any(s != 1 for s in make_tuple(stride, n)):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    totals = [d * (k - 1) for d, k in zip(make_tuple(dilation, n), kernel)]
+    return [p for t in reversed(totals) for p in (t // 2, t - t // 2)]
+
+
+def ceil_padding(sizes: Sequence[int], kernel: Sequence[int], stride: IntOrTuple,
+                 dilation: IntOrTuple, pads: Sequence[int]) -> list[int]:
+    """The padding at each axis' end (pool_padding's flat form) that makes one more window where
+    the last one would hang over, as torch's ceil_mode does (none that starts in the padding)."""
+    n = len(kernel)
+    extra: list[int] = []
+    for j in reversed(range(n)):
+        i, k, s, d = sizes[j], kernel[j], make_tuple(stride, n)[j], make_tuple(dilation, n)[j]
+        before, after = pads[2 * (n - 1 - j)], pads[2 * (n - 1 - j) + 1]
+        span = i + before + after - d * (k - 1) - 1
+        outs = ceildiv(span, s) + 1
+        if (outs - 1) * s >= i + before:
+            outs -= 1
+        extra += [0, max(0, (outs - 1) * s - span)]
+    return extra
+
+
+def resize_matrix(in_size: int, out_size: int, nearest: bool, align_corners: bool,
+                  scale_factor: float | None) -> np.ndarray:
+    """The (in_size, out_size) matrix that resizes one axis as torch's interpolate does:
+    column o holds the weights of the inputs that output o is made of."""
+    if out_size <= 0:
+        raise ValueError(f"interpolate: output size {out_size} must be positive")
+    m = np.zeros((in_size, out_size), dtype=np.float64)
+    ratio = 1 / scale_factor if scale_factor else in_size / out_size
+    for o in range(out_size):
+        if nearest:
+            m[min(math.floor(o * ratio), in_size - 1), o] = 1
+            continue
+        if align_corners:
+            src = o * (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        else:
+            src = max((o + 0.5) * ratio - 0.5, 0.0)
+        low = min(math.floor(src), in_size - 1)
+        high, frac = min(low + 1, in_size - 1), src - low
+        m[low, o] += 1 - frac
+        m[high, o] += frac
+    return m
+
+
+def check_resize_mode(mode: str, n: int, ndim: int, size: Sequence[int]) -> None:
+    """torch's errors for an unknown interpolate mode or one given the wrong number of axes
+    ("linear" and "nearest" resize any n trailing axes, as tinygrad's interpolate does)."""
+    spatial = {"linear": None, "bilinear": 2, "trilinear": 3, "nearest": None}
+    if mode not in spatial:
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not one of {list(spatial)}")
+    wanted = spatial[mode]
+    if wanted is not None and n != ndim - 2:
+        raise ValueError(f"Input and output must have the same number of spatial dimensions, "
+                         f"but got a {ndim}-D input and output size of {tuple(size)}")
+    if wanted is not None and wanted != n:
+        raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {wanted + 2}D input")
 
 
 def check_window(what: str, kernel: tuple[int, ...], stride: IntOrTuple, dilation: IntOrTuple,
@@ -141,26 +216,36 @@ class NNOps(TensorCore):
     # --- convolution and pooling ---
     def conv2d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1,
                stride: IntOrTuple = 1, dilation: IntOrTuple = 1,
-               padding: IntOrTuple = 0) -> Tensor:
-        """2-D convolution (torch's cross-correlation) of an NCHW input with weight of shape
-        (cout, cin / groups, kh, kw): every window times the weights, summed."""
-        if self.ndim != 4 or weight.ndim != 4:
-            raise RuntimeError(f"conv2d wants a 4-D input and weight, got {self.shape} and "
-                               f"{weight.shape}")
+               padding: IntOrTuple | str = 0) -> Tensor:
+        """Convolution (torch's cross-correlation) of an (N, C, *spatial) input with weight of
+        shape (cout, cin / groups, *kernel): 1-D to 3-D, as the weight's rank says."""
+        n = weight.ndim - 2
+        if n < 1 or self.ndim not in (n + 1, n + 2):
+            raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
+                               f"conv{n}d, but got input of size: {list(self.shape)} (weight "
+                               f"{list(weight.shape)})")
+        if self.ndim == n + 1:  # unbatched, as torch allows
+            return self.unsqueeze(0).conv2d(weight, bias, groups, stride, dilation,
+                                            padding).squeeze(0)
+        padding = same_padding(padding, weight.shape[2:], stride, dilation)
         bs, cin_all, cout, cin = self.shape[0], self.shape[1], weight.shape[0], weight.shape[1]
-        kh, kw = weight.shape[2:]
-        check_window("conv2d", (kh, kw), stride, dilation, padding)
-        pads = pool_padding(padding, 2)
-        padded = (self.shape[2] + pads[2] + pads[3], self.shape[3] + pads[0] + pads[1])
-        dilations = make_tuple(dilation, 2)
-        reach = tuple(d * (k - 1) + 1 for d, k in zip(dilations, (kh, kw)))
+        kernel = weight.shape[2:]
+        check_window("conv2d", kernel, stride, dilation, padding)
+        pads = pool_padding(padding, n)
+        padded = [s + pads[2 * (n - 1 - j)] + pads[2 * (n - 1 - j) + 1]
+                  for j, s in enumerate(self.shape[2:])]
+        reach = [d * (k - 1) + 1 for d, k in zip(make_tuple(dilation, n), kernel)]
         if any(r > p for r, p in zip(reach, padded)):
-            raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x "
-                               f"{padded[1]}). Kernel size: ({reach[0]} x {reach[1]}). Kernel "
-                               "size can't be greater than actual input size")
+            raise RuntimeError(f"Calculated padded input size per channel: "
+                               f"({' x '.join(map(str, padded))}). Kernel size: "
+                               f"({' x '.join(map(str, reach))}). Kernel size can't be greater "
+                               "than actual input size")
         if cin * groups != cin_all or cout % groups:
             raise RuntimeError(f"input of shape {self.shape} and weight of shape {weight.shape} "
                                f"don't fit {groups} groups")
+        if n != 2:
+            return self._conv_any(weight, bias, groups, stride, dilation, pads)
+        kh, kw = kernel
         # >>> exercise 10.linear_conv #linear-and-convolution
         x = self.pad(pool_padding(padding, 2))._pool((kh, kw), stride, dilation)
         oh, ow = x.shape[2:4]  # x is (bs, groups * cin, oh, ow, kh, kw)
@@ -173,27 +258,215 @@ class NNOps(TensorCore):
         return out if bias is None else out + bias.reshape(1, cout, 1, 1)
         # <<< exercise
 
+    def _conv_any(self: Tensor, weight: Tensor, bias: Tensor | None, groups: int,
+                  stride: IntOrTuple, dilation: IntOrTuple, pads: list[int]) -> Tensor:
+        """conv2d's windows times weights for any number n of spatial axes (checked inputs)."""
+        n, kernel = weight.ndim - 2, weight.shape[2:]
+        bs, cout, cin = self.shape[0], weight.shape[0], weight.shape[1]
+        x = self.pad(pads)._pool(kernel, stride, dilation)  # (bs, groups * cin, *outs, *kernel)
+        outs, rcout = x.shape[2:2 + n], cout // groups
+        x = x.reshape(bs, groups, cin, 1, *outs, *kernel)
+        x = x.expand(bs, groups, cin, rcout, *outs, *kernel)
+        x = x.permute(0, 1, 3, *range(4, 4 + n), 2, *range(4 + n, 4 + 2 * n))
+        w = weight.reshape(1, groups, rcout, *[1] * n, cin, *kernel)
+        out = (x * w).sum(tuple(range(-n - 1, 0))).reshape(bs, cout, *outs)
+        return out if bias is None else out + bias.reshape(1, cout, *[1] * n)
+
+    def conv_transpose2d(self: Tensor, weight: Tensor, bias: Tensor | None = None,
+                         groups: int = 1, stride: IntOrTuple = 1, dilation: IntOrTuple = 1,
+                         padding: IntOrTuple = 0, output_padding: IntOrTuple = 0) -> Tensor:
+        """The transposed convolution (conv2d's gradient of its input) with weight of shape
+        (cin, cout / groups, *kernel): 1-D to 3-D, as the weight's rank says."""
+        n = weight.ndim - 2
+        if n < 1 or self.ndim not in (n + 1, n + 2):
+            raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
+                               f"conv_transpose{n}d, but got input of size: {list(self.shape)}")
+        if self.ndim == n + 1:
+            return self.unsqueeze(0).conv_transpose2d(weight, bias, groups, stride, dilation,
+                                                      padding, output_padding).squeeze(0)
+        check_window("conv2d", weight.shape[2:], stride, dilation, padding)
+        strides, dilations = make_tuple(stride, n), make_tuple(dilation, n)
+        out_pads = make_tuple(output_padding, n)
+        if any(p >= max(s, d) or p < 0 for p, s, d in zip(out_pads, strides, dilations)):
+            raise RuntimeError(f"output padding must be smaller than either stride or dilation,"
+                               f" but got output_padding {out_pads}, stride {strides}, dilation "
+                               f"{dilations}")
+        cin_all, rcout, kernel = weight.shape[0], weight.shape[1], weight.shape[2:]
+        if self.shape[1] != cin_all or cin_all % groups:
+            raise RuntimeError(f"input of shape {self.shape} and weight of shape {weight.shape} "
+                               f"don't fit {groups} groups")
+        # stride s: s - 1 zeros between the input's elements on each spatial axis
+        bs, c, sizes = self.shape[0], self.shape[1], self.shape[2:]
+        x = self.reshape(bs, c, *_flat((i, 1) for i in sizes))
+        x = x.pad([None, None] + _flat((None, (0, s - 1)) for s in strides))
+        x = x.reshape(bs, c, *[i * s for i, s in zip(sizes, strides)])
+        x = x.shrink([None, None] + [(0, (i - 1) * s + 1) for i, s in zip(sizes, strides)])
+        # full padding d * (k - 1), less the padding asked for, plus output_padding at the end
+        flat = pool_padding(padding, n)
+        pairs = [(flat[2 * (n - 1 - j)], flat[2 * (n - 1 - j) + 1]) for j in range(n)]
+        full = [d * (k - 1) for d, k in zip(dilations, kernel)]
+        x = x.pad([None, None] + [(f - b, f - a + o) for f, (b, a), o in
+                                  zip(full, pairs, out_pads)])
+        # each group's weight swapped in and out and flipped: a plain convolution's weight
+        w = weight.reshape(groups, cin_all // groups, rcout, *kernel).transpose(1, 2)
+        w = w.flip(tuple(range(3, 3 + n))).reshape(groups * rcout, cin_all // groups, *kernel)
+        return x.conv2d(w, bias, groups, 1, dilation, 0)
+
+    def _pool_setup(self: Tensor, what: str, kernel_size: IntOrTuple,
+                    stride: IntOrTuple | None, dilation: IntOrTuple, padding: IntOrTuple,
+                    ceil_mode: bool) -> tuple[tuple[int, ...], IntOrTuple, list[int], list[int]]:
+        """A pooling's kernel, stride, padding and ceil_mode's extra end padding, checked (the
+        kernel's length says how many trailing axes are pooled; an int pools two)."""
+        n = 2 if isinstance(kernel_size, int) else len(kernel_size)
+        kernel = make_tuple(kernel_size, n)
+        step = stride if stride is not None and stride != () else kernel
+        check_window(what, kernel, step, dilation, padding)
+        pads = pool_padding(padding, n)
+        if self.ndim < n + 1:
+            raise RuntimeError(f"{what}: expected an input of at least {n + 1} dims for a "
+                               f"{n}-D kernel, got shape {self.shape}")
+        if what != "max_unpool2d" and any(pads[2 * (n - 1 - j) + side] > kernel[j] // 2
+                                          for j in range(n) for side in (0, 1)):
+            raise RuntimeError(f"{what}: pad should be smaller than or equal to half of kernel "
+                               f"size, but got pad={padding}, kernel_size={kernel}")
+        extra = ceil_padding(self.shape[-n:], kernel, step, dilation, pads) if ceil_mode else \
+            [0] * 2 * n
+        return kernel, step, pads, extra
+
     def max_pool2d(self: Tensor, kernel_size: IntOrTuple = (2, 2), stride: IntOrTuple | None = None,
-                   dilation: IntOrTuple = 1, padding: IntOrTuple = 0) -> Tensor:
-        """The largest value of each window (stride defaults to the kernel size)."""
-        kernel, pads = make_tuple(kernel_size, 2), pool_padding(padding, 2)
-        check_window("max_pool2d", kernel, stride if stride is not None else kernel, dilation,
-                     padding)
-        x = self.pad(pads, value=dtypes.min(self.dtype)) if any(pads) else self
-        return x._pool(kernel, stride if stride is not None else kernel, dilation).max((-2, -1))
+                   dilation: IntOrTuple = 1, padding: IntOrTuple = 0, ceil_mode: bool = False,
+                   return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        """The largest value of each window (stride defaults to the kernel size); with
+        return_indices, also where it is, as an index into the flattened pooled axes."""
+        kernel, step, pads, extra = self._pool_setup("max_pool2d", kernel_size, stride, dilation,
+                                                     padding, ceil_mode)
+        n, both = len(kernel), [a + b for a, b in zip(pads, extra)]
+        x = self.pad(both, value=dtypes.min(self.dtype)) if any(both) else self
+        windows = x._pool(kernel, step, dilation)
+        out = windows.max(tuple(range(-n, 0)))
+        if not return_indices:
+            return out
+        sizes = self.shape[-n:]
+        where = type(self).arange(math.prod(sizes), device=self.device).reshape(*sizes)
+        where = where.pad(both, value=-1)._pool(kernel, step, dilation).flatten(-n)
+        first = windows.detach().flatten(-n).argmax(-1)  # the first of equal maxima, as torch
+        hot = first.unsqueeze(-1)._hot(math.prod(kernel)).squeeze(-2)
+        return out, (hot * where).sum(-1, dtype=where.dtype)
+
+    def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: IntOrTuple = (2, 2),
+                     stride: IntOrTuple | None = None, dilation: IntOrTuple = 1,
+                     padding: IntOrTuple = 0, output_size: Sequence[int] | None = None) -> Tensor:
+        """max_pool2d's partial inverse: each value put back where indices says, zeros
+        elsewhere (output_size, or the size the pooling came from, disambiguates)."""
+        kernel, step, pads, _ = self._pool_setup("max_unpool2d", kernel_size, stride, dilation,
+                                                 padding, False)
+        n = len(kernel)
+        if indices.shape != self.shape:
+            raise RuntimeError(f"Expected shape of indices to be same as that of the input "
+                               f"tensor ({self.shape}), got {indices.shape}")
+        if output_size is None:
+            strides, dilations = make_tuple(step, n), make_tuple(dilation, n)
+            sizes = [(o - 1) * s - pads[2 * (n - 1 - j)] - pads[2 * (n - 1 - j) + 1] +
+                     d * (k - 1) + 1 for j, (o, s, d, k) in
+                     enumerate(zip(self.shape[-n:], strides, dilations, kernel))]
+        else:
+            sizes = list(output_size)[-n:]
+        total = math.prod(sizes)
+        hot = indices.flatten(-n)._hot(total).cast(self.dtype)  # (..., pooled, total)
+        placed = (self.flatten(-n).unsqueeze(-1) * hot).sum(-2)
+        # overlapping windows may name a place twice (with the same value): count it once, yet
+        # hand each its whole gradient, as torch's gather of the output gradient does
+        count = hot.sum(-2).maximum(1).detach()
+        placed = placed - placed.detach() + (placed / count).detach()
+        out = placed.reshape(*self.shape[:-n], *sizes)
+        _check_labels(out, indices, (indices < 0) | (indices >= total), RuntimeError,
+                      f"Found an invalid max index: {{value}} (output volumes are of size "
+                      f"{'x'.join(map(str, sizes))})")
+        return out
 
     def avg_pool2d(self: Tensor, kernel_size: IntOrTuple = (2, 2), stride: IntOrTuple | None = None,
-                   dilation: IntOrTuple = 1, padding: IntOrTuple = 0,
+                   dilation: IntOrTuple = 1, padding: IntOrTuple = 0, ceil_mode: bool = False,
                    count_include_pad: bool = True) -> Tensor:
-        """The mean of each window; with count_include_pad=False padding doesn't count."""
-        kernel = make_tuple(kernel_size, 2)
-        pads, step = pool_padding(padding, 2), stride if stride is not None else kernel
-        check_window("avg_pool2d", kernel, step, dilation, padding)
-        total = self.pad(pads)._pool(kernel, step, dilation).sum((-2, -1))
-        if count_include_pad:
-            return total / (kernel[0] * kernel[1])
-        count = self.ones_like().pad(pads)._pool(kernel, step, dilation).sum((-2, -1))
+        """The mean of each window; with count_include_pad=False padding doesn't count (and
+        ceil_mode's extra windows never count what hangs past the padding, as in torch)."""
+        kernel, step, pads, extra = self._pool_setup("avg_pool2d", kernel_size, stride, dilation,
+                                                     padding, ceil_mode)
+        n, both = len(kernel), [a + b for a, b in zip(pads, extra)]
+        axes = tuple(range(-n, 0))
+        total = self.pad(both)._pool(kernel, step, dilation).sum(axes)
+        if count_include_pad and not any(extra):
+            return total / math.prod(kernel)
+        ones = self.ones_like()
+        ones = ones.pad(pads, value=1.0) if count_include_pad else ones.pad(pads)
+        count = ones.pad(extra)._pool(kernel, step, dilation).sum(axes)
         return total / count
+
+    def interpolate(self: Tensor, size: Sequence[int] | None = None, mode: str = "linear",
+                    align_corners: bool = False,
+                    scale_factor: float | Sequence[float] | None = None) -> Tensor:
+        """Resize the last len(size) axes (with scale_factor: all but the first two) by nearest
+        neighbour or (bi/tri)linear interpolation, as torch.nn.functional.interpolate."""
+        if (size is None) == (scale_factor is None):
+            raise ValueError("either size or scale_factor should be defined, and only one")
+        n = len(size) if size is not None else self.ndim - 2
+        scales: list[float | None] = [None] * n
+        if scale_factor is not None:
+            factors = list(scale_factor) if isinstance(scale_factor, Sequence) else \
+                [scale_factor] * n
+            size, scales = [math.floor(i * f) for i, f in zip(self.shape[-n:], factors)], \
+                list(factors)
+        assert size is not None
+        if len(scales) != n or not 0 < n <= self.ndim:
+            raise ValueError(f"size {size} / scale_factor {scale_factor} don't fit an input of "
+                             f"shape {self.shape}")
+        check_resize_mode(mode, n, self.ndim, size)
+        if align_corners and mode == "nearest":
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+        x = self if self.dtype.is_float else self.float()
+        for j, (out_size, f) in enumerate(zip(size, scales)):
+            axis = self.ndim - n + j
+            m = resize_matrix(self.shape[axis], out_size, mode == "nearest", align_corners, f)
+            x = (x.transpose(axis, -1) @ type(self)(m, dtype=x.dtype,
+                                                     device=self.device)).transpose(axis, -1)
+        return x if self.dtype.is_float else x.cast(self.dtype)
+
+    # --- attention ---
+    def scaled_dot_product_attention(self: Tensor, key: Tensor, value: Tensor,
+                                     attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                     is_causal: bool = False, scale: float | None = None,
+                                     enable_gqa: bool = False) -> Tensor:
+        """softmax(self @ key^T * scale + mask) @ value for a query self (..., L, E), key
+        (..., S, E) and value (..., S, Ev): a bool mask keeps where True, a float mask is added,
+        is_causal keeps key j <= query i (top-left aligned). Rows with nothing kept give 0."""
+        if is_causal and attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                               "set when is_causal=True")
+        if not 0 <= dropout_p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+        if self.ndim < 2 or key.ndim < 2 or value.ndim < 2 or key.shape[-2] != value.shape[-2] \
+                or self.shape[-1] != key.shape[-1]:
+            raise RuntimeError(f"scaled_dot_product_attention: query {self.shape}, key "
+                               f"{key.shape} and value {value.shape} don't fit (..., L, E), "
+                               f"(..., S, E), (..., S, Ev)")
+        if enable_gqa and self.ndim >= 3 and key.ndim >= 3 and key.shape[-3] != self.shape[-3]:
+            key, value = _share_heads(key, self.shape[-3]), _share_heads(value, self.shape[-3])
+        factor = 1 / math.sqrt(self.shape[-1]) if scale is None else scale
+        scores = self.matmul(key.transpose(-2, -1)) * factor
+        if is_causal:
+            rows = type(self).arange(self.shape[-2], device=self.device).unsqueeze(-1)
+            attn_mask = rows >= type(self).arange(key.shape[-2], device=self.device)
+        if attn_mask is not None:
+            added = attn_mask.where(0.0, -math.inf) if attn_mask.dtype == dtypes.bool \
+                else attn_mask
+            scores = scores + added
+        # a row of -inf only (nothing kept) would be NaN: torch gives 0 there
+        empty = scores.max(-1, keepdim=True).detach() == -math.inf
+        attn = empty.where(0.0, empty.where(0.0, scores).softmax(-1))  # no NaN gradient
+        if dropout_p > 0:  # applied whether training or not, as torch's functional does
+            keep = attn.rand_like(dtype=dtypes.float32) >= dropout_p
+            attn = keep.where(attn, 0) * (1 / (1 - dropout_p)) if dropout_p < 1 else attn * 0
+        return attn.matmul(value)
 
     # --- regularization and normalization ---
     def dropout(self: Tensor, p: float = 0.5) -> Tensor:
@@ -232,3 +505,14 @@ class NNOps(TensorCore):
         for layer in layers:
             out = layer(out)
         return out
+
+
+def _share_heads(kv: Tensor, heads: int) -> Tensor:
+    """Grouped-query attention: each of kv's heads (axis -3) repeated for its group of query
+    heads, as torch's enable_gqa does."""
+    kv_heads = kv.shape[-3]
+    if heads % kv_heads:
+        raise RuntimeError(f"number of heads in key/value ({kv_heads}) must divide the query's "
+                           f"({heads}) for enable_gqa")
+    grouped = kv.unsqueeze(-3).expand(*kv.shape[:-2], heads // kv_heads, *kv.shape[-2:])
+    return grouped.reshape(*kv.shape[:-3], heads, *kv.shape[-2:])
