@@ -54,8 +54,8 @@ NOT_YET: dict[str, str] = {
                          "__delitem__"),
     **_group("shape", "pad_to "
                       "shrink_to rearrange"),
-    **_group("nn functional", "conv_transpose2d max_unpool2d interpolate "
-                              "scaled_dot_product_attention nll_loss"),
+    **_group("nn functional", ""
+                              ""),
     **_group("in-place ops (setitem's assign, torch's a += b)",
              "__iadd__ __isub__ __imul__ __itruediv__ __ifloordiv__ __ipow__ __iand__ __ior__ "
              "__ixor__ __ilshift__ __irshift__ __imatmul__ to_"),
