@@ -188,7 +188,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         `Tensor.realize(a, b)`: work they share is done once); returns self. Tensors that need a
         graph for backward keep it."""
         tensors = (self, *others)
-        realize.run_schedule(realize.schedule(*(t.uop for t in tensors)))
+        items = realize.schedule(*(t.uop for t in tensors))
+        if items:  # (all computed before: nothing to run)
+            realize.run_schedule(items)
         for t in tensors:
             node = realize.realize(t.uop)  # computed above: a buffer view, nothing more to run
             if not t._requires_grad or t._is_leaf:
