@@ -3,7 +3,8 @@
 tinygrad's binary functions are methods, so Tensor.f(a, b) is a.f(b) and the operator (a + b)
 calls it too. torch has a function torch.f(a, b) beside the method. Each form is checked against
 torch with tensors of two dtypes, broadcast, and a Python scalar in either place. A scalar first
-(Tensor.add(2, a)) is where the two differ: torch.add(2, t) works, tinygrad's method does not.
+(Tensor.add(2, a)) is where the two differ: torch.add(2, t) works, tinygrad's method does not;
+tinyfw computes it as torch does (and raises torch's TypeError where torch does).
 """
 from __future__ import annotations
 
@@ -36,16 +37,6 @@ NAMES = [row[0] for row in BINARY]
 FLOATS = (np.array([[1.5, -2.0, 3.0], [0.5, 4.0, -1.25]], np.float32),
           np.array([2.0, 0.5, -3.0], np.float32))
 INTS = (np.array([[7, -3, 4], [2, 9, -8]], np.int32), np.array([2, 3, 5], np.int32))
-
-# What tinyfw does not do yet; the marks are strict, so a fix shows as XPASS, then remove them.
-SCALAR_SELF = pytest.mark.xfail(
-    raises=AttributeError, strict=True,
-    reason="Tensor.f(2, a) runs the method with self=2: AttributeError, as in tinygrad (torch "
-           "computes torch.f(2, t) for the arithmetic ops, raises TypeError for the others)")
-SCALAR_MATMUL = pytest.mark.xfail(
-    raises=AttributeError, strict=True,
-    reason="matmul/dot with a Python scalar read .ndim of it: AttributeError, torch TypeError")
-
 
 def same(tiny: Tensor, ref: torch.Tensor) -> None:
     """Same shape, dtype and values (NaN equal to NaN)."""
@@ -97,7 +88,7 @@ def test_tensor_scalar(name: str, scalar: int | float) -> None:
             same(op(scalar, a), op(scalar, ta))  # the reflected operator, __radd__ and so on
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=SCALAR_SELF) for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_scalar_first(name: str) -> None:
     """Tensor.f(2, a): torch's value where torch.f(2, t) works, else torch's TypeError."""
     _, torch_name, _, _, torch_first = row(name)
@@ -133,8 +124,7 @@ def test_matmul_forms(name: str, shapes: tuple[tuple[int, ...], tuple[int, ...]]
         same(Tensor.dot(a, b), torch.dot(ta, tb))
 
 
-@pytest.mark.parametrize("name", [pytest.param("matmul", marks=SCALAR_MATMUL),
-                                  pytest.param("dot", marks=SCALAR_MATMUL)])
+@pytest.mark.parametrize("name", ["matmul", "dot"])
 @pytest.mark.parametrize("first", [True, False], ids=["scalar-first", "scalar-second"])
 def test_matmul_scalar(name: str, first: bool) -> None:
     """A scalar operand of matmul or dot is torch's TypeError in every form."""
@@ -162,8 +152,6 @@ def test_where_forms(x_scalar: bool, y_scalar: bool) -> None:
     same(c.where(x, y), ref)
 
 
-@pytest.mark.xfail(raises=AttributeError, strict=True,
-                   reason="Tensor.where(True, a, 2) reads .dtype of True; torch: TypeError")
 def test_where_scalar_condition() -> None:
     """A Python bool as the condition is torch's TypeError."""
     with pytest.raises(TypeError):

@@ -56,9 +56,6 @@ NOT_YET: dict[str, str] = {
                       "shrink_to rearrange"),
     **_group("nn functional", ""
                               ""),
-    **_group("in-place ops (setitem's assign, torch's a += b)",
-             "__iadd__ __isub__ __imul__ __itruediv__ __ifloordiv__ __ipow__ __iand__ __ior__ "
-             "__ixor__ __ilshift__ __irshift__ __imatmul__ to_"),
     **_group("not named in issue 11 (linear algebra, hashing, symbolic shapes, multi-device)",
              "qr svd newton_schulz keccak hash max_shape max_numel shard shard_ shard_like data "
              "replace contiguous_backward"),

@@ -119,6 +119,13 @@ def to_dtype(x: DType | str) -> DType:
 
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double"}
+
+
+def torch_name(dt: DType) -> str:
+    """The name torch's error messages give a dtype ("Float" for float32)."""
+    return _TORCH_NAMES.get(dt.name, dt.name)
 
 
 def category(dt: DType) -> int:

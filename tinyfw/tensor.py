@@ -1,6 +1,7 @@
 """The Tensor: a PyTorch-shaped front end that records a lazy graph of primitive ops."""
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import weakref
@@ -14,7 +15,8 @@ from tinyfw.mixin import elementwise_math
 from tinyfw.engine import realize
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
-from tinyfw.dtype import DType, dtypes, promote_types, scalar_result_type, to_dtype
+from tinyfw.dtype import (DType, category, dtypes, promote_types, scalar_result_type, to_dtype,
+                          torch_name)
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
@@ -64,6 +66,23 @@ def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
     data = np.asarray(data)
     buf = Buffer(device, data.size, dtype, data)
     return UOp(Ops.BUFFER, dtype, (), buf).reshape(data.shape)
+
+
+def scalar_first(swaps: bool) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
+    """For a binary method called as Tensor.f(2, t), as torch.f(2, t) can be: computed as
+    t.f(2, reverse=True) where torch computes it (swaps), else torch's TypeError."""
+    def wrap(method: Callable[..., Tensor]) -> Callable[..., Tensor]:
+        @functools.wraps(method)
+        def call(self: Any, x: Any, *args: Any, **kwargs: Any) -> Tensor:
+            if isinstance(self, Tensor):
+                return method(self, x, *args, **kwargs)
+            if swaps and isinstance(x, Tensor) and isinstance(self, (bool, int, float)) \
+                    and not args and not kwargs.pop("reverse", False):
+                return method(x, self, True, **kwargs)
+            raise TypeError(f"{method.__name__}(): argument 'input' (position 1) must be "
+                            f"Tensor, not {type(self).__name__}")
+        return call
+    return wrap
 
 
 class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
@@ -272,11 +291,19 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         root_grad = self._root_grad(gradient)
         wanted = {t.uop for t in targets}
         grads = compute_gradient(self.uop, root_grad.uop, wanted)
-        missing = [i for i, t in enumerate(targets) if t.uop not in grads]
+        connected = self._connected()
+        missing = [i for i, t in enumerate(targets)
+                   if t.uop not in grads and t.uop not in connected]
         if missing:
             raise RuntimeError(f"target {missing[0]} was not used to compute this tensor, so it "
                                "has no gradient")
-        return [Tensor(grads[t.uop]) for t in targets]
+        return [Tensor(grads[t.uop]) if t.uop in grads else t.zeros_like() for t in targets]
+
+    def _connected(self) -> set[UOp]:
+        """The nodes this tensor is computed from, not through a detach: a target among them
+        that no gradient reaches (it only passes sign, round or a comparison) gets zeros, as in
+        torch, rather than None."""
+        return set(self.uop.toposort(stop=lambda node: node.op is Ops.DETACH))
 
     def backward(self, gradient: Tensor | None = None) -> Tensor:
         """Add d(self)/d(leaf) to .grad of every leaf that requires grad and that self depends on.
@@ -288,10 +315,13 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         in_graph = set(self.uop.toposort())
         leaves = [t for t in list(Tensor._grad_leaves.values()) if t.uop in in_graph]
         grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in leaves})
+        connected = self._connected()
         for t in leaves:
             if t.uop in grads:
                 g = Tensor(grads[t.uop])
                 t.grad = g if t.grad is None else t.grad + g
+            elif t.uop in connected and t.grad is None:
+                t.grad = t.zeros_like()
         return self
 
     def _root_grad(self, grad: Tensor | None) -> Tensor:
@@ -607,12 +637,15 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         """Self, cast to the default float if it is an int or bool (as exp, log, sqrt do)."""
         return self if self.dtype.is_float else self.cast(dtypes.default_float)
 
+    @scalar_first(swaps=True)
     def add(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         return self._binary(Ops.ADD, x, reverse)
 
+    @scalar_first(swaps=True)
     def mul(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         return self._binary(Ops.MUL, x, reverse)
 
+    @scalar_first(swaps=True)
     def sub(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         a, b = self._operands(x, reverse)
         if a.dtype.is_bool:
@@ -620,6 +653,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
                                "supported. Use the `^` or `logical_xor()` operator instead.")
         return a.add(b.neg())
 
+    @scalar_first(swaps=True)
     def div(self, x: Tensor | Scalar, reverse: bool = False,
             rounding_mode: str | None = None) -> Tensor:
         """True division (ints and bools divide as floats), or rounded toward zero ("trunc") or
@@ -658,6 +692,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
             f"{shape_str(out.shape)} by a divisor holding 0"))
         return out
 
+    @scalar_first(swaps=True)
     def floordiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """Division rounding down, as Python's // (and torch's)."""
         a, b = self._operands(x, reverse)
@@ -667,11 +702,13 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         inexact = (a._binary(Ops.MOD, b) != 0) & ((a < 0) != (b < 0))
         return a._divided(b, q - inexact.cast(q.dtype))
 
+    @scalar_first(swaps=True)
     def mod(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """Remainder with the sign of the divisor, as Python's % (and torch's)."""
         a, b = self._operands(x, reverse)
         return a - a.floordiv(b) * b
 
+    @scalar_first(swaps=True)
     def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """self ** x. Integer powers square and multiply (exact; ints stay ints); other powers
         go through exp2 and log2 of the magnitude, with the sign and zero handled apart."""
@@ -699,8 +736,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         """self ** n for a Python int n, by squaring and multiplying."""
         if n < 0 and not self.dtype.is_float:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        if n == 0:
-            return self._result(self.ones_like().uop, self)
+        if n == 0:  # ones made from self, so that self's gradient is zeros (as in torch)
+            ones = ((self == self) | (self != self)).cast(self.dtype)
+            return self._result(ones.uop, self)
         out, base, k = None, self, abs(n)
         while k:
             if k & 1:
@@ -724,9 +762,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         of_negative = (self == 1).where(1, (self == -1).where(odd.where(-1, 1), 0))
         return negative.where(of_negative.cast(out.dtype), out)
 
+    @scalar_first(swaps=False)
     def maximum(self, x: Tensor | Scalar) -> Tensor:
         return self._binary(Ops.MAX, x)
 
+    @scalar_first(swaps=False)
     def minimum(self, x: Tensor | Scalar) -> Tensor:
         a, b = self._operands(x)
         if not a.dtype.is_float:
@@ -735,6 +775,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
 
     def where(self, x: Tensor | Scalar, y: Tensor | Scalar) -> Tensor:
         """x where this tensor (the condition) is true, else y, all broadcast together."""
+        if not isinstance(self, Tensor):
+            raise TypeError("where(): argument 'condition' (position 1) must be Tensor, not "
+                            f"{type(self).__name__}")
         if isinstance(x, Tensor):
             xt, yt = x._operands(y)
         elif isinstance(y, Tensor):
@@ -808,6 +851,53 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
     def rshift(self, x: int) -> Tensor: return self._shift(x, False)
     def __lshift__(self, x: int) -> Tensor: return self._shift(x, True)
     def __rshift__(self, x: int) -> Tensor: return self._shift(x, False)
+
+    # in-place operators: a += b writes the result into a, as torch does
+    def _inplace(self, out: Tensor) -> Tensor:
+        """Make out (self op other) this tensor's value, keeping its shape and dtype, with
+        torch's checks. A tensor that requires grad keeps its graph (gradients flow through
+        the op); any other tensor is assigned, so views and a TinyJit follow the write."""
+        if self.requires_grad and self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        if out.shape != self.shape:
+            raise RuntimeError(f"output with shape {shape_str(self.shape)} doesn't match the "
+                               f"broadcast shape {shape_str(out.shape)}")
+        if category(out.dtype) > category(self.dtype):
+            raise RuntimeError(f"result type {torch_name(out.dtype)} can't be cast to the "
+                               f"desired output type {torch_name(self.dtype)}")
+        value = out.cast(self.dtype)
+        if not self.requires_grad:
+            return self.assign(value)
+        if self._view is not None:
+            raise RuntimeError("an in-place operation on a view of a tensor that requires grad is "
+                               "not supported: tinyfw would lose the gradient through the write")
+        self.uop = value.uop
+        return self
+
+    def __iadd__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self + x)
+    def __isub__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self - x)
+    def __imul__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self * x)
+    def __itruediv__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self / x)
+    def __ifloordiv__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self // x)
+    def __imod__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self % x)
+    def __ipow__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self ** x)
+    def __iand__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self & x)
+    def __ior__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self | x)
+    def __ixor__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self ^ x)
+    def __ilshift__(self, x: int) -> Tensor: return self._inplace(self << x)
+    def __irshift__(self, x: int) -> Tensor: return self._inplace(self >> x)
+    def __imatmul__(self, x: Tensor) -> Tensor: return self._inplace(self @ x)
+
+    def to_(self, device: str) -> Tensor:
+        """Move this tensor to another device in place (tinygrad's to_)."""
+        moved = self.to(device)
+        if self.requires_grad and self.is_leaf:
+            self.uop = _buffer_node(moved.numpy(), moved.device, self.dtype)
+        else:
+            self.uop = moved.uop
+        self._view = None
+        return self
 
     # arithmetic operators
     def __add__(self, x: Tensor | Scalar) -> Tensor: return self.add(x)

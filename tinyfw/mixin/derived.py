@@ -156,6 +156,7 @@ class DerivedOps(TensorCore):
     def matmul(self: Tensor, other: Tensor) -> Tensor:
         """The matrix product, as torch.matmul defines it for 1-D, 2-D and batched operands:
         broadcast both to (..., n, k, m), multiply, and sum over k."""
+        _both_tensors("matmul", self, other)
         # >>> exercise 02.matmul #matmul-from-broadcasting
         if self.ndim == 0 or other.ndim == 0:
             raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
@@ -174,6 +175,7 @@ class DerivedOps(TensorCore):
 
     def dot(self: Tensor, other: Tensor) -> Tensor:
         """tinygrad's name for matmul."""
+        _both_tensors("dot", self, other)
         return self.matmul(other)
 
     def __matmul__(self: Tensor, other: Tensor) -> Tensor:
@@ -341,3 +343,11 @@ def _reduce_loss(loss: Tensor, reduction: str) -> Tensor:
         return loss
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
+
+
+def _both_tensors(name: str, a: object, b: object) -> None:
+    """torch's TypeError for a Python scalar given to matmul or dot, in either place."""
+    for position, x in ((1, a), (2, b)):
+        if not hasattr(x, "uop"):
+            raise TypeError(f"{name}(): argument '{'input' if position == 1 else 'other'}' "
+                            f"(position {position}) must be Tensor, not {type(x).__name__}")

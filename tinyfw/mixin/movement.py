@@ -98,6 +98,9 @@ class MovementOps(TensorCore):
     @property
     def requires_grad(self) -> bool | None: raise NotImplementedError
 
+    @property
+    def is_leaf(self) -> bool: raise NotImplementedError
+
     def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
         """A new tensor for uop, requiring grad when a source does."""
         raise NotImplementedError
@@ -330,7 +333,8 @@ class MovementOps(TensorCore):
 
     def cat(self: Tensor | Sequence[Tensor] | None = None, *args: Tensor,
             dim: int = 0) -> Tensor:
-        """Tensors joined along an existing axis: each padded into place, then added.
+        """Tensors joined along an existing axis: each padded into place, then
+        added (ints) or selected (floats, which keeps -0.0).
         tinygrad's signature: a.cat(b, c) and Tensor.cat(a, b, c) (a is self); a list works
         too, Tensor.cat([a, b, c]), as torch.cat takes one."""
         tensors = _tensor_list(self, args)
@@ -352,7 +356,15 @@ class MovementOps(TensorCore):
             pads = [(0, 0)] * t.ndim
             pads[d] = (offset, total - offset - t.shape[d])
             placed = t.pad(pads)
-            out, offset = placed if out is None else out + placed, offset + t.shape[d]
+            if out is None:
+                out = placed
+            elif placed.dtype.is_float or out.dtype.is_float:
+                # a select, not an add: 0.0 + -0.0 is 0.0, and cat keeps -0.0 as torch does
+                inside = type(t).ones(*t.shape, dtype=dtypes.bool, device=t.device).pad(pads)
+                out = inside.where(placed, out)
+            else:
+                out = out + placed
+            offset += t.shape[d]
         assert out is not None  # tensors is not empty
         return out
 
@@ -688,6 +700,12 @@ class MovementOps(TensorCore):
                 hasattr(i, "uop") or isinstance(i, list) for i in index)):
             raise TypeError("assigning to x[index] with a tensor or list index is not supported "
                             "(it would write a copy); use ints, slices, None and ...")
+        if self.requires_grad:
+            if self.is_leaf:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                                   "in-place operation.")
+            raise RuntimeError("x[index] = value on a tensor that requires grad is not "
+                               "supported: tinyfw would lose the gradient through the write")
         view = self[index]
         value = value if hasattr(value, "uop") else type(self)(value, device=self.device,
                                                                dtype=self.dtype)
