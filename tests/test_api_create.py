@@ -355,3 +355,71 @@ def test_realize_keeps_the_graph_for_backward_and_accepts_realized() -> None:
     np.testing.assert_allclose(w.grad.numpy(), [2.0, 4.0, 6.0])
     np.testing.assert_allclose(z.numpy(), [3.0, 6.0, 9.0])
     Tensor.realize_all()  # nothing to do
+
+
+# --- randperm, multinomial, scaled_uniform, const, const_like -------------------------------
+
+
+def test_randperm_is_a_permutation() -> None:
+    """randperm(n): every value of 0..n-1 once, int32 (tinyfw's index dtype); torch's errors."""
+    Tensor.manual_seed(1)
+    for n in (0, 1, 7, 100):
+        p = Tensor.randperm(n)
+        assert p.shape == (n,) and p.dtype == dtypes.int32
+        np.testing.assert_array_equal(np.sort(p.numpy()), np.arange(n))
+    assert Tensor.randperm(4, dtype=dtypes.int64).dtype == dtypes.int64
+    with pytest.raises(RuntimeError):
+        Tensor.randperm(-1)
+    with pytest.raises(RuntimeError):
+        torch.randperm(-1)
+    with pytest.raises(TypeError):
+        Tensor.randperm(2.5)  # type: ignore[arg-type]
+
+
+def test_multinomial_draws_only_weighted_indices() -> None:
+    """multinomial: indices of non-zero weights; without replacement each at most once; 2-D
+    weights give one row of samples per row; frequencies follow the weights."""
+    Tensor.manual_seed(2)
+    w = Tensor([0.0, 1.0, 3.0, 0.0])
+    s = w.multinomial(2000, replacement=True).numpy()
+    assert s.shape == (2000,) and set(np.unique(s)) <= {1, 2}
+    assert 0.70 < (s == 2).mean() < 0.80  # 3 / 4, with room for chance
+    no_rep = Tensor([[1.0, 1.0, 1.0], [0.0, 2.0, 5.0]]).multinomial(2).numpy()
+    assert no_rep.shape == (2, 2)
+    assert all(len(set(row)) == 2 for row in no_rep) and 0 not in no_rep[1]
+    # more samples than weighted categories: the zero-weight ones come last, as torch's do
+    np.testing.assert_array_equal(Tensor([1.0, 0.0]).multinomial(2).numpy(),
+                                  torch.multinomial(torch.tensor([1.0, 0.0]), 2).numpy())
+
+
+@pytest.mark.parametrize("weights, n, replacement", [
+    ([[[1.0]]], 1, True),           # 3-D
+    ([1.0, -1.0], 1, True),         # a negative weight
+    ([0.0, 0.0], 1, True),          # all zero
+    ([1.0, float("nan")], 1, True),  # NaN
+    ([1.0, 2.0], 3, False),         # more samples than categories
+    ([1.0, 2.0], 0, True),          # no samples
+])
+def test_multinomial_errors_as_torch(weights: list, n: int, replacement: bool) -> None:
+    """Bad weights or counts: RuntimeError, as torch.multinomial raises."""
+    with pytest.raises(RuntimeError):
+        torch.multinomial(torch.tensor(weights), n, replacement)
+    with pytest.raises(RuntimeError):
+        Tensor(weights).multinomial(n, replacement)
+
+
+def test_scaled_uniform_bounds() -> None:
+    """scaled_uniform(*shape): uniform in [-n**-0.5, n**-0.5), as tinygrad's."""
+    x = Tensor.scaled_uniform(20, 5).numpy()
+    assert x.shape == (20, 5) and np.abs(x).max() <= 100 ** -0.5 and x.std() > 0.01
+
+
+def test_const_and_const_like() -> None:
+    """Tensor.const(v) is a 0-d tensor; t.const_like(v) has t's shape, dtype and device."""
+    c = Tensor.const(2.5)
+    assert c.shape == () and c.item() == 2.5
+    t = Tensor([[1, 2, 3]])
+    like = t.const_like(7)
+    assert like.shape == (1, 3) and like.dtype == t.dtype and like.device == t.device
+    np.testing.assert_array_equal(like.numpy(), [[7, 7, 7]])
+    assert t.const_like(1.5, dtype=dtypes.float32).dtype == dtypes.float32

@@ -354,3 +354,60 @@ def test_function_and_method_forms(name: str, call: Callable[[Any], Any]) -> Non
     expected = call(getattr(torch.tensor(a), name)).numpy()
     np.testing.assert_array_equal(via_class, expected)
     np.testing.assert_array_equal(via_method, expected)
+
+
+# --- rearrange, pad_to, shrink_to -----------------------------------------------------------
+
+REARRANGE = [  # pattern, sizes, the same as numpy code
+    ("b c h -> b h c", {}, lambda a: a.transpose(0, 2, 1)),
+    ("b c h -> (b c) h", {}, lambda a: a.reshape(6, 4)),
+    ("b c (h w) -> b h w c", {"h": 2}, lambda a: a.reshape(2, 3, 2, 2).transpose(0, 2, 3, 1)),
+    ("b c (h w) -> (b h) (w c)", {"w": 2},
+     lambda a: a.reshape(2, 3, 2, 2).transpose(0, 2, 3, 1).reshape(4, 6)),
+    ("... h -> h ...", {}, lambda a: a.transpose(2, 0, 1)),
+    ("b ... -> b (...)", {}, lambda a: a.reshape(2, 12)),
+    ("b c h -> b 1 c h", {}, lambda a: a[:, None]),
+    ("b c h -> h c b", {}, lambda a: a.transpose(2, 1, 0)),
+]
+
+
+@pytest.mark.parametrize("pattern, sizes, ref", REARRANGE, ids=[r[0] for r in REARRANGE])
+def test_rearrange(pattern: str, sizes: dict, ref: Any) -> None:
+    """rearrange gives what the same einops pattern gives (written out in numpy)."""
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = Tensor(a, requires_grad=True)
+    out = x.rearrange(pattern, **sizes)
+    np.testing.assert_array_equal(out.numpy(), ref(a))
+    (out * Tensor(np.arange(out.numel(), dtype=np.float32).reshape(out.shape))).sum().backward()
+    assert x.grad is not None
+    np.testing.assert_array_equal(ref(x.grad.numpy()).reshape(-1), np.arange(24))
+
+
+@pytest.mark.parametrize("pattern, sizes", [
+    ("b c h -> b c", {}),            # a name lost
+    ("b c -> b c", {}),              # too few dimensions on the left
+    ("b c (h w) -> b c h w", {}),    # two unknown sizes in one group
+    ("b c (h w) -> b c h w", {"h": 3}),  # 4 does not split by 3
+    ("b c h b -> b c h", {}),        # a repeated name
+    ("b c h", {}),                   # no arrow
+])
+def test_rearrange_errors(pattern: str, sizes: dict) -> None:
+    """A pattern that does not fit the input is a ValueError naming the pattern."""
+    with pytest.raises(ValueError, match="rearrange"):
+        Tensor.ones(2, 3, 4).rearrange(pattern, **sizes)
+
+
+def test_pad_to_and_shrink_to() -> None:
+    """pad_to pads at the end up to a shape (None keeps an axis); shrink_to keeps the start."""
+    x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(x.pad_to(3, None).numpy(),
+                                  np.pad(np.arange(6).reshape(2, 3), ((0, 1), (0, 0))))
+    np.testing.assert_array_equal(x.pad_to((2, 5), value=-1.0).numpy()[:, 3:], -np.ones((2, 2)))
+    np.testing.assert_array_equal(x.shrink_to(1, 2).numpy(), [[0, 1]])
+    np.testing.assert_array_equal(x.shrink_to(None, 1).numpy(), [[0], [3]])
+    with pytest.raises(RuntimeError):
+        x.pad_to(1, 3)
+    with pytest.raises(RuntimeError):
+        x.shrink_to(3, 3)
+    with pytest.raises(RuntimeError):
+        x.pad_to(3)

@@ -534,6 +534,65 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         bound = math.sqrt(6 / (shape[0] + prod(shape[1:])))
         return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
 
+    @staticmethod
+    def scaled_uniform(*sizes: Sizes, **kwargs: Any) -> Tensor:
+        """Uniform samples in [-n**-0.5, n**-0.5), n the number of elements (tinygrad's)."""
+        shape = Tensor._new_shape(*sizes)
+        bound = max(prod(shape), 1) ** -0.5
+        return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
+
+    @staticmethod
+    def randperm(n: int, device: str | None = None, dtype: DType | str = dtypes.int32,
+                 **kwargs: Any) -> Tensor:
+        """A random permutation of 0 .. n-1 (int32, tinyfw's index dtype, unless dtype says)."""
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
+        if n < 0:
+            raise RuntimeError(f"n must be non-negative, got {n}")
+        return Tensor(Tensor._rng.permutation(int(n)), device=device, dtype=dtype, **kwargs)
+
+    def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
+        """num_samples indices drawn from each row of weights self (1-D or 2-D), as torch:
+        with replacement, or each index at most once. Drawn on the host, like rand."""
+        if self.ndim not in (1, 2):
+            raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {self.ndim}")
+        if not self.dtype.is_float:
+            raise RuntimeError(f"multinomial only supports floating-point dtypes for input, "
+                               f"got: {torch_name(self.dtype)}")
+        if num_samples <= 0:
+            raise RuntimeError("cannot sample n_sample <= 0 samples")
+        weights = self._read(copy=True).astype(np.float64).reshape(-1, self.shape[-1])
+        if not np.isfinite(weights).all() or (weights < 0).any():
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if (weights.sum(axis=1) <= 0).any():
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if not replacement and num_samples > self.shape[-1]:
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                               "replacement")
+        rows = [Tensor._draw(w, num_samples, replacement) for w in weights]
+        out = np.stack(rows).reshape(self.shape[:-1] + (num_samples,))
+        return Tensor(out, device=self.device, dtype=dtypes.int32)
+
+    @staticmethod
+    def _draw(weights: np.ndarray, count: int, replacement: bool) -> np.ndarray:
+        """count indices drawn with chances in proportion to weights. Without replacement, the
+        count smallest of exponential samples scaled by 1/weight: a weighted draw in order, and
+        once the weighted indices are used up the zero-weight ones follow, as torch does."""
+        if replacement:
+            return Tensor._rng.choice(len(weights), size=count, p=weights / weights.sum())
+        with np.errstate(divide="ignore"):
+            keys = Tensor._rng.exponential(size=len(weights)) / weights
+        return np.argsort(keys, kind="stable")[:count]
+
+    @staticmethod
+    def const(value: Scalar, dtype: DType | str | None = None) -> Tensor:
+        """A 0-d tensor of one value (tinygrad's const; torch.tensor(value))."""
+        return Tensor(value, dtype=dtype)
+
+    def const_like(self, value: Scalar, dtype: DType | str | None = None) -> Tensor:
+        """value in self's shape and device, of self's dtype unless dtype says (tinygrad's)."""
+        return self.full_like(value, dtype=dtype if dtype is not None else self.dtype)
+
     def full_like(self, fill_value: Scalar, dtype: DType | str | None = None,
                   device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """A tensor of self's shape (and dtype and device, unless given) filled with one value."""

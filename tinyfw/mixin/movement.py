@@ -11,6 +11,7 @@ from tinyfw.dtype import DType, dtypes, to_dtype
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.uop.ops import UOp
 from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.rearrange import rearrange
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -266,6 +267,30 @@ class MovementOps(TensorCore):
                                    f"{shape_str(self.shape)}: each needs 0 <= start <= end <= "
                                    "size")
         return self._view_result(self.uop.shrink(full), ("shrink", full))
+
+    def shrink_to(self: Tensor, *shape: int | None | Sequence[int | None]) -> Tensor:
+        """The first shape[d] elements of each axis d (None keeps it), tinygrad's shrink_to."""
+        sizes = argfix(*shape)
+        if len(sizes) != self.ndim:
+            raise RuntimeError(f"shrink_to needs one size per axis: {self.ndim}, got {len(sizes)}")
+        return self.shrink([None if s is None else (0, s) for s in sizes])
+
+    def pad_to(self: Tensor, *shape: int | None | Sequence[int | None],
+               value: float = 0.0) -> Tensor:
+        """Pad at the end of each axis d up to shape[d] (None keeps it), tinygrad's pad_to."""
+        sizes = argfix(*shape)
+        if len(sizes) != self.ndim:
+            raise RuntimeError(f"pad_to needs one size per axis: {self.ndim}, got {len(sizes)}")
+        for d, (s, want) in enumerate(zip(self.shape, sizes)):
+            if want is not None and want < s:
+                raise RuntimeError(f"pad_to {tuple(sizes)} is smaller than the shape "
+                                   f"{shape_str(self.shape)} in dimension {d}")
+        pairs = [(0, 0 if want is None else want - s) for s, want in zip(self.shape, sizes)]
+        return self if all(a == 0 for _, a in pairs) else self.pad(pairs, value=value)
+
+    def rearrange(self: Tensor, formula: str, **sizes: int) -> Tensor:
+        """einops' rearrange: "b (h w) c -> b h w c", with sizes for the splits (h=2)."""
+        return rearrange(self, formula, **sizes)
 
     def flip(self: Tensor, axis: int | Sequence[int]) -> Tensor:
         """The elements in reverse order along the given axes."""
