@@ -29,6 +29,8 @@ DELIBERATE: dict[str, str] = {
     "is_param": "tinygrad's own parameter flag; tinyfw follows torch: requires_grad",
     "is_param_": "tinygrad's own parameter flag; tinyfw follows torch: requires_grad",
     "as_param": "tinygrad's own parameter marking; tinyfw follows torch: requires_grad",
+    "alu": "applies a raw uop with no promotion or broadcast: wrong answers; use the named ops",
+    "threefry": "tinygrad's THREEFRY uop for its counter-based RNG; tinyfw's RNG is numpy's",
 }
 
 
@@ -42,13 +44,7 @@ NOT_YET: dict[str, str] = {
     **_group("creation", "const "
                          "const_like scaled_uniform randperm random_bits multinomial from_blob "
                          "from_url"),
-    **_group("dtypes", "bfloat16 bitcast short element_size is_floating_point nbytes"),
-    **_group("elementwise", ""
-                            "allclose bitwise_and "
-                            "bitwise_or bitwise_xor eq ne "
-                            "__rlshift__ __rrshift__ "
-                            "var_mean alu ufix usum "
-                            "uprod threefry"),
+    **_group("dtypes", "bfloat16 bitcast"),
     **_group("scans and sorting", ""),
     **_group("indexing", "gather scatter scatter_reduce masked_fill masked_select nonzero "
                          "__delitem__"),
