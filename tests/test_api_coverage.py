@@ -44,7 +44,7 @@ NOT_YET: dict[str, str] = {
     **_group("creation", "const "
                          "const_like scaled_uniform randperm random_bits multinomial from_blob "
                          "from_url"),
-    **_group("dtypes", "bfloat16 bitcast"),
+    **_group("dtypes", "bfloat16"),
     **_group("scans and sorting", ""),
     **_group("indexing", "gather scatter scatter_reduce masked_fill masked_select nonzero "
                          "__delitem__"),

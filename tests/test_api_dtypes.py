@@ -2,6 +2,8 @@
 exception types."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -127,3 +129,39 @@ def test_ufix_usum_uprod() -> None:
     assert a.uprod(a, 2).tolist() == [2, 8, 18]
     t, f = Tensor([True, False]), Tensor([False, False])
     assert t.usum(f).tolist() == [True, False] and t.uprod(f).tolist() == [False, False]
+
+
+BITCAST_PAIRS = [("float32", "int32"), ("int32", "float32"), ("float16", "int16"),
+                 ("int16", "float16"), ("uint8", "int8"), ("int8", "uint8"), ("bool", "uint8"),
+                 ("float64", "int64"), ("int64", "float64")]
+
+
+@pytest.mark.parametrize("src,dst", BITCAST_PAIRS)
+def test_bitcast(src: str, dst: str, needs_dtypes: Any) -> None:
+    """bitcast gives numpy's view of the same bits, and a round trip gives the input back."""
+    data = np.array([[0, 1, -1, 3], [100, -7, 42, 5]])
+    arr = data.astype(src) if src != "bool" else data > 0
+    if src.startswith("float"):
+        arr = arr * np.array(0.37, src) + np.array([np.inf, -0.0, np.nan, 1e-3], src)
+    with needs_dtypes(getattr(dtypes, src), getattr(dtypes, dst)):
+        x = Tensor(arr)
+        out = x.bitcast(dst)
+        assert out.dtype == getattr(dtypes, dst) and out.shape == x.shape
+        np.testing.assert_array_equal(out.numpy().view(np.uint8), arr.view(np.uint8))
+        np.testing.assert_array_equal(out.numpy(), arr.view(dst if dst != "bool" else np.bool_))
+        back = out.bitcast(src).numpy()
+        np.testing.assert_array_equal(back.view(np.uint8), arr.view(np.uint8))
+        plain = np.nan_to_num(arr)  # (a kernel may rewrite a nan's payload bits: no nan here)
+        flipped = Tensor(plain).flip(0).bitcast(dst).numpy()  # of a lazy tensor too
+        np.testing.assert_array_equal(flipped.view(np.uint8), plain[::-1].view(np.uint8))
+
+
+def test_bitcast_known_bits_and_errors() -> None:
+    """1.0f is 0x3f800000 as torch's view(int32); another itemsize raises torch's error."""
+    assert Tensor([1.0, -2.0]).bitcast(dtypes.int32).tolist() == \
+        torch.tensor([1.0, -2.0]).view(torch.int32).tolist()
+    assert Tensor([1.0]).bitcast("float32").dtype == dtypes.float32
+    with pytest.raises(RuntimeError):
+        torch.tensor(1.0).view(torch.int16)
+    with pytest.raises(RuntimeError):
+        Tensor([1.0, 2.0]).bitcast(dtypes.int16)

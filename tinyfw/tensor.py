@@ -1248,6 +1248,23 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         """The bytes all elements take: numel() * element_size()."""
         return self.numel() * self.element_size()
 
+    def bitcast(self, dtype: DType | str) -> Tensor:
+        """The same bits read as another dtype of the same itemsize (torch's view(dtype)). The
+        bits are reinterpreted on the host: the tensor is realized and read back, and the result
+        is a new buffer with no gradient. A different itemsize raises torch's RuntimeError."""
+        dt = to_dtype(dtype)
+        if dt == self.dtype:
+            return self
+        if dt.itemsize != self.dtype.itemsize:
+            raise RuntimeError(f"bitcast from {self.dtype.name} to {dt.name}: tinyfw only "
+                               f"reinterprets dtypes of one itemsize ({self.dtype.itemsize} != "
+                               f"{dt.itemsize} bytes)")
+        renderer = Device[self.device].renderer
+        for d in (self.dtype, dt) if renderer is not None else ():
+            renderer.type_of(d)  # NotSupportedError where the device cannot compute with d
+        bits = np.ascontiguousarray(self.numpy()).view(dt.np)
+        return Tensor(bits, device=self.device, dtype=dt)
+
     # tinygrad's small helpers on several operands
     def ufix(self, x: Tensor | Scalar) -> Tensor:
         """x as a tensor: a tensor unchanged, a Python scalar as a 0-d tensor of self's dtype
