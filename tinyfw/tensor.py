@@ -858,6 +858,14 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
     def __eq__(self, x: Tensor | Scalar) -> Tensor:  # type: ignore[override]
         return (self != x).logical_not()
 
+    def eq(self, x: Tensor | Scalar) -> Tensor:
+        """self == x elementwise, as torch.eq."""
+        return self == x
+
+    def ne(self, x: Tensor | Scalar) -> Tensor:
+        """self != x elementwise, as torch.ne."""
+        return self != x
+
     def __le__(self, x: Tensor | Scalar) -> Tensor: return (self < x) | (self == x)
     def __ge__(self, x: Tensor | Scalar) -> Tensor: return (self > x) | (self == x)
 
@@ -877,6 +885,18 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
     def __rand__(self, x: Scalar) -> Tensor: return self._bitwise(Ops.AND, x, True)
     def __ror__(self, x: Scalar) -> Tensor: return self._bitwise(Ops.OR, x, True)
     def __rxor__(self, x: Scalar) -> Tensor: return self._bitwise(Ops.XOR, x, True)
+
+    def bitwise_and(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """self & x for bool and integer tensors (x & self when reverse)."""
+        return self._bitwise(Ops.AND, x, reverse)
+
+    def bitwise_or(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """self | x for bool and integer tensors (x | self when reverse)."""
+        return self._bitwise(Ops.OR, x, reverse)
+
+    def bitwise_xor(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """self ^ x for bool and integer tensors (x ^ self when reverse)."""
+        return self._bitwise(Ops.XOR, x, reverse)
 
     def __invert__(self) -> Tensor:
         if self.dtype.is_float:
@@ -957,6 +977,33 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
             self.uop = moved.uop
         self._view = None
         return self
+
+    def _shifted_scalar(self, x: int, left: bool) -> Tensor:
+        """x << self or x >> self: a Python int shifted by each element of an int tensor.
+        A count past the dtype's bits shifts every bit out, as torch: 0 (or -1 for x >> n of a
+        negative x); a negative count gives torch's 0 too."""
+        name = "lshift" if left else "rshift"
+        if self.dtype.is_float or self.dtype.is_bool or not isinstance(x, int) \
+                or isinstance(x, bool):
+            raise NotImplementedError(f'"{name}" not implemented for {type(x).__name__} and '
+                                      f"{self.dtype.name}")
+        bits = self.dtype.itemsize * 8
+        base = self.full_like(x)
+        in_range = (self >= 0) & (self < bits)
+        count = in_range.where(self, 0)
+        if left:  # x * 2**count, the last doubling apart so that 2**count fits the dtype
+            half = (count > 0).where(count - 1, 0)
+            power = base.full_like(2).pow(half) * (count > 0).where(2, 1).cast(self.dtype)
+            return in_range.where(base * power, 0).cast(self.dtype)
+        out = base
+        for k in range(bits.bit_length()):  # out >> count, one bit of count at a time
+            bit = (count // (1 << k)) % 2 == 1
+            out = bit.where(out._shift(1 << k, False) if (1 << k) < bits else out, out)
+        gone = (self >= bits).where(-1 if x < 0 else 0, 0).cast(self.dtype)
+        return in_range.where(out, gone).cast(self.dtype)
+
+    def __rlshift__(self, x: int) -> Tensor: return self._shifted_scalar(x, True)
+    def __rrshift__(self, x: int) -> Tensor: return self._shifted_scalar(x, False)
 
     # arithmetic operators
     def __add__(self, x: Tensor | Scalar) -> Tensor: return self.add(x)
@@ -1066,6 +1113,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         both_finite = a.isfinite() & b.isfinite()
         close = (a == b) | (both_finite & ((a - b).abs() <= atol + rtol * b.abs()))
         return close | (a.isnan() & b.isnan()) if equal_nan else close
+
+    def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+                 equal_nan: bool = False) -> bool:
+        """Whether every element is close to other's (isclose), a Python bool as torch's."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
 
     def trunc(self) -> Tensor:
         return self._unary(Ops.TRUNC) if self.dtype.is_float else self
@@ -1332,6 +1384,60 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
         """The index of the first smallest value along axis (NaN counts as the smallest)."""
         return self._arg_extreme("argmin", axis, keepdim)
 
+    # --- dtype facts ---
+    def element_size(self) -> int:
+        """The size of one element in bytes."""
+        return self.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        """Whether the dtype is a float type."""
+        return self.dtype.is_float
+
+    def nbytes(self) -> int:
+        """The bytes all elements take: numel() * element_size()."""
+        return self.numel() * self.element_size()
+
+    def bitcast(self, dtype: DType | str) -> Tensor:
+        """The same bits read as another dtype of the same itemsize (torch's view(dtype)). The
+        bits are reinterpreted on the host: the tensor is realized and read back, and the result
+        is a new buffer with no gradient. A different itemsize raises torch's RuntimeError."""
+        dt = to_dtype(dtype)
+        if dt == self.dtype:
+            return self
+        if dt.itemsize != self.dtype.itemsize:
+            raise RuntimeError(f"bitcast from {self.dtype.name} to {dt.name}: tinyfw only "
+                               f"reinterprets dtypes of one itemsize ({self.dtype.itemsize} != "
+                               f"{dt.itemsize} bytes)")
+        renderer = Device[self.device].renderer
+        for d in (self.dtype, dt) if renderer is not None else ():
+            renderer.type_of(d)  # NotSupportedError where the device cannot compute with d
+        bits = np.ascontiguousarray(self.numpy()).view(dt.np)
+        return Tensor(bits, device=self.device, dtype=dt)
+
+    # tinygrad's small helpers on several operands
+    def ufix(self, x: Tensor | Scalar) -> Tensor:
+        """x as a tensor: a tensor unchanged, a Python scalar as a 0-d tensor of self's dtype
+        (of the default float when x is a float and self is not)."""
+        if isinstance(x, Tensor):
+            return x
+        dt = dtypes.default_float if isinstance(x, float) and not self.dtype.is_float \
+            else self.dtype
+        return Tensor(x, device=self.device, dtype=dt)
+
+    def usum(self, *others: Tensor | Scalar) -> Tensor:
+        """self + each of others (| for bool), left to right."""
+        out = self
+        for x in others:
+            out = out | x if self.dtype.is_bool else out + x
+        return out
+
+    def uprod(self, *others: Tensor | Scalar) -> Tensor:
+        """self * each of others (& for bool), left to right."""
+        out = self
+        for x in others:
+            out = out & x if self.dtype.is_bool else out * x
+        return out
+
     # casts to a dtype, last in the class: a method named float, int or bool would stand for
     # the builtin type in the annotations of every method after it (as mypy reads them)
     def float(self) -> Tensor: return self.cast(dtypes.float32)
@@ -1340,6 +1446,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps):
     def int(self) -> Tensor: return self.cast(dtypes.int32)
     def long(self) -> Tensor: return self.cast(dtypes.int64)
     def bool(self) -> Tensor: return self.cast(dtypes.bool)
+    def short(self) -> Tensor: return self.cast(dtypes.int16)
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

@@ -64,6 +64,11 @@ class DerivedOps(TensorCore):
         """The standard deviation over axis."""
         return self.var(axis, keepdim, correction).sqrt()
 
+    def var_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
+                 correction: int = 1) -> tuple[Tensor, Tensor]:
+        """(var, mean) over axis, as torch.var_mean."""
+        return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+
     def std_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
                  correction: int = 1) -> tuple[Tensor, Tensor]:
         """(std, mean) over axis, as torch.std_mean."""
