@@ -63,6 +63,11 @@ class DerivedOps(TensorCore):
         """The standard deviation over axis."""
         return self.var(axis, keepdim, correction).sqrt()
 
+    def var_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
+                 correction: int = 1) -> tuple[Tensor, Tensor]:
+        """(var, mean) over axis, as torch.var_mean."""
+        return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+
     def std_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
                  correction: int = 1) -> tuple[Tensor, Tensor]:
         """(std, mean) over axis, as torch.std_mean."""
@@ -153,12 +158,14 @@ class DerivedOps(TensorCore):
     def matmul(self: Tensor, other: Tensor) -> Tensor:
         """The matrix product, as torch.matmul defines it for 1-D, 2-D and batched operands:
         broadcast both to (..., n, k, m), multiply, and sum over k."""
+        _both_tensors("matmul", self, other)
         # TODO 02.matmul: write this part. The chapter explains it:
         #   chapters/02_tensors/README.md#matmul-from-broadcasting
         raise NotImplementedError("not done yet: 02.matmul")
 
     def dot(self: Tensor, other: Tensor) -> Tensor:
         """tinygrad's name for matmul."""
+        _both_tensors("dot", self, other)
         return self.matmul(other)
 
     def __matmul__(self: Tensor, other: Tensor) -> Tensor:
@@ -326,3 +333,11 @@ def _reduce_loss(loss: Tensor, reduction: str) -> Tensor:
         return loss
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
+
+
+def _both_tensors(name: str, a: object, b: object) -> None:
+    """torch's TypeError for a Python scalar given to matmul or dot, in either place."""
+    for position, x in ((1, a), (2, b)):
+        if not hasattr(x, "uop"):
+            raise TypeError(f"{name}(): argument '{'input' if position == 1 else 'other'}' "
+                            f"(position {position}) must be Tensor, not {type(x).__name__}")

@@ -67,6 +67,11 @@ class DerivedOps(TensorCore):
         """The standard deviation over axis."""
         return self.var(axis, keepdim, correction).sqrt()
 
+    def var_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
+                 correction: int = 1) -> tuple[Tensor, Tensor]:
+        """(var, mean) over axis, as torch.var_mean."""
+        return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+
     def std_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
                  correction: int = 1) -> tuple[Tensor, Tensor]:
         """(std, mean) over axis, as torch.std_mean."""
@@ -159,6 +164,7 @@ class DerivedOps(TensorCore):
     def matmul(self: Tensor, other: Tensor) -> Tensor:
         """The matrix product, as torch.matmul defines it for 1-D, 2-D and batched operands:
         broadcast both to (..., n, k, m), multiply, and sum over k."""
+        _both_tensors("matmul", self, other)
         # >>> exercise 02.matmul #matmul-from-broadcasting
         if self.ndim == 0 or other.ndim == 0:
             raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
@@ -177,6 +183,7 @@ class DerivedOps(TensorCore):
 
     def dot(self: Tensor, other: Tensor) -> Tensor:
         """tinygrad's name for matmul."""
+        _both_tensors("dot", self, other)
         return self.matmul(other)
 
     def __matmul__(self: Tensor, other: Tensor) -> Tensor:
@@ -344,3 +351,11 @@ def _reduce_loss(loss: Tensor, reduction: str) -> Tensor:
         return loss
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
+
+
+def _both_tensors(name: str, a: object, b: object) -> None:
+    """torch's TypeError for a Python scalar given to matmul or dot, in either place."""
+    for position, x in ((1, a), (2, b)):
+        if not hasattr(x, "uop"):
+            raise TypeError(f"{name}(): argument '{'input' if position == 1 else 'other'}' "
+                            f"(position {position}) must be Tensor, not {type(x).__name__}")

@@ -384,9 +384,14 @@ class MovementOps(TensorCore):
             if out is None:
                 out = placed
             elif placed.dtype.is_float or out.dtype.is_float:
-                # a select, not an add: 0.0 + -0.0 is 0.0, and cat keeps -0.0 as torch does
-                inside = type(t).ones(*t.shape, dtype=dtypes.bool, device=t.device).pad(pads)
-                out = inside.where(placed, out)
+                # a select, not an add: 0.0 + -0.0 is 0.0, and cat keeps -0.0 as torch does.
+                # The parts so far come first in the where, so they are computed first.
+                done = list(t.shape)
+                done[d] = offset
+                covered = type(t).ones(*done, dtype=dtypes.bool, device=t.device)
+                covered = covered.pad([(0, 0)] * d + [(0, total - offset)]
+                                      + [(0, 0)] * (t.ndim - d - 1))
+                out = covered.where(out, placed)
             else:
                 out = out + placed
             offset += t.shape[d]
