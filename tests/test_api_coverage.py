@@ -50,8 +50,7 @@ NOT_YET: dict[str, str] = {
                             "var_mean alu ufix usum "
                             "uprod threefry"),
     **_group("scans and sorting", ""),
-    **_group("indexing", "gather scatter scatter_reduce masked_fill masked_select nonzero "
-                         "__delitem__"),
+    **_group("indexing", ""),
     **_group("shape", "pad_to "
                       "shrink_to rearrange"),
     **_group("nn functional", ""
