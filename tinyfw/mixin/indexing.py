@@ -11,8 +11,9 @@ the mask and the result, the work N * K * R.
 What reads data on the host (and so is refused inside a TinyJit capture, as torch's data-
 dependent shapes are): a boolean mask index (its True count is the result's size), nonzero and
 masked_select. A list or numpy index is host data already: it is checked at once. A tensor
-index is checked when the result is computed (a deferred check, tinyfw/engine/realize.py), so
-nothing is read. A pick that needs no gradient and would cost more than _HOST_PICK_WORK
+index is read to check it (a small read, as torch checks at once); inside a TinyJit capture,
+where nothing may be read, it is checked when the result is computed instead (a deferred check,
+tinyfw/engine/realize.py). A pick that needs no gradient and would cost more than _HOST_PICK_WORK
 elements of work is made on the host outside a capture (the same values, much faster for a
 batch of rows of a big data set); inside a capture it stays in the graph.
 """
@@ -304,15 +305,11 @@ class IndexingOps(TensorCore):
                     for p in parts)
         return total._broadcast_to(batch).reshape(-1)  # type: ignore[union-attr]
 
-    def _bounds_checks(self: Tensor, out: Tensor, advs: list[_Adv],
-                       error: type[Exception] = IndexError) -> None:
-        """Make computing out raise torch's error for an out-of-range tensor index."""
+    def _bounds_checks(self: Tensor, out: Tensor, advs: list[_Adv]) -> None:
+        """torch's IndexError for an out-of-range tensor index (see _check_index)."""
         for a in advs:
             if _is_tensor(a.index):
-                t = a.index.cast(dtypes.int32)
-                derived._check_labels(out, t, (t < -a.size) | (t >= a.size), error,
-                              f"index {{value}} is out of bounds for dimension {a.dim} with size "
-                              f"{a.size}")
+                _check_index(out, a.index, a.size, a.dim, IndexError, wrap=True)
 
     def _take(self: Tensor, advs: list[_Adv]) -> Tensor:
         """y[advanced indices] (the basic ones already taken): see the module's docstring."""
@@ -321,6 +318,7 @@ class IndexingOps(TensorCore):
         k, r = laid.shape
         rest = tuple(self.shape[d] for d in range(self.ndim) if d not in [a.axis for a in advs])
         if self._pick_on_host(linear, k, r):
+            self._bounds_checks(self, advs)  # (not capturing: checked now, before the read)
             rows = laid._read(copy=False)[np.asarray(linear.numpy() if _is_tensor(linear)
                                                      else linear)]
             picked = type(self)(np.ascontiguousarray(rows), device=self.device,
@@ -441,9 +439,7 @@ class IndexingOps(TensorCore):
         src = x.cast(dtypes.int32) if x.dtype.is_bool else x
         out = hot.where(src.unsqueeze(-2), 0).sum(-1, dtype=src.dtype)
         out = out.cast(dtypes.bool) if x.dtype.is_bool else out
-        bad = (idx < 0) | (idx >= s)
-        derived._check_labels(out, idx, bad, RuntimeError,
-                      f"index {{value}} is out of bounds for dimension {dim} with size {s}")
+        _check_index(out, idx, s, dim, RuntimeError, wrap=False)
         return out.reshape(()) if self.ndim == 0 else out.transpose(dim, -1)
 
     def _gather_dims(self: Tensor, what: str, dim: int, index: Tensor,
@@ -521,8 +517,7 @@ class IndexingOps(TensorCore):
         s = x.shape[-1]
         hot = idx.unsqueeze(-1) == type(self).arange(s, device=self.device)  # (..., M, S)
         out = _combine(x, hot, vals.unsqueeze(-1), reduce, include_self)
-        derived._check_labels(out, idx, (idx < 0) | (idx >= s), RuntimeError,
-                      f"index {{value}} is out of bounds for dimension {dim} with size {s}")
+        _check_index(out, idx, s, dim, RuntimeError, wrap=False)
         return self._placed(out.transpose(dim, -1))
 
     def _placed(self: Tensor, part: Tensor) -> Tensor:
@@ -567,6 +562,20 @@ class IndexingOps(TensorCore):
             return tuple(type(self)(np.ascontiguousarray(c), device=self.device,
                                     dtype=dtypes.int64) for c in columns)
         return type(self)(where.astype(np.int64), device=self.device, dtype=dtypes.int64)
+
+
+def _check_index(out: Tensor, index: Tensor, size: int, dim: int, error: type[Exception],
+                 wrap: bool) -> None:
+    """torch's error for an index outside [-size, size) ([0, size) without wrap): raised now, as
+    torch does, by reading the index (small) on the host; inside a TinyJit capture (where no
+    read may happen) raised when out is computed, by a deferred check."""
+    if not _capturing():
+        _check_host_bounds(index._read(copy=False), size, dim, error, wrap)
+        return
+    t = index.cast(dtypes.int32)
+    bad = ((t < -size) if wrap else (t < 0)) | (t >= size)
+    derived._check_labels(out, t, bad, error,
+                          f"index {{value}} is out of bounds for dimension {dim} with size {size}")
 
 
 def _index_tensor(what: str, index: Any) -> Tensor:
