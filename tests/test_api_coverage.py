@@ -49,8 +49,7 @@ def _group(note: str, names: str) -> dict[str, str]:
 NOT_YET: dict[str, str] = {
     **_group("dtypes", "bfloat16"),
     **_group("scans and sorting", ""),
-    **_group("indexing", "gather scatter scatter_reduce masked_fill masked_select nonzero "
-                         "__delitem__"),
+    **_group("indexing", ""),
     **_group("nn functional", ""
                               ""),
     **_group("not named in issue 11 (linear algebra, hashing, symbolic shapes, multi-device)",

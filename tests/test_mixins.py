@@ -10,12 +10,13 @@ import pytest
 
 from tinyfw.mixin.core import TensorCore
 from tinyfw.mixin.derived import DerivedOps
+from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
-MIXINS = [TensorCore, MovementOps, DerivedOps, NNOps, ScanOps]
+MIXINS = [TensorCore, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps]
 
 
 def _only_raises(fn: Any) -> bool:

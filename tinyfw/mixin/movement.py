@@ -1,4 +1,5 @@
-"""Movement ops and indexing: new views of a tensor's elements, no data is copied."""
+"""Movement ops: new views of a tensor's elements, no data is copied (indexing is in
+indexing.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -85,14 +86,14 @@ def _unview(node: UOp, ops: tuple, shapes: list[tuple[int, ...]]) -> UOp:
 
 class MovementOps(TensorCore):
     """reshape, permute, expand, pad, shrink, flip and what is built from them (transpose,
-    flatten, squeeze, cat, indexing, ...). Each returns a view recorded in the lazy graph."""
+    flatten, squeeze, cat, ...). Each returns a view recorded in the lazy graph."""
     __slots__ = ()
 
     # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
     # Its node in the lazy graph, and for a view the base and the view ops from it (an assign
     # to the view writes through). type(self)(data, device=, dtype=) makes a tensor of a node,
-    # an array or a list. The ops here also use where, +, cast, assign, and DerivedOps' one_hot
-    # and @ (not restated: a stub here would hide DerivedOps' method, which comes after).
+    # an array or a list. The ops here also use where, +, cast, assign, and IndexingOps'
+    # _take_every (not restated: a stub here would hide the method of a mixin after this one).
     uop: UOp
     _view: tuple[Any, tuple] | None
 
@@ -108,10 +109,6 @@ class MovementOps(TensorCore):
 
     def _axes(self, axis: AxisArg) -> tuple[int, ...]:
         """An axis argument as sorted positive axes."""
-        raise NotImplementedError
-
-    def _read(self, copy: bool) -> np.ndarray:
-        """The value on the host: the one read of data, which a TinyJit capturing refuses."""
         raise NotImplementedError
 
     @staticmethod
@@ -633,124 +630,6 @@ class MovementOps(TensorCore):
         implicit output (the subscripts seen once, sorted), repeated subscripts in one operand
         (its diagonal), '...' for broadcast axes, and size-1 axes broadcast."""
         return einsum(formula, *operands, dtype=dtype)
-
-    # --- indexing ---
-    def _take_rows(self: Tensor, index: Any) -> Tensor:
-        """x[idx] for an integer tensor or list idx: the rows idx names, in idx's shape, as
-        torch does. With a gradient to carry, a one-hot matmul picks them (differentiable);
-        otherwise (data, like a batch of images) they are picked on the host."""
-        picks = np.asarray(index.numpy() if hasattr(index, "uop") else index)
-        if picks.dtype.kind not in "iu":
-            raise IndexError("tensors used as indices must be of an integer dtype")
-        if self.ndim == 0:
-            raise IndexError("a 0-d tensor cannot be indexed")
-        rows = self.shape[0]
-        if picks.size and (picks.min() < -rows or picks.max() >= rows):
-            bad = picks[(picks < -rows) | (picks >= rows)].flat[0]
-            raise IndexError(f"index {bad} is out of bounds for dimension 0 with size {rows}")
-        picks = picks % max(rows, 1)
-        if self.requires_grad:
-            hot = type(self)(picks.reshape(-1), device=self.device).one_hot(rows)
-            out = hot.cast(self.dtype) @ self.reshape(rows, -1)
-        else:  # a read of data: a TinyJit capturing refuses it (its replays would not pick)
-            rows_picked = self._read(copy=False)[picks.reshape(-1)]
-            out = type(self)(rows_picked, device=self.device, dtype=self.dtype)
-        return out.reshape(picks.shape + self.shape[1:])
-
-    def __getitem__(self: Tensor, index: Any) -> Tensor:
-        """Indexing with ints, slices (any step), None and ..., as numpy and torch do."""
-        if hasattr(index, "uop") or isinstance(index, list):
-            return self._take_rows(index)
-        index = index if isinstance(index, tuple) else (index,)
-        if any(hasattr(i, "uop") for i in index) or any(isinstance(i, list) for i in index):
-            raise TypeError("indexing with a tensor or a list is supported alone, as x[idx] (rows "
-                            "of the first dimension), not together with other indices")
-        used = sum(1 for i in index if i is not None and i is not Ellipsis)
-        if index.count(Ellipsis) > 1:
-            raise IndexError("an index can only have a single ellipsis ('...')")
-        if used > self.ndim:
-            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
-        if Ellipsis in index:
-            at = index.index(Ellipsis)
-            index = index[:at] + (slice(None),) * (self.ndim - used) + index[at + 1:]
-        else:
-            index = index + (slice(None),) * (self.ndim - used)
-        x, dim = self, 0
-        out_shape: list[int | None] = []  # each axis of the result: an axis of x, or None (new)
-        bounds, flips, steps, drop = [], [], [], []
-        for i in index:
-            if i is None:
-                out_shape.append(None)
-                continue
-            size = self.shape[dim]
-            if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
-                i = int(i)
-                if not -size <= i < size:
-                    raise IndexError(f"index {i} is out of bounds for dimension {dim} with size "
-                                     f"{size}")
-                i %= size
-                bounds.append((i, i + 1))
-                flips.append(False)
-                steps.append(1)
-                drop.append(True)
-            elif isinstance(i, slice):
-                picked = range(*i.indices(size))
-                if len(picked) == 0:
-                    lo, hi, flip = 0, 0, False
-                elif picked.step > 0:
-                    lo, hi, flip = picked.start, picked[-1] + 1, False
-                else:
-                    lo, hi, flip = picked[-1], picked.start + 1, True
-                bounds.append((lo, hi))
-                flips.append(flip)
-                steps.append(abs(picked.step))
-                drop.append(False)
-            else:
-                raise IndexError("only integers, slices (`:`), ellipsis (`...`) and None are "
-                                 f"valid indices, not {type(i).__name__}")
-            out_shape.append(dim)
-            dim += 1
-        x = x.shrink(bounds)
-        if any(flips):
-            x = x.flip([d for d, f in enumerate(flips) if f])
-        if any(s > 1 for s in steps):
-            x = x._take_every(steps)
-        final = []
-        for entry in out_shape:
-            if entry is None:
-                final.append(1)
-            elif not drop[entry]:
-                final.append(x.shape[entry])
-        return x.reshape(tuple(final))
-
-    def __setitem__(self: Tensor, index: Any, value: Any) -> None:
-        """x[index] = value (broadcast to x[index]'s shape), written into x, as in torch. Basic
-        indices only (ints, slices, None, ...): a tensor or list index picks a copy."""
-        if hasattr(index, "uop") or isinstance(index, list) or (isinstance(index, tuple) and any(
-                hasattr(i, "uop") or isinstance(i, list) for i in index)):
-            raise TypeError("assigning to x[index] with a tensor or list index is not supported "
-                            "(it would write a copy); use ints, slices, None and ...")
-        if self.requires_grad:
-            if self.is_leaf:
-                raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                                   "in-place operation.")
-            raise RuntimeError("x[index] = value on a tensor that requires grad is not "
-                               "supported: tinyfw would lose the gradient through the write")
-        view = self[index]
-        value = value if hasattr(value, "uop") else type(self)(value, device=self.device,
-                                                               dtype=self.dtype)
-        view.assign(value.cast(self.dtype)._broadcast_to(view.shape))
-
-    def _take_every(self: Tensor, steps: list[int]) -> Tensor:
-        """Every steps[d]-th element along each axis d, by a pad, a reshape and a shrink."""
-        counts = [-(-s // st) for s, st in zip(self.shape, steps)]
-        x = self.pad([(0, c * st - s) for c, st, s in zip(counts, steps, self.shape)])
-        x = x.reshape(tuple(v for c, st in zip(counts, steps) for v in (c, st)))
-        x = x.shrink([b for c in counts for b in ((0, c), (0, 1))])
-        out = x.reshape(tuple(counts))
-        root, ops = self._view if self._view is not None else (self, ())
-        out._view = (root, ops + (("every", tuple(steps)),))  # a view of self, for assign
-        return out
 
 
 def _along(x: Tensor, dim: int, start: int, end: int) -> Tensor:

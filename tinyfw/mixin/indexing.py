@@ -1,0 +1,661 @@
+"""Indexing: x[index] read and written, gather, scatter, scatter_reduce, masked_fill,
+masked_select and nonzero, with torch's semantics.
+
+How a pick is made in the graph (differentiable, and safe in a TinyJit capture, as tinygrad's):
+the advanced (tensor, list, array) indices of x[...] become one linear index L into the K
+elements of the indexed axes; `L[n] == arange(K)` is a one-hot mask (N, K), and the rows of x
+(laid out (K, R)) where the mask is true, summed over K, are the N picks. The where and the sum
+fuse into one reduce kernel, so the (N, K, R) product is never held in memory: memory is that of
+the mask and the result, the work N * K * R.
+
+What reads data on the host (and so is refused inside a TinyJit capture, as torch's data-
+dependent shapes are): a boolean mask index (its True count is the result's size), nonzero and
+masked_select. A list or numpy index is host data already: it is checked at once. A tensor
+index is read to check it (a small read, as torch checks at once); inside a TinyJit capture,
+where nothing may be read, it is checked when the result is computed instead (a deferred check,
+tinyfw/engine/realize.py). A pick that needs no gradient and would cost more than _HOST_PICK_WORK
+elements of work is made on the host outside a capture (the same values, much faster for a
+batch of rows of a big data set); inside a capture it stays in the graph.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tinyfw.dtype import DType, dtypes
+from tinyfw.helpers import normalize_axis, prod, shape_str
+from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin import derived
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from tinyfw.tensor import Tensor
+
+# Above this many elements of one-hot work (N * K * R), a pick that needs no gradient is made on
+# the host when no TinyJit is capturing (see the module's docstring).
+_HOST_PICK_WORK = 1 << 24
+_FLOAT_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+                "are valid indices (got {})")
+_TENSOR_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
+# The index dtypes torch takes for gather and scatter.
+_INDEX_DTYPES = (dtypes.int32, dtypes.int64)
+
+
+class _Adv:
+    """An advanced index of one axis of the tensor basic indexing leaves (y): its position
+    there, the axis' size, the axis of x it indexes (for messages), and the index itself (host
+    ints, or an integer tensor)."""
+    __slots__ = ("axis", "size", "dim", "index")
+
+    def __init__(self, axis: int, size: int, dim: int, index: np.ndarray | Tensor):
+        self.axis, self.size, self.dim, self.index = axis, size, dim, index
+
+
+def _is_tensor(x: Any) -> TypeIs[Tensor]:
+    """Whether x is a tensor (of the class the mixins are in)."""
+    return hasattr(x, "uop")
+
+
+def _host_ints(what: Any) -> np.ndarray:
+    """A list, tuple or numpy index as an array: ints (an empty one too) or bools; a float or
+    other element raises torch's IndexError."""
+    if any(_is_tensor(v) for v in (what if isinstance(what, (list, tuple)) else ())):
+        raise IndexError("a list index holds numbers, not tensors: index with one tensor")
+    try:
+        arr = np.asarray(what)
+    except ValueError as e:  # a ragged list
+        raise IndexError(f"a list index must be rectangular: {e}") from None
+    if arr.size == 0 and arr.dtype.kind not in "biu":
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "biu":
+        raise IndexError(_FLOAT_INDEX.format(arr.dtype.name))
+    return arr
+
+
+def _entry(item: Any) -> Any:
+    """One element of an index tuple in a uniform form: None, Ellipsis, an int, a slice, a
+    bool (0-d mask), a bool mask (np or tensor) or an int index (np or tensor)."""
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return item
+    if isinstance(item, (bool, np.bool_)):
+        return bool(item)
+    if isinstance(item, (int, np.integer)):
+        return int(item)
+    if _is_tensor(item):
+        if item.dtype in (dtypes.bool, dtypes.uint8):  # uint8: a mask, as torch (deprecated)
+            return item
+        if item.dtype not in _INDEX_DTYPES:
+            raise IndexError(_TENSOR_INDEX_DTYPE)
+        return item
+    if isinstance(item, (list, tuple, np.ndarray)):
+        return _host_ints(item)
+    raise IndexError(_FLOAT_INDEX.format(type(item).__name__))
+
+
+def _is_mask(e: Any) -> bool:
+    """Whether an entry is a boolean mask of one or more axes (a bool alone is a 0-d mask)."""
+    if _is_tensor(e):
+        return e.dtype in (dtypes.bool, dtypes.uint8)
+    return isinstance(e, np.ndarray) and e.dtype.kind == "b"
+
+
+def _consumed(e: Any) -> int:
+    """How many axes of x an entry indexes."""
+    if e is None or e is Ellipsis or isinstance(e, bool):
+        return 0
+    if _is_mask(e):
+        return e.ndim
+    return 1
+
+
+def _expand_ellipsis(entries: list[Any], ndim: int) -> list[Any]:
+    """The entries with '...' (or the missing trailing axes) as whole slices."""
+    if sum(1 for e in entries if e is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(_consumed(e) for e in entries)
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    fill = [slice(None)] * (ndim - used)
+    if Ellipsis in [e for e in entries if not _is_tensor(e) and not isinstance(e, np.ndarray)]:
+        at = next(i for i, e in enumerate(entries) if e is Ellipsis)
+        return entries[:at] + fill + entries[at + 1:]
+    return entries + fill
+
+
+def _mask_indices(mask: Any, shape: tuple[int, ...], dim: int) -> list[np.ndarray]:
+    """The int index of each axis a boolean mask covers (axes dim.. of shape): its True places,
+    read on the host (the result's size depends on them)."""
+    arr = mask.numpy() if _is_tensor(mask) else mask
+    arr = arr.astype(bool)
+    for j, (m, s) in enumerate(zip(arr.shape, shape[dim:])):
+        if m != s:
+            raise IndexError(f"The shape of the mask {shape_str(arr.shape)} at index {j} does "
+                             f"not match the shape of the indexed tensor {shape_str(shape)} at "
+                             f"index {dim + j}")
+    return list(np.nonzero(arr))
+
+
+def _plan(entries: list[Any], shape: tuple[int, ...]) -> tuple[tuple, list[_Adv]]:
+    """The basic index (ints, slices, None; whole slices where advanced indices are) and the
+    advanced indices, each at its axis of what the basic index makes."""
+    basic: list[Any] = []
+    advs: list[_Adv] = []
+    dim = axis = 0
+    for e in entries:
+        if e is None or isinstance(e, bool):
+            basic.append(None)
+            if isinstance(e, bool):  # a 0-d mask: a new axis of size 1, kept once or not at all
+                advs.append(_Adv(axis, 1, dim, np.zeros(int(e), dtype=np.int64)))
+            axis += 1
+        elif isinstance(e, int):
+            basic.append(e)
+            dim += 1
+        elif isinstance(e, slice):
+            basic.append(e)
+            dim, axis = dim + 1, axis + 1
+        elif _is_mask(e):
+            for picks in _mask_indices(e, shape, dim):
+                basic.append(slice(None))
+                advs.append(_Adv(axis, shape[dim], dim, picks))
+                dim, axis = dim + 1, axis + 1
+        else:
+            basic.append(slice(None))
+            advs.append(_Adv(axis, shape[dim], dim, e))
+            dim, axis = dim + 1, axis + 1
+    return tuple(basic), advs
+
+
+def _broadcast_shapes(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape the advanced indices broadcast to, or torch's IndexError."""
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         "with shapes " + ", ".join(shape_str(s) for s in shapes)) from None
+
+
+def _check_host_bounds(picks: np.ndarray, size: int, dim: int, error: type[Exception],
+                       wrap: bool = True) -> None:
+    """torch's error for the first index outside [-size, size) (or [0, size) without wrap)."""
+    low = -size if wrap else 0
+    bad = (picks < low) | (picks >= size)
+    if bad.any():
+        raise error(f"index {picks[bad].flat[0]} is out of bounds for dimension {dim} with size "
+                    f"{size}")
+
+
+def _capturing() -> bool:
+    """Whether a TinyJit capture is under way in this thread (a host read would be refused)."""
+    from tinyfw.engine import jit  # jit imports Tensor: imported when first needed
+    return jit._capture_in_this_thread() is not None
+
+
+class IndexingOps(TensorCore):
+    """x[index] and x[index] = value with numpy's and torch's index forms, gather, scatter,
+    scatter_reduce, masked_fill, masked_select, nonzero."""
+    __slots__ = ()
+
+    # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
+    # The ops here also use MovementOps' views (reshape, permute, shrink, pad, flip, expand),
+    # DerivedOps' reductions and Tensor's elementwise ops (not restated: a stub here would hide
+    # the methods of the mixins before this one), and Tensor's arange, full and assign.
+    # type(self)(data, device=, dtype=) makes a tensor of an array.
+    _view: tuple[Any, tuple] | None
+
+    @property
+    def requires_grad(self) -> bool | None: raise NotImplementedError
+
+    @property
+    def is_leaf(self) -> bool: raise NotImplementedError
+
+    def _read(self, copy: bool) -> np.ndarray:
+        """The value on the host: the one read of data, which a TinyJit capturing refuses."""
+        raise NotImplementedError
+
+    # --- reading x[index] ---
+
+    def __getitem__(self: Tensor, index: Any) -> Tensor:
+        """x[index] as numpy and torch: ints, slices (any step), None, ..., and advanced indices
+        (integer tensors, lists, numpy arrays, boolean masks) in any position. The advanced
+        indices broadcast together; their shape goes where they are when they are adjacent
+        (after the ints are taken, as torch), else first. Negative indices count from the end.
+        A boolean mask is read on the host (the result's size depends on it); see the module's
+        docstring for how the rest is done in the graph."""
+        entries = [_entry(i) for i in (index if isinstance(index, tuple) else (index,))]
+        if self.ndim == 0 and any(_consumed(e) for e in entries):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python "
+                             "or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        basic, advs = _plan(_expand_ellipsis(entries, self.ndim), self.shape)
+        y = self._basic_index(basic)
+        return y._take(advs) if advs else y
+
+    def _basic_index(self: Tensor, index: tuple) -> Tensor:
+        """x[index] for ints, slices and None, one per axis of x (None aside): a view of x."""
+        out_shape: list[int | None] = []  # each axis of the result: an axis of x, or None (new)
+        bounds, flips, steps, drop = [], [], [], []
+        dim = 0
+        for i in index:
+            if i is None:
+                out_shape.append(None)
+                continue
+            size = self.shape[dim]
+            if isinstance(i, int):
+                if not -size <= i < size:
+                    raise IndexError(f"index {i} is out of bounds for dimension {dim} with size "
+                                     f"{size}")
+                i %= size
+                bounds.append((i, i + 1))
+                flips.append(False)
+                steps.append(1)
+                drop.append(True)
+            else:
+                picked = range(*i.indices(size))  # a negative step flips (numpy's rule)
+                if len(picked) == 0:
+                    lo, hi, flip = 0, 0, False
+                elif picked.step > 0:
+                    lo, hi, flip = picked.start, picked[-1] + 1, False
+                else:
+                    lo, hi, flip = picked[-1], picked.start + 1, True
+                bounds.append((lo, hi))
+                flips.append(flip)
+                steps.append(abs(picked.step))
+                drop.append(False)
+            out_shape.append(dim)
+            dim += 1
+        x = self.shrink(bounds)
+        if any(flips):
+            x = x.flip([d for d, f in enumerate(flips) if f])
+        if any(s > 1 for s in steps):
+            x = x._take_every(steps)
+        final = [1 if entry is None else x.shape[entry] for entry in out_shape
+                 if entry is None or not drop[entry]]
+        return x.reshape(tuple(final))
+
+    def _advanced_layout(self: Tensor, advs: list[_Adv]) -> tuple[Tensor, tuple[int, ...], int]:
+        """self (y) with the advanced axes first, flattened to (K, R); the broadcast shape of
+        the indices; where their axes go in the result."""
+        axes = [a.axis for a in advs]
+        rest = [d for d in range(self.ndim) if d not in axes]
+        adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
+        at = sum(1 for d in rest if d < axes[0]) if adjacent else 0
+        batch = _broadcast_shapes([tuple(a.index.shape) for a in advs])
+        laid = self.permute(axes + rest)
+        k = prod(self.shape[d] for d in axes)
+        return laid.reshape(k, prod(self.shape[d] for d in rest)), batch, at
+
+    def _linear_index(self: Tensor, advs: list[_Adv], batch: tuple[int, ...],
+                      error: type[Exception] = IndexError) -> np.ndarray | Tensor:
+        """The advanced indices as one flat index into the K elements of their axes, in the
+        broadcast shape (host ints if every index is host data, else a tensor), wrapped to
+        positive and bounds-checked (at once on the host, when computed for a tensor)."""
+        stride, parts = 1, list[Any]()
+        for a in reversed(advs):
+            if isinstance(a.index, np.ndarray):
+                _check_host_bounds(a.index, a.size, a.dim, error)
+                parts.append((a.index % max(a.size, 1)).astype(np.int64) * stride)
+            else:
+                t = a.index.cast(dtypes.int32)
+                parts.append(((t < 0).where(t + a.size, t)) * stride)
+            stride *= a.size
+        if all(isinstance(p, np.ndarray) for p in parts):
+            return np.broadcast_to(sum(parts), batch).reshape(-1)
+        total = sum(p if _is_tensor(p) else type(self)(p.astype(np.int32), device=self.device)
+                    for p in parts)
+        return total._broadcast_to(batch).reshape(-1)  # type: ignore[union-attr]
+
+    def _bounds_checks(self: Tensor, out: Tensor, advs: list[_Adv]) -> None:
+        """torch's IndexError for an out-of-range tensor index (see _check_index)."""
+        for a in advs:
+            if _is_tensor(a.index):
+                _check_index(out, a.index, a.size, a.dim, IndexError, wrap=True)
+
+    def _take(self: Tensor, advs: list[_Adv]) -> Tensor:
+        """y[advanced indices] (the basic ones already taken): see the module's docstring."""
+        laid, batch, at = self._advanced_layout(advs)
+        linear = self._linear_index(advs, batch)
+        k, r = laid.shape
+        rest = tuple(self.shape[d] for d in range(self.ndim) if d not in [a.axis for a in advs])
+        if self._pick_on_host(linear, k, r):
+            self._bounds_checks(self, advs)  # (not capturing: checked now, before the read)
+            rows = laid._read(copy=False)[np.asarray(linear.numpy() if _is_tensor(linear)
+                                                     else linear)]
+            picked = type(self)(np.ascontiguousarray(rows), device=self.device,
+                                dtype=self.dtype)
+        else:
+            picked = laid._pick_rows(linear)
+            self._bounds_checks(picked, advs)
+        out = picked.reshape(batch + rest)
+        order = list(range(len(batch), len(batch) + at)) + list(range(len(batch))) + \
+            list(range(len(batch) + at, len(batch) + len(rest)))
+        return out.permute(order)
+
+    def _pick_on_host(self: Tensor, linear: np.ndarray | Tensor, k: int, r: int) -> bool:
+        """Whether the pick is data only, big enough to be worth a host read, and no TinyJit
+        is capturing (see the module's docstring)."""
+        work = prod(linear.shape) * k * r
+        return not self.requires_grad and work > _HOST_PICK_WORK and not _capturing()
+
+    def _pick_rows(self: Tensor, linear: np.ndarray | Tensor) -> Tensor:
+        """Rows linear[n] of self (K, R), as (N, R), by a one-hot mask summed over K."""
+        k, r = self.shape
+        idx = linear if _is_tensor(linear) else type(self)(
+            np.asarray(linear, dtype=np.int32), device=self.device)
+        n = prod(idx.shape)
+        hot = idx.reshape(n, 1, 1) == type(self).arange(k, device=self.device).reshape(1, k, 1)
+        x = self.cast(dtypes.int32) if self.dtype.is_bool else self
+        picked = hot.where(x.reshape(1, k, r), 0).sum(1, dtype=x.dtype)
+        return picked.cast(dtypes.bool) if self.dtype.is_bool else picked
+
+    # --- writing x[index] = value ---
+
+    def __setitem__(self: Tensor, index: Any, value: Any) -> None:
+        """x[index] = value, written into x (which stays the same tensor), with every index
+        form of __getitem__; value (a number or a tensor) is broadcast to x[index]'s shape.
+        A number takes x's dtype; a tensor is cast for basic indices, and must have x's dtype
+        for advanced ones (torch's index_put). With an index repeated, the last value wins."""
+        entries = [_entry(i) for i in (index if isinstance(index, tuple) else (index,))]
+        if self.ndim == 0 and any(_consumed(e) for e in entries):
+            raise IndexError("invalid index of a 0-dim tensor")
+        basic, advs = _plan(_expand_ellipsis(entries, self.ndim), self.shape)
+        self._check_writable(view=not advs)
+        y = self._basic_index(basic)
+        if not advs:
+            tensor = value if _is_tensor(value) else type(self)(value, device=self.device,
+                                                                dtype=self.dtype)
+            y.assign(tensor.cast(self.dtype)._broadcast_to(y.shape))
+            return
+        if _is_tensor(value) and value.dtype != self.dtype:
+            raise RuntimeError("Index put requires the source and destination dtypes match, got "
+                               f"{self.dtype.name} for the destination and {value.dtype.name} "
+                               "for the source.")
+        y._put(advs, value)
+
+    def _check_writable(self: Tensor, view: bool) -> None:
+        """torch's error for an in-place write to a leaf that requires grad (or its view)."""
+        root = self._view[0] if self._view is not None else self
+        if root.requires_grad and root.is_leaf:
+            what = "a view of a leaf Variable" if view or root is not self else "a leaf Variable"
+            raise RuntimeError(f"{what} that requires grad is being used in an in-place "
+                               "operation.")
+        if root.requires_grad:  # assign cuts the graph: the gradient would be silently lost
+            raise RuntimeError("x[index] = value on a tensor that requires grad is not "
+                               "supported: tinyfw would lose the gradient through the write")
+
+    def _put(self: Tensor, advs: list[_Adv], value: Any) -> None:
+        """y[advanced indices] = value (the basic ones already taken; y a view of x)."""
+        laid, batch, at = self._advanced_layout(advs)
+        k, r = laid.shape
+        rest = tuple(self.shape[d] for d in range(self.ndim) if d not in [a.axis for a in advs])
+        target = rest[:at] + batch + rest[at:]
+        given = value if _is_tensor(value) else type(self)(value, device=self.device,
+                                                           dtype=self.dtype)
+        try:
+            given = given._broadcast_to(target)
+        except RuntimeError:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(given.shape)} "
+                               f"cannot be broadcast to indexing result of shape "
+                               f"{shape_str(target)}") from None
+        n = prod(batch)
+        rows = given.permute(list(range(at, at + len(batch))) + list(range(at)) +
+                             list(range(at + len(batch), len(target)))).reshape(n, r)
+        linear = self._linear_index(advs, batch)
+        if n == 0:
+            self._bounds_checks(self, advs)
+            return
+        idx = linear if _is_tensor(linear) else type(self)(
+            np.asarray(linear, dtype=np.int32), device=self.device)
+        new = _written(laid, idx, rows)
+        self._bounds_checks(new, advs)
+        laid.assign(new)
+
+    def __delitem__(self, index: Any) -> None:
+        """del x[index]: torch's TypeError (a tensor's elements cannot be removed)."""
+        raise TypeError("Tensor does not support deleting items")
+
+    def _take_every(self: Tensor, steps: list[int]) -> Tensor:
+        """Every steps[d]-th element along each axis d, by a pad, a reshape and a shrink."""
+        counts = [-(-s // st) for s, st in zip(self.shape, steps)]
+        x = self.pad([(0, c * st - s) for c, st, s in zip(counts, steps, self.shape)])
+        x = x.reshape(tuple(v for c, st in zip(counts, steps) for v in (c, st)))
+        x = x.shrink([b for c in counts for b in ((0, c), (0, 1))])
+        out = x.reshape(tuple(counts))
+        root, ops = self._view if self._view is not None else (self, ())
+        out._view = (root, ops + (("every", tuple(steps)),))  # a view of self, for assign
+        return out
+
+    # --- gather and scatter ---
+
+    def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
+        """out[i][j][k] = self[index[i][j][k]][j][k] for dim 0 (likewise for the others), as
+        torch.gather: index has self's number of axes and is no larger than self on the axes
+        other than dim. Done in the graph; an index out of range raises torch's RuntimeError
+        when the result is computed."""
+        index = _index_tensor("gather", index)
+        dim = self._gather_dims("gather", dim, index)
+        x, idx = self._at_last(dim, index), index.transpose(dim, -1) if index.ndim else index
+        if self.ndim == 0:
+            x, idx = x.reshape(1), idx.reshape(1)
+        s = x.shape[-1]
+        hot = idx.unsqueeze(-1) == type(self).arange(s, device=self.device)
+        src = x.cast(dtypes.int32) if x.dtype.is_bool else x
+        out = hot.where(src.unsqueeze(-2), 0).sum(-1, dtype=src.dtype)
+        out = out.cast(dtypes.bool) if x.dtype.is_bool else out
+        _check_index(out, idx, s, dim, RuntimeError, wrap=False)
+        return out.reshape(()) if self.ndim == 0 else out.transpose(dim, -1)
+
+    def _gather_dims(self: Tensor, what: str, dim: int, index: Tensor,
+                     src: Tensor | None = None) -> int:
+        """dim as a positive axis, after torch's checks of index's (and src's) shape."""
+        dim = normalize_axis(dim, self.ndim)
+        if index.ndim != max(self.ndim, 1) and not (index.ndim == 0 and self.ndim <= 1):
+            raise RuntimeError(f"Index tensor must have the same number of dimensions as "
+                               f"{'input' if what == 'gather' else 'self'} tensor")
+        if index.ndim == 0 or self.ndim == 0:
+            return dim
+        small = all(i <= s for d, (i, s) in enumerate(zip(index.shape, self.shape)) if d != dim)
+        if src is not None:
+            small = small and all(i <= s for i, s in zip(index.shape, src.shape))
+        if not small:
+            if src is None:
+                at = next(d for d, (i, s) in enumerate(zip(index.shape, self.shape))
+                          if d != dim and i > s)
+                raise RuntimeError(f"Size does not match at dimension {at} expected index "
+                                   f"{shape_str(index.shape)} to be no larger than self "
+                                   f"{shape_str(self.shape)} apart from dimension {dim}")
+            raise RuntimeError(f"Expected index {shape_str(index.shape)} to be no larger than "
+                               f"self {shape_str(self.shape)} apart from dimension {dim} and to "
+                               f"be no larger size than src {shape_str(src.shape)}")
+        return dim
+
+    def _at_last(self: Tensor, dim: int, index: Tensor) -> Tensor:
+        """self cut to index's size on the axes other than dim, with dim moved last."""
+        if self.ndim == 0:
+            return self
+        cut = self.shrink([None if d == dim else (0, index.shape[d]) for d in range(self.ndim)])
+        return cut.transpose(dim, -1)
+
+    def scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | float | int | bool,
+                reduce: str | None = None) -> Tensor:
+        """A copy of self with self[index[i][j]][j] = src[i][j] for dim 0 (likewise for the
+        others), as torch.scatter; src a tensor (self's dtype) or a number; reduce "add" or
+        "multiply" combines instead of replacing. With an index repeated and no reduce, the
+        last value wins (torch leaves it undefined)."""
+        if reduce not in (None, "add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        combine = {None: "replace", "add": "sum", "multiply": "prod"}[reduce]
+        return self._scatter("scatter", dim, index, src, combine, True)
+
+    def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
+                       include_self: bool = True) -> Tensor:
+        """A copy of self where each element some index[i][j] names (dim 0; likewise for the
+        others) is the reduce ("sum", "prod", "mean", "amax", "amin") of the src values sent
+        to it, and of its own value when include_self, as torch.scatter_reduce."""
+        if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+            raise RuntimeError("reduce argument must be either sum, prod, mean, amax or amin, "
+                               f"got {reduce}")
+        if not _is_tensor(src):
+            raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not "
+                            f"{type(src).__name__}")
+        return self._scatter("scatter_reduce", dim, index, src, reduce, include_self)
+
+    def _scatter(self: Tensor, what: str, dim: int, index: Tensor, src: Any, reduce: str,
+                 include_self: bool) -> Tensor:
+        """scatter and scatter_reduce: the checks, then the reduce over the one-hot mask of
+        index along dim, written into the part of self index covers."""
+        index = _index_tensor(what, index)
+        if _is_tensor(src):
+            if src.dtype != self.dtype:
+                raise RuntimeError(f"{what}(): Expected self.dtype to be equal to src.dtype")
+        else:
+            src = type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
+        dim = self._gather_dims(what, dim, index, src)
+        if self.ndim == 0:
+            return self.reshape(1)._scatter(what, 0, index.reshape(1), src.reshape(1), reduce,
+                                            include_self).reshape(())
+        x = self._at_last(dim, index)
+        vals = src.shrink([(0, s) for s in index.shape]).transpose(dim, -1)
+        idx = index.transpose(dim, -1)
+        s = x.shape[-1]
+        hot = idx.unsqueeze(-1) == type(self).arange(s, device=self.device)  # (..., M, S)
+        out = _combine(x, hot, vals.unsqueeze(-1), reduce, include_self)
+        _check_index(out, idx, s, dim, RuntimeError, wrap=False)
+        return self._placed(out.transpose(dim, -1))
+
+    def _placed(self: Tensor, part: Tensor) -> Tensor:
+        """self with part (of a shape no larger, from the origin) written over its corner."""
+        if part.shape == self.shape:
+            return part
+        grow = [(0, s - p) for s, p in zip(self.shape, part.shape)]
+        inside = type(self).full(part.shape, True, dtype=dtypes.bool, device=self.device)
+        return inside.pad(grow).where(part.pad(grow), self)
+
+    # --- masks ---
+
+    def masked_fill(self: Tensor, mask: Tensor, value: Tensor | float | int | bool) -> Tensor:
+        """value where mask (a bool tensor, broadcast with self) is true, else self; value a
+        number or a 0-d tensor, taking self's dtype."""
+        if not _is_tensor(mask) or not mask.dtype.is_bool:
+            got = mask.dtype.name if _is_tensor(mask) else type(mask).__name__
+            raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with "
+                               f"dtype {got}")
+        if _is_tensor(value):
+            if value.ndim != 0:
+                raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but "
+                                   f"got tensor with {value.ndim} dimension(s).")
+            return mask.where(value.cast(self.dtype), self)
+        return mask.where(_as_dtype(value, self.dtype), self)
+
+    def masked_select(self: Tensor, mask: Tensor) -> Tensor:
+        """The elements of self where mask (bool, broadcast with self) is true, as a 1-D
+        tensor. The mask is read on the host: the result's size depends on it."""
+        if not _is_tensor(mask) or not mask.dtype.is_bool:
+            raise RuntimeError("masked_select: expected BoolTensor for mask")
+        x, m = self._operands(mask)
+        return x.reshape(-1)[np.flatnonzero(m._read(copy=False))]
+
+    def nonzero(self: Tensor, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+        """The indices of the nonzero elements: int64 of shape (count, ndim) (as_tuple: one
+        1-D tensor per axis), as torch. Read on the host: the result's size depends on the
+        data."""
+        where = np.argwhere(self._read(copy=False))
+        if as_tuple:
+            columns = where.T if self.ndim else where.reshape(-1, 1).T
+            return tuple(type(self)(np.ascontiguousarray(c), device=self.device,
+                                    dtype=dtypes.int64) for c in columns)
+        return type(self)(where.astype(np.int64), device=self.device, dtype=dtypes.int64)
+
+
+def _check_index(out: Tensor, index: Tensor, size: int, dim: int, error: type[Exception],
+                 wrap: bool) -> None:
+    """torch's error for an index outside [-size, size) ([0, size) without wrap): raised now, as
+    torch does, by reading the index (small) on the host; inside a TinyJit capture (where no
+    read may happen) raised when out is computed, by a deferred check."""
+    if not _capturing():
+        _check_host_bounds(index._read(copy=False), size, dim, error, wrap)
+        return
+    t = index.cast(dtypes.int32)
+    bad = ((t < -size) if wrap else (t < 0)) | (t >= size)
+    derived._check_labels(out, t, bad, error,
+                          f"index {{value}} is out of bounds for dimension {dim} with size {size}")
+
+
+def _index_tensor(what: str, index: Any) -> Tensor:
+    """index, an int32 or int64 tensor, or torch's error."""
+    if not _is_tensor(index):
+        raise TypeError(f"{what}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index.dtype not in _INDEX_DTYPES:
+        raise RuntimeError(f"{what}(): Expected dtype int32/int64 for index")
+    return index
+
+
+def _as_dtype(value: Any, dtype: DType) -> Any:
+    """A Python number as a value of dtype (truncated for ints, as torch's fill)."""
+    if dtype.is_bool:
+        return bool(value)
+    if dtype.is_int:
+        return int(value)
+    return float(value)
+
+
+def _written(laid: Tensor, idx: Tensor, rows: Tensor) -> Tensor:
+    """laid (K, R) with row idx[n] replaced by rows[n] (N, R); the last n wins a repeat."""
+    k = laid.shape[0]
+    n = rows.shape[0]
+    dev = laid.device
+    hot = idx.reshape(n, 1) == type(laid).arange(k, device=dev).reshape(1, k)  # (N, K)
+    order = type(laid).arange(n, device=dev).reshape(n, 1)
+    last = hot.where(order, -1).max(0)  # (K,): the last n writing row k, or -1
+    chosen = order == last.reshape(1, k)  # (N, K)
+    vals = rows.cast(dtypes.int32) if rows.dtype.is_bool else rows
+    picked = chosen.reshape(n, k, 1).where(vals.reshape(n, 1, -1), 0).sum(0, dtype=vals.dtype)
+    picked = picked.cast(dtypes.bool) if rows.dtype.is_bool else picked
+    return (last >= 0).reshape(k, 1).where(picked, laid.detach())
+
+
+def _combine(x: Tensor, hot: Tensor, vals: Tensor, reduce: str, include_self: bool) -> Tensor:
+    """The scatter of vals (..., M, 1) into x (..., S) along the one-hot hot (..., M, S)."""
+    hit = hot.any(-2)
+    if reduce == "replace":
+        order = type(x).arange(hot.shape[-2], device=x.device).reshape(-1, 1)
+        last = hot.where(order, -1).max(-2, keepdim=True)  # the last m sent to each s
+        picked = _summed((order == last) & hot, vals, x.dtype)
+        return hit.where(picked, x)
+    if reduce in ("sum", "mean"):
+        total = _summed(hot, vals, x.dtype)
+        own = x if include_self else x.zeros_like()
+        total = total + own
+        if reduce == "sum":
+            return hit.where(total, x)
+        count = hot.sum(-2, dtype=x.dtype if x.dtype.is_float else dtypes.int32) + \
+            int(include_self)
+        mean = total / count if x.dtype.is_float else total.div(count, rounding_mode="floor")
+        return hit.where(mean.cast(x.dtype), x)
+    if reduce == "prod":
+        product = hot.where(vals, 1).prod(-2, dtype=x.dtype)
+        return hit.where(product * x if include_self else product, x)
+    fill = _extreme(x.dtype, low=reduce == "amax")
+    sent = hot.where(vals, fill)
+    best = sent.max(-2) if reduce == "amax" else sent.min(-2)
+    if include_self:
+        best = best.maximum(x) if reduce == "amax" else best.minimum(x)
+    return hit.where(best, x)
+
+
+def _summed(hot: Tensor, vals: Tensor, dtype: DType) -> Tensor:
+    """The sum over M of vals (..., M, 1) where hot (..., M, S), in dtype (bools as any)."""
+    if dtype.is_bool:
+        return hot.where(vals.cast(dtypes.int32), 0).sum(-2, dtype=dtypes.int32).cast(dtype)
+    return hot.where(vals, 0).sum(-2, dtype=dtype)
+
+
+def _extreme(dtype: DType, low: bool) -> Any:
+    """The identity of max (low) or min (not low) in dtype: an infinity or the integer bound."""
+    if dtype.is_float:
+        return -float("inf") if low else float("inf")
+    if dtype.is_bool:
+        return not low
+    info = np.iinfo(dtype.np)
+    return int(info.min) if low else int(info.max)
+
