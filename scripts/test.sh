@@ -2,7 +2,7 @@
 # Sets everything up, lints (ruff and mypy), then runs every test: tests/ (the framework on the
 # CPU device, every chapter's grading, the site build and the browser test), then the op,
 # accuracy and edge-input suites on each backend device of TINYFW_DEVICES (default: CL WEBGPU
-# CUDAEMU; all run on the CPU here).
+# CUDAEMU; all run on the CPU here), and the fast Tensor API suites on NUMPY and each device.
 # Extra arguments go to the first pytest run only, and then the device runs are left out.
 # Exits non-zero when anything fails.
 set -euo pipefail
@@ -61,6 +61,14 @@ for device in $devices; do
   run "op, accuracy and edge-input suites on $device" env DEVICE="$device" \
     .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py tests/test_edge_inputs.py \
     tests/test_reduce_accuracy.py -q -ra "${workers[@]}" --dist load
+done
+# The Tensor API suites of issue 11 that fit CI's time on every device (the scan, shape, nn,
+# elementwise and creation suites take 5-10 minutes each on CL: they run on CPU in CI).
+for device in NUMPY $devices; do
+  run "API suites (indexing, dtypes, in-place, gradient edges, call forms) on $device" \
+    env DEVICE="$device" .venv/bin/python -m pytest tests/test_api_index.py \
+    tests/test_api_dtypes.py tests/test_api_inplace.py tests/test_api_grad_edges.py \
+    tests/test_api_call_forms.py -q -ra "${workers[@]}" --dist load
 done
 
 echo

@@ -335,8 +335,8 @@ class _Recorder(realize.Listener):
 
     def reading(self, tensor: Any) -> None:
         raise JitError(f"TinyJit({self.name}): the function reads a tensor's data (.numpy(), "
-                       ".item(), .tolist(), print, `if`, x[list] or x[tensor] of a tensor that "
-                       "needs no gradient, or requires_grad=True) while it is captured. Replays "
+                       ".item(), .tolist(), print, `if`, x[mask], nonzero, masked_select, "
+                       "or requires_grad=True) while it is captured. Replays "
                        "do not run the function, so the read would not happen again. Return the "
                        "tensor and read it after the call.")
 
