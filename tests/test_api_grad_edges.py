@@ -111,3 +111,13 @@ def test_sigmoid_gradient_never_nan() -> None:
     ref.sigmoid().sum().backward()
     assert ref.grad is not None
     np.testing.assert_array_equal(got, ref.grad.numpy())
+
+
+def test_clamp_takes_torch_keywords() -> None:
+    """x.clamp(min=..., max=...) as torch; one bound alone too."""
+    values = [-2.0, 0.5, 3.0]
+    x, ref = Tensor(values), torch.tensor(values)
+    np.testing.assert_array_equal(x.clamp(min=0.0).numpy(), ref.clamp(min=0.0).numpy())
+    np.testing.assert_array_equal(x.clamp(max=1.0).numpy(), ref.clamp(max=1.0).numpy())
+    np.testing.assert_array_equal(x.clamp(min=-1.0, max=1.0).numpy(),
+                                  ref.clamp(min=-1.0, max=1.0).numpy())

@@ -1246,7 +1246,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         out = self if min_ is None else (self < min_).where(min_, self)
         return out if max_ is None else (out > max_).where(max_, out)
 
-    clamp = clip
+    def clamp(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor:
+        """torch's name and keywords (min=, max=) for clip."""
+        return self.clip(min, max)
 
     def lerp(self, end: Tensor, weight: Tensor | float) -> Tensor:
         return self + (end - self) * weight
