@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tinyfw.device import Device
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import normalize_axis, prod, shape_str
 from tinyfw.mixin.core import TensorCore
@@ -292,6 +293,11 @@ class IndexingOps(TensorCore):
         positive and bounds-checked (at once on the host, when computed for a tensor)."""
         stride, parts = 1, list[Any]()
         for a in reversed(advs):
+            if _is_tensor(a.index) and a.index.dtype.itemsize == 8 \
+                    and not Device[a.index.device].has_float64 and not _capturing():
+                # a device without 64-bit types (WEBGPU) can hold an int64 index but not load
+                # it in a kernel: its values are read (and bounds-checked) on the host
+                a = _Adv(a.axis, a.size, a.dim, a.index._read(copy=True))
             if isinstance(a.index, np.ndarray):
                 _check_host_bounds(a.index, a.size, a.dim, error)
                 parts.append((a.index % max(a.size, 1)).astype(np.int64) * stride)
