@@ -399,6 +399,8 @@ def test_multinomial_draws_only_weighted_indices() -> None:
     ([1.0, float("nan")], 1, True),  # NaN
     ([1.0, 2.0], 3, False),         # more samples than categories
     ([1.0, 2.0], 0, True),          # no samples
+    ([], 1, True),                  # an empty distribution
+    ([[], []], 1, False),           # rows of no categories
 ])
 def test_multinomial_errors_as_torch(weights: list, n: int, replacement: bool) -> None:
     """Bad weights or counts: RuntimeError, as torch.multinomial raises."""

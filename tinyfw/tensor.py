@@ -562,6 +562,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
                                f"got: {torch_name(self.dtype)}")
         if num_samples <= 0:
             raise RuntimeError("cannot sample n_sample <= 0 samples")
+        if self.shape[-1] == 0:
+            raise RuntimeError("invalid multinomial distribution (an empty distribution: no "
+                               "category to sample)")
         weights = self._read(copy=True).astype(np.float64).reshape(-1, self.shape[-1])
         if not np.isfinite(weights).all() or (weights < 0).any():
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
