@@ -1404,9 +1404,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         return self.numel() * self.element_size()
 
     def bitcast(self, dtype: DType | str) -> Tensor:
-        """The same bits read as another dtype of the same itemsize (torch's view(dtype)). The
-        bits are reinterpreted on the host: the tensor is realized and read back, and the result
-        is a new buffer with no gradient. A different itemsize raises torch's RuntimeError."""
+        """The same bits read as another dtype of the same itemsize (torch's view(dtype)), in
+        the graph (a BITCAST op); no gradient flows through it. A bool's byte is 0 or 1, so to
+        and from bool it is the cast. A different itemsize raises torch's RuntimeError."""
         dt = to_dtype(dtype)
         if dt == self.dtype:
             return self
@@ -1414,11 +1414,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
             raise RuntimeError(f"bitcast from {self.dtype.name} to {dt.name}: tinyfw only "
                                f"reinterprets dtypes of one itemsize ({self.dtype.itemsize} != "
                                f"{dt.itemsize} bytes)")
-        renderer = Device[self.device].renderer
-        for d in (self.dtype, dt) if renderer is not None else ():
-            renderer.type_of(d)  # NotSupportedError where the device cannot compute with d
-        bits = np.ascontiguousarray(self.numpy()).view(dt.np)
-        return Tensor(bits, device=self.device, dtype=dt)
+        source = self.uop.detach()
+        if dt.is_bool or self.dtype.is_bool:
+            return Tensor(source.cast(dt))
+        return Tensor(source.bitcast(dt))
 
     # tinygrad's small helpers on several operands
     def ufix(self, x: Tensor | Scalar) -> Tensor:
@@ -1453,6 +1452,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
     def long(self) -> Tensor: return self.cast(dtypes.int64)
     def bool(self) -> Tensor: return self.cast(dtypes.bool)
     def short(self) -> Tensor: return self.cast(dtypes.int16)
+    def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
+    def byte(self) -> Tensor: return self.cast(dtypes.uint8)  # torch's names
+    def char(self) -> Tensor: return self.cast(dtypes.int8)
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

@@ -5,7 +5,7 @@ import math
 from math import prod as prod_of
 from typing import TYPE_CHECKING
 
-from tinyfw.dtype import DType, dtypes
+from tinyfw.dtype import DType, dtypes, promote_types
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
 from tinyfw.mixin.core import TensorCore
@@ -162,6 +162,10 @@ class DerivedOps(TensorCore):
         """The matrix product, as torch.matmul defines it for 1-D, 2-D and batched operands:
         broadcast both to (..., n, k, m), multiply, and sum over k."""
         _both_tensors("matmul", self, other)
+        result = promote_types(self.dtype, other.dtype)
+        if result.is_float and result.itemsize < 4:  # float16, bfloat16: as torch, products and
+            # their sum in float32 (a product of two is exact there), rounded once at the end
+            return self.float().matmul(other.float()).cast(result)
         # >>> exercise 02.matmul #matmul-from-broadcasting
         if self.ndim == 0 or other.ndim == 0:
             raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
