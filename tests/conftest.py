@@ -10,9 +10,9 @@ from tinyfw.device import Device
 from tinyfw.renderer.cstyle import NotSupportedError
 
 # The dtypes a device cannot compute with. WGSL has 32-bit scalars only (f16 is an optional
-# feature that tinyfw does not ask for), so WEBGPU has no float64, int64 or float16.
+# feature that tinyfw does not ask for), so WEBGPU has no float64, int64, uint64 or float16.
 UNSUPPORTED_DTYPES: dict[str, frozenset[DType]] = {
-    "WEBGPU": frozenset({dtypes.float64, dtypes.int64, dtypes.float16}),
+    "WEBGPU": frozenset({dtypes.float64, dtypes.int64, dtypes.uint64, dtypes.float16}),
 }
 
 

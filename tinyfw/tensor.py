@@ -13,10 +13,11 @@ import numpy as np
 
 from tinyfw.mixin import elementwise_math
 from tinyfw.engine import realize
+from tinyfw.mixin.core import float32_inside
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import (DType, category, dtypes, promote_types, scalar_result_type, to_dtype,
-                          torch_name)
+                          torch_name, wrap_int)
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.movement import MovementOps
@@ -51,13 +52,27 @@ def _infer_list_dtype(data: Any) -> DType:
     return dtypes.int_for(*(int(x) for x in flat))
 
 
-def _check_ints_fit(data: Any, dt: DType) -> None:
-    """torch's RuntimeError for a Python int that an integer dtype asked for can't hold."""
+def _ints_as(data: Any, dt: DType) -> np.ndarray:
+    """A nested list of Python numbers as an array of the integer dtype dt, checked as torch
+    checks it: a negative int goes into an unsigned dtype of 8 to 32 bits by wrapping around if
+    its magnitude fits (-1 is 255 in uint8), otherwise an int outside the dtype is torch's
+    RuntimeError (OverflowError for uint64, ValueError past int64, as torch)."""
     lo, hi = dtypes.min(dt), dtypes.max(dt)
-    for x in np.asarray(data, dtype=object).reshape(-1):
-        if isinstance(x, int) and not isinstance(x, bool) and not lo <= x <= hi:
+    values = np.array(data, dtype=object)
+    for x in values.reshape(-1):
+        if not isinstance(x, int) or isinstance(x, bool) or lo <= x <= hi:
+            continue
+        if dt == dtypes.uint64:
+            raise OverflowError("can't convert negative int to unsigned" if x < 0 else
+                                f"int too big to convert: {x}")
+        if dt == dtypes.int64:
+            raise ValueError(f"Overflow when unpacking long long: {x} does not fit in int64")
+        if not (dt.is_unsigned and x < 0 and -x <= hi):
             raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow: "
                                f"{x}")
+    wrapped = [wrap_int(x, dt) if isinstance(x, int) and not isinstance(x, bool) else x
+               for x in values.reshape(-1)]
+    return np.array(wrapped, dtype=dt.np).reshape(values.shape)
 
 
 def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
@@ -116,12 +131,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
                 arr = np.asarray(data)
                 dt = dt or dtypes.from_np(arr.dtype)
             elif isinstance(data, (bool, int, float, list, tuple)):
-                if dt is not None and dt.is_int:
-                    _check_ints_fit(data, dt)
                 dt = dt or (dtypes.from_py(data) if isinstance(data, (bool, int, float))
                             else _infer_list_dtype(data))
                 # in the dtype chosen: numpy alone would make 2**63 a uint64, 2**64 an object
-                arr = np.array(data, dtype=dt.np if dt.is_int else None)
+                arr = _ints_as(data, dt) if dt.is_int else np.array(data)
             else:
                 raise TypeError(f"can't make a Tensor from {type(data).__name__}")
             self.uop = _buffer_node(arr, device, dt)
@@ -411,8 +424,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         ty = np.dtype(dt.np if dt.is_float else np.float64).type
         for end in (start, stop):
             if dt.is_int:
-                _check_ints_fit(int(end), dt)
-            elif math.isfinite(end) and abs(end) > float(np.finfo(dt.np).max):
+                _ints_as([int(end)], dt)
+            elif math.isfinite(end) and abs(end) > dtypes.finite_max(dt):
                 raise RuntimeError(f"value cannot be converted to type {dt.name} without "
                                    f"overflow: {end}")
         first = np.array(int(start) if dt.is_int else start).astype(ty)
@@ -1173,22 +1186,26 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         return self._math(elementwise_math.sigmoid)
 
     def tanh(self) -> Tensor: return self._math(elementwise_math.tanh)
+    @float32_inside
     def silu(self) -> Tensor: return self * self.sigmoid()
     def swish(self) -> Tensor: return self.silu()
     def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()
     def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
         return (self > 0).where(self, self * neg_slope)
 
+    @float32_inside
     def elu(self, alpha: float = 1.0) -> Tensor:
         below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
         return (self > 0).where(self, alpha * (below.exp() - 1))
 
+    @float32_inside
     def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
         """log(1 + exp(beta x)) / beta, linear past threshold like torch's."""
         bx = self * beta
         stable = (bx.maximum(0) + (-bx.abs()).exp().log1p()) / beta
         return (bx > threshold).where(self, stable)
 
+    @float32_inside
     def gelu(self, approximate: str = "none") -> Tensor:
         """GELU: x Phi(x) from erf, or its tanh approximation (approximate="tanh"), as torch."""
         if approximate == "tanh":
@@ -1199,6 +1216,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         return 0.5 * self * (1 + (self * math.sqrt(0.5)).erf())
 
     def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
+    @float32_inside
     def mish(self) -> Tensor: return self * self.softplus().tanh()
     def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor:
         return self.clip(min_val, max_val)
@@ -1208,12 +1226,14 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         if not self.dtype.is_float:
             raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
 
+    @float32_inside
     def celu(self, alpha: float = 1.0) -> Tensor:
         """max(0, x) + min(0, alpha (e**(x / alpha) - 1))."""
         self._float_only("celu")
         below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
         return (self > 0).where(self, alpha * (below / alpha).expm1())
 
+    @float32_inside
     def selu(self) -> Tensor:
         """scale * elu(x, alpha) with the constants of self-normalizing networks."""
         self._float_only("selu")
@@ -1231,11 +1251,13 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         v = alpha * self + beta
         return (v <= 0).where(0.0, (v >= 1).where(1.0, v))
 
+    @float32_inside
     def hardswish(self) -> Tensor:
         """x * hardsigmoid(x)."""
         self._float_only("hardswish")
         return self * self.hardsigmoid()
 
+    @float32_inside
     def logsigmoid(self) -> Tensor:
         """log(sigmoid(x)) = -softplus(-x), without the log of a tiny number."""
         self._float_only("log_sigmoid")
@@ -1404,20 +1426,40 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         return self.numel() * self.element_size()
 
     def bitcast(self, dtype: DType | str) -> Tensor:
-        """The same bits read as another dtype of the same itemsize (torch's view(dtype)), in
-        the graph (a BITCAST op); no gradient flows through it. A bool's byte is 0 or 1, so to
-        and from bool it is the cast. A different itemsize raises torch's RuntimeError."""
+        """The same bits read as another dtype (torch's view(dtype)), in the graph; no gradient
+        flows through it. To a dtype of another itemsize the last axis grows or shrinks by the
+        ratio, the bytes of an element in little-endian order, as torch's; it must divide
+        evenly (torch's RuntimeError). A bool's byte is 0 or 1: to and from bool it casts.
+        (CL and CUDA compute float16 as float, and their conversions do not keep a NaN's
+        payload: a float16 NaN stays a NaN there, its other bits may change.)"""
         dt = to_dtype(dtype)
         if dt == self.dtype:
             return self
-        if dt.itemsize != self.dtype.itemsize:
-            raise RuntimeError(f"bitcast from {self.dtype.name} to {dt.name}: tinyfw only "
-                               f"reinterprets dtypes of one itemsize ({self.dtype.itemsize} != "
-                               f"{dt.itemsize} bytes)")
-        source = self.uop.detach()
-        if dt.is_bool or self.dtype.is_bool:
-            return Tensor(source.cast(dt))
-        return Tensor(source.bitcast(dt))
+        source = Tensor(self.uop.detach())
+        if self.dtype.is_bool:
+            return source.cast(dtypes.uint8).bitcast(dt)
+        if dt.itemsize == self.dtype.itemsize:
+            return Tensor(source.uop.cast(dt) if dt.is_bool else source.uop.bitcast(dt))
+        sizes = f"view {torch_name(self.dtype)} as {torch_name(dt)} (different element sizes)"
+        if self.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to {sizes}")
+        ratio = max(dt.itemsize, self.dtype.itemsize) // min(dt.itemsize, self.dtype.itemsize)
+        if dt.itemsize > self.dtype.itemsize and self.shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to {sizes}, but got "
+                               f"{self.shape[-1]}")
+        bits = source.bitcast(_UINTS[self.dtype.itemsize])
+        word = _UINTS[1 if dt.is_bool else dt.itemsize]
+        place = [256 ** (min(dt.itemsize, self.dtype.itemsize) * k) for k in range(ratio)]
+        if dt.itemsize < self.dtype.itemsize:  # each element's bytes, lowest first
+            wide = bits.unsqueeze(-1).expand(*bits.shape, ratio)
+            parts = (wide // Tensor(place, self.device, bits.dtype)).cast(word)
+            return parts.reshape(*self.shape[:-1], self.shape[-1] * ratio).bitcast(dt)
+        parts = bits.cast(word).reshape(*self.shape[:-1], self.shape[-1] // ratio, ratio)
+        shifted = parts * Tensor(place, self.device, word)
+        joined = shifted[..., 0]
+        for k in range(1, ratio):
+            joined = joined | shifted[..., k]
+        return joined.bitcast(dt)
 
     # tinygrad's small helpers on several operands
     def ufix(self, x: Tensor | Scalar) -> Tensor:
@@ -1455,6 +1497,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
     def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
     def byte(self) -> Tensor: return self.cast(dtypes.uint8)  # torch's names
     def char(self) -> Tensor: return self.cast(dtypes.int8)
+
+
+_UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from tinyfw.codegen.lower import Program
 from tinyfw.dtype import DType, dtypes
 from tinyfw.renderer.cstyle import (OP_TEMPLATES, CStyleLanguage, Template, c_idiv,
                                 render_const)
@@ -39,6 +40,17 @@ def _bitcast(dt: DType, a: list[str]) -> str:
     return f"as_{CL_TYPES[dt]}({a[0]})"
 
 
+# The helpers of _bitcast, put in front of a kernel that calls them.
+BITCAST_HELPERS = (
+    "float tf_half_from_bits(ushort h) { return vload_half(0, (const half*)&h); }\n"
+    "ushort __attribute__((overloadable)) tf_bits16(float x) { ushort h; "
+    "vstore_half(x, 0, (half*)&h); if (!isnan(x)) return h; uint u = as_uint(x); "
+    "h = ((u >> 16) & 0x8000) | 0x7c00 | ((u >> 13) & 0x3ff); "
+    "return (h & 0x3ff) ? h : h | 0x200; }\n"
+    "ushort __attribute__((overloadable)) tf_bits16(short x) { return (ushort)x; }\n"
+    "ushort __attribute__((overloadable)) tf_bits16(ushort x) { return x; }\n")
+
+
 class OpenCLLanguage(CStyleLanguage):
     """OpenCL C. Values of float16 compute as float (half arithmetic is an optional
     extension); in memory they stay 16 bits, read and written with vload_half/vstore_half.
@@ -58,15 +70,16 @@ class OpenCLLanguage(CStyleLanguage):
         Ops.BITCAST: _bitcast}
     prelude = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
                "float tf_round_half(float x) { ushort h; vstore_half(x, 0, (half*)&h); "
-               "return isnan(x) ? x : vload_half(0, (const half*)&h); }\n"
-               "float tf_half_from_bits(ushort h) { return vload_half(0, (const half*)&h); }\n"
-               "ushort __attribute__((overloadable)) tf_bits16(float x) { ushort h; "
-               "vstore_half(x, 0, (half*)&h); if (!isnan(x)) return h; uint u = as_uint(x); "
-               "h = ((u >> 16) & 0x8000) | 0x7c00 | ((u >> 13) & 0x3ff); "
-               "return (h & 0x3ff) ? h : h | 0x200; }\n"
-               "ushort __attribute__((overloadable)) tf_bits16(short x) { return (ushort)x; }\n"
-               "ushort __attribute__((overloadable)) tf_bits16(ushort x) { return x; }\n")
+               "return isnan(x) ? x : vload_half(0, (const half*)&h); }\n")
     has_threads = True
+
+    def render(self, prog: Program) -> str:
+        """The shared walk (CStyleLanguage.render), with BITCAST_HELPERS after the prelude
+        where the kernel bitcasts a 16-bit value."""
+        source = super().render(prog)
+        if "tf_bits16(" not in source and "tf_half_from_bits(" not in source:
+            return source
+        return self.prelude + BITCAST_HELPERS + source.removeprefix(self.prelude)
 
     def const(self, value: float | int | bool, dtype: DType) -> str:
         """C's literals, except that a 64-bit integer is a long (L) and a float16 a float

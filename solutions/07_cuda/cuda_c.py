@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from tinyfw.codegen.lower import Program
 from tinyfw.dtype import DType, dtypes
 from tinyfw.renderer.cstyle import OP_TEMPLATES, CStyleLanguage, Template, render_const
 from tinyfw.uop.ops import Ops
@@ -37,7 +38,9 @@ __device__ unsigned short tf_f2h(float f) {
   unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
 }
 #endif
-template <class T, class F> __device__ T tf_bitcast(F x) {
+"""
+# put in front of a kernel that calls it (after the prelude)
+BITCAST_HELPER = """template <class T, class F> __device__ T tf_bitcast(F x) {
   if constexpr (sizeof(T) == sizeof(F)) { union { F f; T t; } u; u.f = x; return u.t; }
   else if constexpr (sizeof(F) == 4) { return (T)tf_f2h(x); }  // a float16 (a float) to bits
   else { return tf_h2f((unsigned short)x); }                     // 16 bits to a float16
@@ -67,6 +70,14 @@ class CUDALanguage(CStyleLanguage):
         Ops.BITCAST: lambda dt, a: f"tf_bitcast<{CUDA_TYPES[dt]}>({a[0]})"}
     prelude = CUDA_PRELUDE
     has_threads = True
+
+    def render(self, prog: Program) -> str:
+        """The shared walk (CStyleLanguage.render), with BITCAST_HELPER after the prelude where
+        the kernel bitcasts."""
+        source = super().render(prog)
+        if "tf_bitcast<" not in source:
+            return source
+        return self.prelude + BITCAST_HELPER + source.removeprefix(self.prelude)
 
     def const(self, value: float | int | bool, dtype: DType) -> str:
         """C's literals, with infinities and NaN as float bit patterns."""

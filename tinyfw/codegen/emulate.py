@@ -111,11 +111,11 @@ class _Rewrite:
 
     def float_to_unsigned(self, x: int, source: DType, target: DType) -> int:
         """The float x cast to uint32 or uint64 as on x86 (see above), through signed casts."""
+        if source.itemsize == 2:  # a float16: as torch, through float32 (exact)
+            x, source = self.alu(Ops.CAST, F32, x), F32
         signed = SIGNED[target]
         top = 2 ** (8 * target.itemsize - 1)
         small = self.alu(Ops.CAST, target, self.alu(Ops.CAST, signed, x))
-        if source.itemsize == 2:  # a float16 is below 65505: always small
-            return small
         less = self.alu(Ops.CMPLT, dtypes.bool, x, self.add(LOps.CONST, source, (), float(top)))
         is_nan = self.alu(Ops.CMPNE, dtypes.bool, x, x)
         shifted = self.alu(Ops.ADD, source, x, self.add(LOps.CONST, source, (), -float(top)))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from tinyfw.dtype import DType, dtypes, promote_types
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
-from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.core import TensorCore, float32_inside
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -103,6 +103,7 @@ class DerivedOps(TensorCore):
             out = out.reshape(tuple(1 if i in axes else s for i, s in enumerate(x.shape)))
         return out
 
+    @float32_inside
     def normalize(self: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
         """x / max(||x||_p, eps) along dim (torch.nn.functional.normalize)."""
         if not self.dtype.is_float:
@@ -129,6 +130,7 @@ class DerivedOps(TensorCore):
         """softmax(-x) along axis."""
         return (-self).softmax(axis)
 
+    @float32_inside
     def softmax(self: Tensor, axis: int = -1) -> Tensor:
         """exp(x) / sum(exp(x)) along axis, computed after subtracting the max so exp can't
         overflow."""
@@ -140,6 +142,7 @@ class DerivedOps(TensorCore):
         return e / e.sum(axis, keepdim=True)
         # <<< exercise
 
+    @float32_inside
     def log_softmax(self: Tensor, axis: int = -1) -> Tensor:
         """log(softmax(x)) along axis, without taking the log of a tiny number."""
         if self.numel() == 0:  # nothing to normalize (and a max over an empty axis raises)
@@ -147,6 +150,7 @@ class DerivedOps(TensorCore):
         shifted = self - self.max(axis, keepdim=True).detach()
         return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
+    @float32_inside
     def logsumexp(self: Tensor, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over axis, computed stably."""
         if any(self.shape[i] == 0 for i in self._axes(axis)):  # log of an empty sum: -inf

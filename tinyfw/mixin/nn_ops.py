@@ -10,7 +10,7 @@ import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
-from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.core import TensorCore, float32_inside
 from tinyfw.mixin.derived import _check_labels
 
 if TYPE_CHECKING:
@@ -483,6 +483,7 @@ class NNOps(TensorCore):
         return keep.where(self, 0) * (1 / (1 - p))
         # <<< exercise
 
+    @float32_inside
     def layernorm(self: Tensor, axis: int | tuple[int, ...] = -1, eps: float = 1e-5) -> Tensor:
         """Each slice along axis shifted to mean 0 and scaled to variance 1 (no affine)."""
         centered = self - self.mean(axis, keepdim=True)

@@ -58,9 +58,11 @@ def cast(x: np.ndarray, dtype: DType) -> np.ndarray:
 def _float_to_int(x: np.ndarray, dtype: DType) -> np.ndarray:
     """Floats to an int type: through the signed int of 32 or 64 bits, as x86 converts; past
     2**31 (2**63) a uint32 (uint64) converts x - 2**31 (2**63) and sets the top bit."""
+    if x.dtype.itemsize == 2:  # float16: as torch, through float32 (exact)
+        x = x.astype(np.float32)
     signed = np.dtype(np.int64 if dtype.itemsize == 8 else np.int32)
     small = x.astype(signed).astype(dtype.np)
-    if dtype not in (dtypes.uint32, dtypes.uint64) or x.dtype.itemsize == 2:
+    if dtype not in (dtypes.uint32, dtypes.uint64):
         return small
     top = 2 ** (8 * dtype.itemsize - 1)
     big = (x - x.dtype.type(top)).astype(signed).astype(dtype.np) ^ dtype.np.type(top)
