@@ -3,7 +3,7 @@ runs. Sizes repeat a case; every scalar value, dtype, empty, 0-d and negative ca
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -38,6 +38,7 @@ def test_scalars_are_their_own_kind() -> None:
 
 @dataclass
 class _CallSpec:
+    """A parametrized case's parameter values, as pytest's callspec holds them."""
     params: dict[str, Any]
 
 
@@ -45,14 +46,16 @@ class _CallSpec:
 class _Item:
     """What distinct_cases reads of a pytest item."""
     nodeid: str
-    callspec: _CallSpec | None = field(default=None)
+    callspec: _CallSpec | None = None
 
 
 def _items(test: str, cases: list[dict[str, Any]]) -> list[_Item]:
+    """One item per case of a parametrized test."""
     return [_Item(f"t.py::{test}[{i}]", _CallSpec(case)) for i, case in enumerate(cases)]
 
 
 def _kept(items: list[_Item]) -> list[str]:
+    """The node ids of the items a backend device runs."""
     return [item.nodeid for item in distinct_cases(cast(list[pytest.Item], items))]
 
 
