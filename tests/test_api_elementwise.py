@@ -333,15 +333,16 @@ def test_prod_zeros_and_dtypes(needs_dtypes: NeedsDtypesFixture) -> None:
     check([zeros], torch.prod, lambda x: x.prod())
     check([np.array([math.inf, 0.0, math.nan, 2.0], np.float32)], torch.prod, lambda x: x.prod(),
           grad=False)
-    with needs_dtypes(dtypes.int64):
-        check([[[3, -1, 4], [1, -5, 9]]], lambda x: torch.prod(x, 1), lambda x: x.prod(1))
-        check([[[True, False], [True, True]]], lambda x: torch.prod(x, 0), lambda x: x.prod(0))
-        check([np.array([2**20, 2**20], np.int32)], torch.prod, lambda x: x.prod())
     check([[[3, -1, 4]]], lambda x: torch.prod(x, 1, dtype=torch.int32),
           lambda x: x.prod(1, dtype=dtypes.int32))
     check([[[1.5, 2.0]]], lambda x: torch.prod(x, 1, dtype=torch.float32),
           lambda x: x.prod(1, dtype="float32"))
     check_error([(3,)], lambda x: torch.prod(x, 1), lambda x: x.prod(1))
+    # last: where int64 is missing (WEBGPU) the test ends here, skipped, the checks above done
+    with needs_dtypes(dtypes.int64):
+        check([[[3, -1, 4], [1, -5, 9]]], lambda x: torch.prod(x, 1), lambda x: x.prod(1))
+        check([[[True, False], [True, True]]], lambda x: torch.prod(x, 0), lambda x: x.prod(0))
+        check([np.array([2**20, 2**20], np.int32)], torch.prod, lambda x: x.prod())
 
 
 @pytest.mark.parametrize("axis, keepdim, correction", [(None, False, 1), (0, False, 1),
