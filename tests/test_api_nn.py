@@ -12,6 +12,10 @@ import torch.nn.functional as F
 from tests.helpers import check, check_error
 from tinyfw import Tensor
 
+# On a backend device only the distinct cases of each parametrized test run (the device
+# subset, tests/conftest.py); CPU and NUMPY run them all.
+pytestmark = pytest.mark.device_subset
+
 # ---------------------------------------------------------------------------------------------
 # scaled_dot_product_attention
 
