@@ -23,7 +23,7 @@ from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.scan import ScanOps
-from tinyfw.uop.gradient import compute_gradient
+from tinyfw.uop.gradient import GradientOverride, compute_gradient, with_gradient
 from tinyfw.uop.ops import Ops, UOp, const
 
 Scalar = bool | int | float
@@ -317,7 +317,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         """The nodes this tensor is computed from, not through a detach: a target among them
         that no gradient reaches (it only passes sign, round or a comparison) gets zeros, as in
         torch, rather than None."""
-        return set(self.uop.toposort(stop=lambda node: node.op is Ops.DETACH))
+        return set(self.uop.toposort(stop=lambda node: node.op is Ops.DETACH
+                                     and not isinstance(node.arg, GradientOverride)))
 
     def backward(self, gradient: Tensor | None = None) -> Tensor:
         """Add d(self)/d(leaf) to .grad of every leaf that requires grad and that self depends on.
@@ -786,15 +787,53 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
 
     @scalar_first(swaps=True)
     def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """self ** x. Integer powers square and multiply (exact; ints stay ints); other powers
-        go through exp2 and log2 of the magnitude, with the sign and zero handled apart."""
-        if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) \
-                and float(x).is_integer():
-            return self._integer_power(int(x))
+        """self ** x, with torch's values at the edges, which are C's pow's: 1 ** nan and
+        (-1) ** inf are 1, (-inf) ** 1.5 is inf, (-0.0) ** -1 is -inf. Integer powers square and
+        multiply (exact; ints stay ints); a float32 or float64 to the power 0.5 or -0.5 is sqrt
+        or 1 / sqrt, as in torch; other powers go through exp2 and log2 of the magnitude, with
+        the sign and the edges handled apart."""
+        x = x.item() if isinstance(x, np.generic) else x
+        if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
+            return self._scalar_power(x)
         a, b = self._operands(x, reverse)
         if not a.dtype.is_float:
             return a._power_by_bits(b)
-        zero, negative = a == 0, a < 0
+        if reverse and isinstance(x, (int, float)):
+            return a._float_power(b)._with_gradient(_scalar_base_power_gradient, (b,), (x,))
+        return a._float_power(b)._with_gradient(_power_gradient, (a, b))
+
+    def _scalar_power(self, c: int | float) -> Tensor:
+        """self ** c for a Python number c, in torch's dtype (an int tensor to the power 2.0 is
+        a float one)."""
+        a = self.cast(scalar_result_type(self.dtype, c))
+        if isinstance(c, int) or c.is_integer():
+            if c >= 0:  # products, whose gradient (by the product rule) is torch's already
+                return a._integer_power(int(c))
+            out = a._integer_power(int(c))  # a reciprocal: at 0 its gradient would be inf * 0
+        elif abs(c) == 0.5 and a.dtype in (dtypes.float32, dtypes.float64):
+            out = a.sqrt() if c > 0 else a.rsqrt()  # torch's own (so (-0.0) ** 0.5 is -0.0)
+        else:
+            exponent = a._operands(c)[1]  # c as a tensor of a's dtype and shape
+            out = a._float_power(exponent)
+        return out._with_gradient(_scalar_power_gradient, (a,), (c,))
+
+    def _with_gradient(self, rule: Callable[..., tuple[UOp | None, ...]],
+                       inputs: tuple[Tensor, ...], params: tuple[float, ...] = ()) -> Tensor:
+        """This tensor's value, with rule giving its inputs their gradients in place of
+        differentiating the ops that made it (a GradientOverride); ints keep their graph."""
+        if not self.dtype.is_float:
+            return self
+        node = with_gradient(self.uop, tuple(t.uop for t in inputs),
+                             GradientOverride(rule, params))
+        return self._result(node, *inputs)
+
+    def _float_power(self, b: Tensor) -> Tensor:
+        """self ** b for floats of one dtype and shape, as C's pow: the magnitude from exp2 and
+        log2; 1 ** b and self ** 0 are 1 (even for nan); +-0 and -inf to an odd integer power keep
+        their sign; only a finite negative number to a non-integer power is nan."""
+        a = self
+        zero = a == 0
+        sign_bit = (a < 0) | (zero & (a.reciprocal() < 0))  # -0.0 included
         base = zero.where(1.0, a.abs())
         if a.dtype.itemsize <= 4 and Device[a.device].has_float64:
             # exp2 multiplies the rounding error of b * log2|a| by |b log2 a| ln 2 (up to ~60
@@ -802,11 +841,17 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
             magnitude = (b.double() * base.double().log2()).exp2().cast(a.dtype)
         else:  # (float64 itself, and WEBGPU, which has no float64: the error grows as above)
             magnitude = (b * base.log2()).exp2()
-        magnitude = zero.where((b > 0).where(0.0, (b < 0).where(math.inf, 1.0)), magnitude)
-        odd = (b.abs() % 2) == 1
-        signed = odd.where(-magnitude, magnitude)
-        out = negative.where((b.trunc() == b).where(signed, math.nan), magnitude)
-        return (b == 0).where(1.0, out)
+        # nan in, nan out (said here: some OpenCL compilers' exp2 of a nan is not nan), but
+        # 1 ** b is 1, even 1 ** nan and 1 ** inf (exp2(inf * 0) is nan)
+        magnitude = (base.isnan() | b.isnan()).where(math.nan, magnitude)
+        magnitude = (base == 1).where(1.0, magnitude)
+        at_zero = (b > 0).where(0.0, (b < 0).where(math.inf, math.nan)).cast(a.dtype)
+        magnitude = zero.where(at_zero, magnitude)
+        integer = b.trunc() == b  # +-inf too: C counts them even
+        odd = integer & ((b.abs() % 2) == 1)
+        signed = (sign_bit & odd).where(-magnitude, magnitude)
+        undefined = (a < 0) & (a > -math.inf) & integer.logical_not()
+        return (b == 0).where(1.0, undefined.where(math.nan, signed))
 
     def _integer_power(self, n: int) -> Tensor:
         """self ** n for a Python int n, by squaring and multiplying."""
@@ -1523,3 +1568,34 @@ def _promote_tensors(a: Tensor, b: Tensor) -> DType:
         if category(zero_t.dtype) <= category(dim_t.dtype):
             return dim_t.dtype
     return promote_types(a.dtype, b.dtype)
+
+
+# torch's gradients of pow (its derivatives.yaml), as GradientOverride rules: each is computed
+# with pow itself, so the edges (0, inf, negative bases) come out as torch's do
+def _scalar_power_gradient(grad: UOp, node: UOp, base: UOp, c: float) -> tuple[UOp]:
+    """d(base ** c)/d base for a Python number c: c * base ** (c - 1) (zeros for c = 0)."""
+    g, a = Tensor(grad), Tensor(base)
+    if c == 0:
+        return (a.zeros_like().uop,)
+    return ((g * (a.pow(c - 1) * c)).uop,)
+
+
+def _power_gradient(grad: UOp, node: UOp, base: UOp, exponent: UOp) -> tuple[UOp, UOp]:
+    """The gradients of base ** exponent: exponent * base ** (exponent - 1) (0 where the
+    exponent is 0) and base ** exponent * ln(base) (0 where base is 0 and the exponent is not
+    negative)."""
+    g, out, a, b = Tensor(grad), Tensor(node), Tensor(base), Tensor(exponent)
+    to_base = (b == 0).where(0.0, g * (b * a.pow(b - 1)))
+    to_exponent = g * ((a == 0) & (b >= 0)).where(0.0, out * a.log())
+    return to_base.uop, to_exponent.uop
+
+
+def _scalar_base_power_gradient(grad: UOp, node: UOp, exponent: UOp, c: float) -> tuple[UOp]:
+    """d(c ** exponent)/d exponent for a Python number c: c ** exponent * ln(c) (0 where c is 0
+    and the exponent is not negative)."""
+    g, out, b = Tensor(grad), Tensor(node), Tensor(exponent)
+    ln_c = math.log(c) if c > 0 else -math.inf if c == 0 else math.nan
+    scaled = out * ln_c
+    if c == 0:
+        scaled = (b >= 0).where(0.0, scaled)
+    return ((g * scaled).uop,)

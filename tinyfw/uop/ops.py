@@ -53,7 +53,8 @@ class Ops(Enum):
     FLIP = auto()        # arg: (bool, ...) per axis
     # other
     CONTIGUOUS = auto()  # materialize its source
-    DETACH = auto()      # same value, no gradient flows through it
+    DETACH = auto()      # same value, no gradient flows through it (arg: maybe a
+                         # GradientOverride, for the further sources: gradient.py)
     COPY = auto()        # arg: target device name
     # kernel ops: only the scheduler makes these, inside a kernel's AST
     VIEW = auto()        # arg: a ShapeTracker; the view a LOAD, CONST or STORE goes through
