@@ -1223,8 +1223,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
 
     # activations
     def relu(self) -> Tensor:
-        """max(x, 0); NaN stays NaN and the gradient at 0 is 0, as in torch."""
-        return (self <= 0).where(0, self)
+        """max(x, 0) as torch: relu(-0.0) is -0.0, NaN stays NaN, the gradient at 0 and NaN is 0."""
+        return (self < 0).where(0, (self > 0).where(self, self.detach()))
 
     def sigmoid(self) -> Tensor:
         """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""

@@ -24,6 +24,12 @@ def _builtin(name: str) -> Template:
     return lambda dt, a: f"{name}({a[0]})"
 
 
+def _nan_kept(name: str) -> Template:
+    """A built-in that passes a NaN on itself: PoCL's exp2 and trunc of a NaN the compiler can
+    see (a constant) fold to garbage, a different number each run."""
+    return lambda dt, a: f"(isnan({a[0]}) ? {a[0]} : {name}({a[0]}))"
+
+
 def _bitcast(dt: DType, a: list[str]) -> str:
     """as_T(x) reads x's bits as T, of the same size. A float16 computes as a float, so its
     bits go through the helpers of the prelude: tf_bits16 (overloaded by the operand's type:
@@ -59,8 +65,8 @@ class OpenCLLanguage(CStyleLanguage):
                                            dtypes.float16: "half"}
     ops: ClassVar[dict[Ops, Template]] = {
         **OP_TEMPLATES,
-        Ops.EXP2: _builtin("exp2"), Ops.LOG2: _builtin("log2"), Ops.SIN: _builtin("sin"),
-        Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _builtin("trunc"),
+        Ops.EXP2: _nan_kept("exp2"), Ops.LOG2: _builtin("log2"), Ops.SIN: _builtin("sin"),
+        Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _nan_kept("trunc"),
         Ops.RECIPROCAL: lambda dt, a: f"(({CL_TYPES[dt]})1/{a[0]})",
         Ops.IDIV: c_idiv(CL_TYPES, {dtypes.int32: "uint", dtypes.int64: "ulong"}),
         Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({CL_TYPES[dt]}){a[0]})",
