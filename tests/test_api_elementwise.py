@@ -152,8 +152,11 @@ def test_fmod() -> None:
         check([(3, 4), (3, 4)], torch.fmod, lambda a, b: a.fmod(b), low=-5, high=5)
         big = np.array([1e20, -7.5, 7.5, 1.0, -0.0, math.inf, 3.0, 5.0], np.float32)
         div = np.array([3.0, 2.0, -2.0, math.inf, 1.0, 2.0, 0.0, math.nan], np.float32)
-        check([big, div], torch.fmod, lambda a, b: a.fmod(b), grad=False, atol=0, rtol=0)
+        check([big, div], torch.fmod, lambda a, b: a.fmod(b), atol=0, rtol=0, grad_atol=0,
+              grad_rtol=0)
         check([(2, 3), 1.5], torch.fmod, lambda a, b: a.fmod(b), low=-5, high=5)
+        signed = Tensor([-0.0, -2.0, -3.0, 0.0]).fmod(Tensor([1.0, 1.0, -1.5, -1.0])).numpy()
+        assert np.signbit(signed).tolist() == [True, True, True, False], signed  # torch's
     check([[[7, -7, 7, -7, 0]], [[3, 3, -3, -3, 5]]], torch.fmod, lambda a, b: a.fmod(b))
     check([np.array([100, -100], np.int8), 7], torch.fmod, lambda a, b: a.fmod(b))
     check_error([[5], [0]], torch.fmod, lambda a, b: a.fmod(b))

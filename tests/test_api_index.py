@@ -110,10 +110,12 @@ def test_getitem_numpy_float_index_truncates_as_torch() -> None:
 
 
 @pytest.mark.parametrize("bad", [[np.nan], [1e19], [-math.inf], [2.5], [-3.5], [1 + 0j], ["a"],
-                                 "a", (0, "a")], ids=str)
+                                 "a", (0, "a"), [np.float32(1.7)], [1, np.float16(0.0)],
+                                 [[np.float32(1.0)]]], ids=str)
 def test_getitem_list_index_errors_as_torch(bad: Any) -> None:
     """A float list index that is nan or past int64: torch's RuntimeError; out of range after
-    truncation: IndexError; a complex number or a string: TypeError."""
+    truncation: IndexError; a complex number, a string or a numpy float32 or float16 (not a
+    Python float, as np.float64 is): TypeError."""
     check_error([A], lambda x: x[bad])
 
 

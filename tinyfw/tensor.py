@@ -1145,12 +1145,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         r = a._result(a.uop.alu(Ops.MOD, b.uop), b)
         if not a.dtype.is_float:
             return a._divided(b, r)
-        # the value is C's fmod; the gradient that of a - trunc(a / b) b (1 and -trunc(a / b)),
-        # from a term that is exactly 0 (made of finite stand-ins where a value is not)
-        q = a.div(b).trunc().detach()
-        a_s, b_s, q_s = (t.isfinite().where(t, 0.0) for t in (a, b, q))
-        term = a_s - b_s * q_s
-        return r.detach() + (term - term.detach())
+        # the value is C's fmod (-0.0 kept); the gradient torch's: 1 and -trunc(a / b)
+        return r._with_gradient(_fmod_gradient, (a, b))
 
     def logaddexp(self, x: Tensor | Scalar) -> Tensor:
         """log(e**self + e**x), from the larger plus log1p(e**-|difference|)."""
@@ -1588,6 +1584,12 @@ def _power_gradient(grad: UOp, node: UOp, base: UOp, exponent: UOp) -> tuple[UOp
     to_base = (b == 0).where(0.0, g * (b * a.pow(b - 1)))
     to_exponent = g * ((a == 0) & (b >= 0)).where(0.0, out * a.log())
     return to_base.uop, to_exponent.uop
+
+
+def _fmod_gradient(grad: UOp, node: UOp, a: UOp, b: UOp) -> tuple[UOp, UOp]:
+    """torch's gradients of fmod(a, b): grad to a, and -grad * trunc(a / b) to b."""
+    g, x, y = Tensor(grad), Tensor(a), Tensor(b)
+    return g.uop, (-(g * x.div(y).trunc())).uop
 
 
 def _scalar_base_power_gradient(grad: UOp, node: UOp, exponent: UOp, c: float) -> tuple[UOp]:

@@ -84,6 +84,9 @@ def _host_ints(what: Any) -> np.ndarray:
     bounds), a complex number in a list raises TypeError."""
     if any(_is_tensor(v) for v in (what if isinstance(what, (list, tuple)) else ())):
         raise IndexError("a list index holds numbers, not tensors: index with one tensor")
+    if isinstance(what, (list, tuple)) and (bad := _numpy_float_in(what)) is not None:
+        raise TypeError(f"'numpy.{type(bad).__name__}' object cannot be interpreted as an "
+                        "integer (a list index truncates Python floats only, as torch)")
     try:
         arr = np.asarray(what)
     except ValueError as e:  # a ragged list
@@ -102,6 +105,17 @@ def _host_ints(what: Any) -> np.ndarray:
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", np.exceptions.ComplexWarning)  # the real part, as torch
         return arr.astype(np.int64)
+
+
+def _numpy_float_in(items: list | tuple) -> Any:
+    """The first numpy float scalar (not a Python float, as np.float64 is) in nested lists."""
+    for v in items:
+        if isinstance(v, (list, tuple)):
+            if (found := _numpy_float_in(v)) is not None:
+                return found
+        elif isinstance(v, np.floating) and not isinstance(v, float):
+            return v
+    return None
 
 
 def _entry(item: Any) -> Any:
