@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from tests.helpers import same_dtype
-from tinyfw import Tensor
+from tinyfw import Tensor, dtypes
 
 # tinyfw name, torch name, the Python operator, whether torch takes a scalar as second operand
 # and as first (torch.f(2, t)).
@@ -209,3 +209,25 @@ def test_comparison_operators(op: Callable[[Any, Any], Any]) -> None:
     same(op(a, b), op(ta, tb))
     same(op(a, 1.5), op(ta, 1.5))
     same(op(1.5, a), op(1.5, ta))
+
+
+def test_data_replace_contiguous_backward_max_shape() -> None:
+    """tinygrad's data() (the bytes as a typed memoryview in the tensor's shape), replace (the
+    value, dtype and device of another tensor of the same shape), contiguous_backward (the
+    same value and gradient) and max_shape / max_numel (the shape: no symbolic shapes here)."""
+    t = Tensor([[1, 2], [3, -4]])
+    view = t.data()
+    assert (view.format, view.shape) == ("i", (2, 2)) and view.tolist() == [[1, 2], [3, -4]]
+    assert Tensor(2.5).data().shape == () and Tensor(2.5).data().tolist() == 2.5
+    assert Tensor([1.5], dtype=dtypes.bfloat16).data().tolist() == [0x3FC0]  # its bits
+    x = Tensor([1, 2, 3])
+    assert x.replace(Tensor([0.5, 1.5, 2.5], device="NUMPY")) is x
+    assert (x.dtype, x.device, x.tolist()) == (dtypes.float32, "NUMPY", [0.5, 1.5, 2.5])
+    with pytest.raises(RuntimeError, match=r"shape \[1\] in a tensor of shape \[3\]"):
+        x.replace(Tensor([1.0]))
+    a = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    out = a.reshape(3, 1).expand(3, 4).contiguous_backward() * Tensor.arange(4.0)
+    assert out.tolist() == (a.reshape(3, 1) * Tensor.arange(4.0)).tolist()
+    out.sum().backward()
+    assert a.grad is not None and a.grad.tolist() == [6.0, 6.0, 6.0]
+    assert (t.max_shape, t.max_numel()) == ((2, 2), 4)

@@ -53,8 +53,7 @@ NOT_YET: dict[str, str] = {
     **_group("nn functional", ""
                               ""),
     **_group("not named in issue 11 (linear algebra, hashing, symbolic shapes, multi-device)",
-             "qr svd newton_schulz keccak hash max_shape max_numel shard shard_ shard_like data "
-             "replace contiguous_backward"),
+             "qr svd newton_schulz keccak hash shard shard_ shard_like"),
 }
 
 

@@ -161,6 +161,16 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
     def numel(self) -> int:
         return prod(self.shape)
 
+    @property
+    def max_shape(self) -> tuple[int, ...]:
+        """The largest shape this tensor can take: its shape (tinyfw's shapes are not symbolic,
+        tinygrad's may be)."""
+        return self.shape
+
+    def max_numel(self) -> int:
+        """The number of elements of max_shape."""
+        return prod(self.max_shape)
+
     def size(self, dim: int | None = None) -> tuple[int, ...] | int:
         return self.shape if dim is None else self.shape[normalize_axis(dim, self.ndim)]
 
@@ -244,6 +254,14 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         """The value as a numpy array (a copy)."""
         return self._read(copy=True)
 
+    def data(self) -> memoryview:
+        """The value's bytes as a memoryview (a copy) in the tensor's shape, typed by its dtype
+        (bfloat16: as 2-byte unsigned ints, which Python's buffer formats lack)."""
+        arr = self.numpy().copy(order="C")  # (ascontiguousarray makes a 0-d array 1-d)
+        if self.dtype == dtypes.bfloat16:
+            arr = arr.view(np.uint16)
+        return memoryview(arr)
+
     def _read(self, copy: bool) -> np.ndarray:
         """The value on the host, in this tensor's shape: an array of the caller's own (copy), or
         one only to read, with no copy where the device's memory is a numpy array. Every read of
@@ -280,6 +298,22 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         # own gradients and buffers.
         self.uop = UOp(Ops.DETACH, value.dtype, (value,), next(_assign_numbers))
         return self
+
+    def replace(self, x: Tensor) -> Tensor:
+        """This tensor now holds x's value, dtype and device (tinygrad's: moving a model's
+        tensors); only the shapes must match. Unlike assign, no cast and no copy."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"replace takes a Tensor, not {type(x).__name__}")
+        if x.shape != self.shape:
+            raise RuntimeError(f"replace of shape {shape_str(x.shape)} in a tensor of shape "
+                               f"{shape_str(self.shape)}: the shapes must match")
+        realize.note_assign(self)  # a TinyJit follows state, as for assign
+        self.uop, self._view = x.uop, None  # a value of its own, no longer a view
+        return self
+
+    def contiguous_backward(self) -> Tensor:
+        """The same value; in the backward pass the gradient is made contiguous here."""
+        return self._with_gradient(_contiguous_gradient, (self,))
 
     def detach(self) -> Tensor:
         """The same value, cut from the graph: no gradient flows back through it."""
@@ -1584,6 +1618,11 @@ def _power_gradient(grad: UOp, node: UOp, base: UOp, exponent: UOp) -> tuple[UOp
     to_base = (b == 0).where(0.0, g * (b * a.pow(b - 1)))
     to_exponent = g * ((a == 0) & (b >= 0)).where(0.0, out * a.log())
     return to_base.uop, to_exponent.uop
+
+
+def _contiguous_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
+    """contiguous_backward's gradient: the gradient itself, made contiguous."""
+    return (grad.contiguous(),)
 
 
 def _fmod_gradient(grad: UOp, node: UOp, a: UOp, b: UOp) -> tuple[UOp, UOp]:
