@@ -7,10 +7,15 @@ pads, shrinks and reshapes only, so it runs on every device and its gradient com
   combination of the 2s values ending there. ceil(log2 n) steps, each one kernel over the
   whole tensor (memory O(n)); a float cumsum is then a tree sum: each output meets about
   log2(n) roundings, not n.
-- sort is a bitonic network over the axis padded to the next power of two N: log2(N) *
-  (log2(N) + 1) / 2 compare-exchange steps, each O(N) memory. The key compared is (value,
-  original index), so it is always stable (ties keep their input order, in both directions)
-  and NaN sorts as the largest value, as torch's stable sort.
+- sort finds the indices first and then picks the values at them (exact bits, and the
+  gradient of a pick: each output's gradient goes to the place it came from, two kernels).
+  The key compared is (value, original index), so it is always stable (ties keep their input
+  order, in both directions) and NaN sorts as the largest value, as torch's stable sort.
+  An axis of at most RANK_SORT_MAX values is ranked: each value's place is the number of
+  values before it (all n * n comparisons, one kernel), and the index at each place is found
+  from those ranks (one more); longer axes go through a bitonic network over the axis padded
+  to the next power of two N: log2(N) * (log2(N) + 1) / 2 compare-exchange steps, each O(N)
+  memory and two kernels.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING
 from tinyfw.dtype import DType, dtypes, to_dtype
 from tinyfw.helpers import normalize_axis
 from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.indexing import _selected
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -116,6 +122,26 @@ def _exchange(v: Tensor, i: Tensor, half: int, mirror: bool, n: int,
     out = [type(f).cat(f.unsqueeze(-2), s.unsqueeze(-2), dim=-2).reshape(shape).contiguous()
            for f, s in zip(first, second)]
     return out[0], out[1]
+
+
+# The longest axis sort ranks with n * n comparisons (few kernels) rather than a bitonic
+# network (two kernels per step: 72 steps for 256 values, 136 for 4096).
+RANK_SORT_MAX = 256
+
+
+def _sorting_indices(x: Tensor, descending: bool) -> Tensor:
+    """The indices that sort x along its last axis (at least 2 long), stably."""
+    n = x.shape[-1]
+    if n > RANK_SORT_MAX:
+        return _bitonic(x, descending)[1]
+    places = type(x).arange(n, device=x.device)
+    # rank[k]: how many elements j go before element k (a permutation of 0..n-1)
+    before_k = _before((x.unsqueeze(-2), places.unsqueeze(-2)),
+                       (x.unsqueeze(-1), places.unsqueeze(-1)), n, descending)
+    rank = before_k.sum(-1, dtype=places.dtype)
+    # at place r, the k whose rank is r
+    at_place = rank.unsqueeze(-2) == places.unsqueeze(-1)
+    return at_place.where(places, 0).sum(-1, dtype=places.dtype)
 
 
 def _bitonic(x: Tensor, descending: bool) -> tuple[Tensor, Tensor]:
@@ -224,9 +250,10 @@ class ScanOps(TensorCore):
             """The sort along the last axis."""
             if t.shape[-1] <= 1:
                 return [t, type(t).arange(t.shape[-1], device=t.device).expand(t.shape)]
-            key = t.cast(dtypes.int32) if t.dtype.is_bool else t
-            values, indices = _bitonic(key, descending)
-            return [values.cast(t.dtype) if t.dtype.is_bool else values, indices]
+            key = (t.cast(dtypes.int32) if t.dtype.is_bool else t).detach()
+            indices = _sorting_indices(key, descending)
+            hot = indices.unsqueeze(-1) == type(t).arange(t.shape[-1], device=t.device)
+            return [_selected(hot, t.unsqueeze(-2), -1), indices]
         values, indices = self._along(dim, run)
         return values, indices
 
