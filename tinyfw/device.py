@@ -102,6 +102,11 @@ class Runtime:
             raise NotImplementedError(f"{self.name} has no program class")
         return self.program(name, binary)
 
+    def load_many(self, kernels: list[tuple[str, Any, int]]) -> list[Any]:
+        """Several kernels' binaries (name, binary, buffers each) loaded, in order: one by one
+        here; a device that builds many kernels in one go for the price of one (CL) does so."""
+        return [self.load(name, binary, buffers) for name, binary, buffers in kernels]
+
     def run(self, program: Any, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         """Launch a loaded program of a scheduled kernel, writing out from inputs."""
         raise NotImplementedError(f"{self.name} cannot run kernels")

@@ -374,7 +374,7 @@ class NNOps(TensorCore):
         # overlapping windows may name a place twice (with the same value): counted once, yet
         # each gets its whole gradient, as from torch's gather of the output gradient
         placed = hot.where(values.unsqueeze(-1), 0).sum(-2)
-        placed = (placed / hot.sum(-2).maximum(1)).cast(self.dtype)
+        placed = (placed / hot.sum(-2, dtype=dtypes.int32).maximum(1)).cast(self.dtype)
         placed = placed._with_gradient(_unpool_gradient, (values, hot))
         out = placed.reshape(*self.shape[:-n], *sizes)
         _check_labels(out, indices, (indices < 0) | (indices >= total), RuntimeError,

@@ -177,8 +177,13 @@ def compile_source(build: Build) -> None:
 
 def load_program(build: Build) -> None:
     """build.result: the binary loaded by the device's program class, kept under its key."""
+    assert build.kernel is not None and build.program is not None
+    _keep(build, build.device.load(build.kernel.name, build.binary, len(build.program.params)))
+
+
+def _keep(build: Build, runner: Any) -> None:
+    """build.result: the loaded runner with what made it, kept in the cache under its key."""
     assert build.kernel is not None and build.program is not None and build.key is not None
-    runner = build.device.load(build.kernel.name, build.binary, len(build.program.params))
     build.result = CompiledKernel(build.key, build.device.name, build.kernel, build.program,
                                   build.source, build.binary, runner)
     cache[build.key] = build.result
@@ -205,6 +210,29 @@ def get_program(item: ScheduleItem) -> CompiledKernel:
         if build.result is not None:
             return build.result
     raise RuntimeError(f"the passes made no program of {item.name}")
+
+
+def build_programs(items: list[ScheduleItem]) -> None:
+    """Builds the programs of a schedule's kernels not built before, each device's together
+    (Runtime.load_many: CL builds them all as one OpenCL program, paying the platform's cost
+    per program once); get_program then finds them. PASSES as get_program runs them, with
+    load_program done for all the kernels of a device at once."""
+    waiting: dict[str, list[Build]] = {}
+    for item in items:
+        if item.ast is None or item.output.numel == 0:
+            continue
+        build = Build(item, Device[item.device])
+        for step in PASSES[:PASSES.index(load_program)]:
+            step(build)
+            if build.result is not None:
+                break
+        if build.result is None and all(b.key != build.key for b in waiting.get(item.device, [])):
+            waiting.setdefault(item.device, []).append(build)
+    for device, builds in waiting.items():
+        kernels = [(b.kernel.name, b.binary, len(b.program.params)) for b in builds
+                   if b.kernel is not None and b.program is not None]
+        for build, runner in zip(builds, Device[device].load_many(kernels)):
+            _keep(build, runner)
 
 
 def linear_program(item: ScheduleItem) -> Program:

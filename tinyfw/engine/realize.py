@@ -9,7 +9,7 @@ from typing import Any
 
 from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
 from tinyfw.device import Buffer, Device
-from tinyfw.engine.program import CompiledKernel, get_program
+from tinyfw.engine.program import CompiledKernel, build_programs, get_program
 from tinyfw.engine.schedule import ScheduleItem, create_schedule
 from tinyfw.uop.ops import Ops, UOp
 
@@ -210,6 +210,8 @@ def run_schedule(items: list[ScheduleItem]) -> None:
     level = debug_level()
     if level >= 1 and items:
         print_schedule(items)
+    if level < 3:  # (DEBUG>=3 shows each kernel's passes as get_program runs them one by one)
+        build_programs(items)
     for number, item in enumerate(items):
         inputs = [buffer_of(n) for n in item.inputs]
         out = Buffer(item.device, item.output.numel, item.output.dtype)
