@@ -52,9 +52,8 @@ NOT_YET: dict[str, str] = {
     **_group("indexing", ""),
     **_group("nn functional", ""
                               ""),
-    **_group("not named in issue 11 (linear algebra, hashing, symbolic shapes, multi-device)",
-             "qr svd newton_schulz keccak hash max_shape max_numel shard shard_ shard_like data "
-             "replace contiguous_backward"),
+    **_group("not named in issue 11 (symbolic shapes, multi-device and a few others)",
+             "max_shape max_numel shard shard_ shard_like data replace contiguous_backward"),
 }
 
 
