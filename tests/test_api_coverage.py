@@ -52,8 +52,7 @@ NOT_YET: dict[str, str] = {
     **_group("indexing", ""),
     **_group("nn functional", ""
                               ""),
-    **_group("not named in issue 11 (linear algebra, hashing, symbolic shapes, multi-device)",
-             "qr svd newton_schulz keccak hash shard shard_ shard_like"),
+    **_group("not named in issue 11 (multi-device)", "shard shard_ shard_like"),
 }
 
 

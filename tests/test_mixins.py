@@ -10,13 +10,16 @@ import pytest
 
 from tinyfw.mixin.core import TensorCore
 from tinyfw.mixin.derived import DerivedOps
+from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
+from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
-MIXINS = [TensorCore, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps]
+MIXINS = [TensorCore, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
+          HashingOps]
 
 
 def _only_raises(fn: Any) -> bool:

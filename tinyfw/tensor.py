@@ -19,7 +19,9 @@ from tinyfw.device import Buffer, Device
 from tinyfw.dtype import (DType, category, dtypes, promote_types, scalar_result_type, to_dtype,
                           torch_name, wrap_int)
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
+from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
+from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.scan import ScanOps
@@ -101,7 +103,7 @@ def scalar_first(swaps: bool) -> Callable[[Callable[..., Tensor]], Callable[...,
     return wrap
 
 
-class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
+class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "__weakref__")
