@@ -2,7 +2,8 @@
 # Sets everything up, lints (ruff and mypy), then runs every test: tests/ (the framework on the
 # CPU device, every chapter's grading, the site build and the browser test), then the op,
 # accuracy and edge-input suites on each backend device of TINYFW_DEVICES (default: CL WEBGPU
-# CUDAEMU; all run on the CPU here), and the fast Tensor API suites on NUMPY and each device.
+# CUDAEMU; all run on the CPU here), and the Tensor API suites (tests/test_api_*.py) on NUMPY
+# and each device (there the larger suites run a subset of their cases: tests/conftest.py).
 # Extra arguments go to the first pytest run only, and then the device runs are left out.
 # Exits non-zero when anything fails.
 set -euo pipefail
@@ -62,13 +63,14 @@ for device in $devices; do
     .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py tests/test_edge_inputs.py \
     tests/test_reduce_accuracy.py -q -ra "${workers[@]}" --dist load
 done
-# The Tensor API suites of issue 11 that fit CI's time on every device (the scan, shape, nn,
-# elementwise and creation suites take 5-10 minutes each on CL: they run on CPU in CI).
+# Every Tensor API suite of issue 11 on NUMPY and each device, one pytest run per device. NUMPY
+# runs every case. On a backend device the suites marked device_subset (scans, shape, creation,
+# nn, elementwise) run only the distinct cases of each parametrized test: every method, dtype,
+# mode and argument value and every empty or 0-d shape, not each size again (tests/conftest.py
+# says how; TINYFW_DEVICE_SUBSET=0 runs them all). The other API suites run in full.
 for device in NUMPY $devices; do
-  run "API suites (indexing, dtypes, in-place, gradient edges, call forms) on $device" \
-    env DEVICE="$device" .venv/bin/python -m pytest tests/test_api_index.py \
-    tests/test_api_dtypes.py tests/test_api_inplace.py tests/test_api_grad_edges.py \
-    tests/test_api_call_forms.py -q -ra "${workers[@]}" --dist load
+  run "Tensor API suites (tests/test_api_*.py) on $device" env DEVICE="$device" \
+    .venv/bin/python -m pytest tests/test_api_*.py -q -ra "${workers[@]}" --dist load
 done
 
 echo

@@ -13,7 +13,9 @@ from tinyfw import DType, Tensor, dtypes
 TORCH_DTYPES: dict[DType, torch.dtype] = {
     dtypes.bool: torch.bool, dtypes.uint8: torch.uint8, dtypes.int8: torch.int8,
     dtypes.int16: torch.int16, dtypes.int32: torch.int32, dtypes.int64: torch.int64,
-    dtypes.float16: torch.float16, dtypes.float32: torch.float32, dtypes.float64: torch.float64,
+    dtypes.uint16: torch.uint16, dtypes.uint32: torch.uint32, dtypes.uint64: torch.uint64,
+    dtypes.float16: torch.float16, dtypes.bfloat16: torch.bfloat16,
+    dtypes.float32: torch.float32, dtypes.float64: torch.float64,
 }
 FROM_TORCH: dict[torch.dtype, DType] = {t: d for d, t in TORCH_DTYPES.items()}
 
@@ -23,7 +25,6 @@ Fn = Callable[..., Any]
 # tinyfw's default int is int32 where torch's is int64).
 Input = tuple | np.ndarray | list | float | int | bool
 
-# Temporary: the lead removes this mark (and its uses) once tinyfw is fixed.
 def tinyfw_dtype_like_torch(torch_dtype: torch.dtype, default_int: bool = False) -> DType:
     """The tinyfw dtype matching a torch result; torch's int64 is tinyfw's int32 when it came
     from a default (torch's default int is int64, tinyfw's is int32)."""
@@ -55,9 +56,26 @@ def make_inputs(inputs: Sequence[Input], low: float, high: float, dtype: Any,
     return out
 
 
+def torch_of(arr: np.ndarray) -> torch.Tensor:
+    """A torch tensor holding a copy of arr; a bfloat16 array (ml_dtypes', which torch does
+    not read) goes through float32, exactly."""
+    if arr.dtype == dtypes.bfloat16.np:
+        return torch.tensor(arr.astype(np.float32)).to(torch.bfloat16)
+    return torch.tensor(arr)
+
+
+def numpy_of(t: torch.Tensor) -> np.ndarray:
+    """A torch tensor's values as numpy; bfloat16 (which torch's numpy() refuses) as ml_dtypes'
+    bfloat16, through float32, exactly."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return t.float().numpy().astype(dtypes.bfloat16.np)
+    return t.numpy()
+
+
 def to_torch(arr: np.ndarray, grad: bool) -> torch.Tensor:
     """A torch tensor holding arr (a copy), requiring grad when asked and possible."""
-    t = torch.tensor(arr)
+    t = torch_of(arr)
     return t.requires_grad_(grad and t.is_floating_point())
 
 

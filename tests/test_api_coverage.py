@@ -47,7 +47,7 @@ def _group(note: str, names: str) -> dict[str, str]:
 
 # Names tinyfw lacks today and should have, with the group of issue 11 they belong to.
 NOT_YET: dict[str, str] = {
-    **_group("dtypes", "bfloat16"),
+    **_group("dtypes", ""),
     **_group("scans and sorting", ""),
     **_group("indexing", ""),
     **_group("nn functional", ""

@@ -20,6 +20,10 @@ from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.renderer.cstyle import NotSupportedError
 from tinyfw.uop.ops import Ops
 
+# On a backend device only the distinct cases of each parametrized test run (the device
+# subset, tests/conftest.py); CPU and NUMPY run them all.
+pytestmark = pytest.mark.device_subset
+
 
 @contextmanager
 def made_or_refused(*needed: DType) -> Iterator[None]:

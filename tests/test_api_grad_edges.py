@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from tinyfw import Tensor
+from tinyfw import Tensor, dtypes
 
 VALUES = [-2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 3.0]
 
@@ -121,3 +121,148 @@ def test_clamp_takes_torch_keywords() -> None:
     np.testing.assert_array_equal(x.clamp(max=1.0).numpy(), ref.clamp(max=1.0).numpy())
     np.testing.assert_array_equal(x.clamp(min=-1.0, max=1.0).numpy(),
                                   ref.clamp(min=-1.0, max=1.0).numpy())
+
+
+# --- pow at the edges: torch's values and gradients ---------------------------------------------
+# pow's value is a where over exp2 and log2 with the edges (0, 1, inf, negative bases) chosen
+# apart, whose own derivative would be 0 at x = 0 where torch's is inf; a gradient override gives
+# torch's rule (tinyfw/uop/gradient.py, GradientOverride), and the value must not change for it.
+POW_BASES = [0.0, -0.0, 1e-45, -1e-45, 1e-40, 1e-20, 0.25, 0.5, 1.0, -1.0, 2.0, -2.0, -2.5, 3.0,
+             1e20, -1e20, 3e38, -3e38, math.inf, -math.inf, math.nan]
+# Exponents c with c - 1 as close to c - 1 in float32 as in float64: torch keeps a Python exponent
+# in float64 in some lanes of its pow kernel and rounds it to float32 in others, so where rounding
+# makes it an integer, or an even one, its value depends on the element's position (the gradient
+# of x ** 1e-8 at -3e38 is nan or -0.0: 1e-8 - 1 rounds to -1).
+POW_EXPONENTS = [0.0, -0.0, 0.5, -0.5, 0.25, 1.5, -1.5, 2.5, 0.3, 1.3, 1.0, 2.0, 3.0, 7.0, -1.0,
+                 -2.0, -3.0, 2.0 ** 24, 1 - 2.0 ** 24, math.inf, -math.inf, math.nan]
+POW_EXPONENT_TENSOR = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -2.5, 2.0, -2.0, 3.0, -3.0, 0.3,
+                       1e-45, 1e20, math.inf, -math.inf, math.nan]
+
+
+def assert_same_floats(got: np.ndarray, want: np.ndarray, what: str, rtol: float = 1e-5,
+                       subnormals: float = 2) -> None:
+    """got is want: nan where it is nan, the same infinities, the same sign of zero, and finite
+    values within rtol (the exp2 route to a power is within that of torch's pow), or within a few
+    of the smallest subnormals of want's dtype (a subnormal result has fewer digits)."""
+    atol = subnormals * float(np.finfo(want.dtype).smallest_subnormal)
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+    zeros = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]),
+                                  err_msg=f"{what}: the sign of a zero")
+
+
+def pow_pair(base: list[float], exponent: Any, dtype: str = "float32"
+             ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """base ** exponent and the gradients of its sum, in tinyfw and in torch: [value, d base]
+    (and d exponent when the exponent is a list, made a tensor)."""
+    tensor_exponent = isinstance(exponent, list)
+    x, y = Tensor(base, dtype=dtype, requires_grad=True), exponent
+    rx, ry = torch.tensor(base, dtype=getattr(torch, dtype), requires_grad=True), exponent
+    if tensor_exponent:
+        y = Tensor(exponent, dtype=dtype, requires_grad=True)
+        ry = torch.tensor(exponent, dtype=getattr(torch, dtype), requires_grad=True)
+    out, ref = x ** y, rx ** ry
+    leaves = [x, y] if tensor_exponent else [x]
+    ref_leaves = [rx, ry] if tensor_exponent else [rx]
+    grads = out.sum().gradient(*leaves)
+    ref_grads = torch.autograd.grad(ref.sum(), ref_leaves)
+    return ([out.numpy(), *(g.numpy() for g in grads)],
+            [ref.detach().numpy(), *(g.numpy() for g in ref_grads)])
+
+
+@pytest.mark.parametrize("exponent", POW_EXPONENTS, ids=str)
+def test_pow_scalar_exponent_like_torch(exponent: float) -> None:
+    """x ** c: torch's value and gradient c * x ** (c - 1) at 0 (inf for 0 < c < 1, -inf for
+    c < 0), at +-inf, for negative bases (nan for a non-integer c), denormals and huge values."""
+    got, want = pow_pair(POW_BASES, exponent)
+    for name, g, w in zip(["value", "gradient"], got, want):
+        assert_same_floats(g, w, f"x ** {exponent}: {name} at {POW_BASES}")
+
+
+@pytest.mark.parametrize("exponent", POW_EXPONENT_TENSOR, ids=str)
+def test_pow_tensor_exponent_like_torch(exponent: float) -> None:
+    """x ** y for tensors: torch's value and both gradients, y * x ** (y - 1) (0 where y is 0)
+    and x ** y * ln x (0 where x is 0 and y >= 0; nan for negative x)."""
+    got, want = pow_pair(POW_BASES, [exponent] * len(POW_BASES))
+    for name, g, w in zip(["value", "d base"], got, want):
+        assert_same_floats(g, w, f"x ** {exponent} (a tensor): {name} at {POW_BASES}")
+    # x ** y * ln x: a subnormal x ** y's error (WEBGPU's float32 exp2 is a subnormal off at
+    # 1e-20 ** 2) grows with |ln x|, at most 104 for a float32
+    assert_same_floats(got[2], want[2], f"x ** {exponent} (a tensor): d exponent at {POW_BASES}",
+                       subnormals=2 * 104)
+
+
+@pytest.mark.parametrize("base", [0.0, -0.0, 0.5, 1.0, -1.0, 2.0, -2.0, 10.0, math.inf,
+                                  -math.inf, math.nan], ids=str)
+def test_pow_scalar_base_like_torch(base: float) -> None:
+    """c ** y: torch's value and gradient c ** y * ln c (0 where c is 0 and y >= 0)."""
+    y = Tensor(POW_EXPONENT_TENSOR, requires_grad=True)
+    ry = torch.tensor(POW_EXPONENT_TENSOR, requires_grad=True)
+    out, ref = base ** y, base ** ry
+    (grad,), (ref_grad,) = out.sum().gradient(y), torch.autograd.grad(ref.sum(), ry)
+    assert_same_floats(out.numpy(), ref.detach().numpy(), f"{base} ** y: value")
+    assert_same_floats(grad.numpy(), ref_grad.numpy(), f"{base} ** y: gradient")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+@pytest.mark.parametrize("exponent", [0.5, -0.5, 1.5, -1.5, -1.0, -2.0, 3.0], ids=str)
+def test_pow_other_float_dtypes_like_torch(dtype: str, exponent: float,
+                                           needs_dtypes: Any) -> None:
+    """float64 and float16 keep their dtype and torch's values (torch's x ** 0.5 is sqrt for
+    float64, so (-0.0) ** 0.5 is -0.0, but C's pow for float16, where it is 0.0)."""
+    bases = [0.0, -0.0, 6e-8, 0.25, 1.0, -1.0, -2.5, 3.0, 6e4, -6e4, math.inf, -math.inf,
+             math.nan]
+    with needs_dtypes(getattr(dtypes, dtype)):
+        got, want = pow_pair(bases, exponent, dtype)
+        rtol = 1e-3 if dtype == "float16" else 1e-12
+        for name, g, w in zip(["value", "gradient"], got, want):
+            assert g.dtype == w.dtype, f"{dtype} ** {exponent}: {name} is {g.dtype}"
+            assert_same_floats(g, w, f"{dtype} x ** {exponent}: {name} at {bases}", rtol)
+
+
+def test_pow_value_is_the_same_with_and_without_grad() -> None:
+    """Asking for a gradient does not change pow's value, at inf and nan too (a value of the form
+    v + (x - x.detach()) * slope would be nan at x = inf)."""
+    for exponent in [0.5, -0.5, 1.5, -2.0, 2.0]:
+        plain = (Tensor(POW_BASES) ** exponent).numpy()
+        tracked = (Tensor(POW_BASES, requires_grad=True) ** exponent).numpy()
+        np.testing.assert_array_equal(plain.view(np.uint32), tracked.view(np.uint32),
+                                      err_msg=f"x ** {exponent}")
+
+
+def test_pow_broadcast_and_second_derivative_like_torch() -> None:
+    """x ** y with x (3, 1) and y (4,) sums the gradients over the broadcast axes; the gradient
+    of the gradient is torch's too (the override's rule is made of differentiable ops)."""
+    xs, ys = [[0.0], [2.0], [0.5]], [0.5, 2.0, -1.0, 0.0]
+    x, y = Tensor(xs, requires_grad=True), Tensor(ys, requires_grad=True)
+    rx, ry = torch.tensor(xs, requires_grad=True), torch.tensor(ys, requires_grad=True)
+    gx, gy = (x ** y).sum().gradient(x, y)
+    rgx, rgy = torch.autograd.grad((rx ** ry).sum(), (rx, ry), create_graph=True)
+    assert_same_floats(gx.numpy(), rgx.detach().numpy(), "d x")
+    assert_same_floats(gy.numpy(), rgy.detach().numpy(), "d y")
+    x2 = Tensor([0.0, 0.5, 2.0, 3.0], requires_grad=True)
+    rx2 = torch.tensor([0.0, 0.5, 2.0, 3.0], requires_grad=True)
+    (g,) = (x2 ** 2.5).sum().gradient(x2)
+    (gg,) = g.sum().gradient(x2)
+    (rg,) = torch.autograd.grad((rx2 ** 2.5).sum(), rx2, create_graph=True)
+    (rgg,) = torch.autograd.grad(rg.sum(), rx2)
+    assert_same_floats(gg.numpy(), rgg.numpy(), "second derivative of x ** 2.5")
+
+
+def test_pow_of_an_int_tensor_to_a_float_is_float() -> None:
+    """An int tensor to the power 2.0 is float32, as in torch (2 keeps it int)."""
+    assert (Tensor([1, 2, 3]) ** 2.0).dtype == dtypes.float32
+    assert (Tensor([1, 2, 3]) ** 2).dtype == dtypes.int32
+    np.testing.assert_array_equal((Tensor([1, 2, 3]) ** 2.0).numpy(), [1.0, 4.0, 9.0])
+
+
+def test_pow_then_a_flat_function_gives_zeros() -> None:
+    """sign(x ** 0.5) is flat in x: backward gives x zeros (not None), as torch does."""
+    x = Tensor([0.0, 4.0], requires_grad=True)
+    (x ** 0.5).sign().sum().backward()
+    assert x.grad is not None, "no gradient (torch gives zeros)"
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    y = Tensor([1.0, 2.0], requires_grad=True)
+    (g,) = (2.0 ** y).round().sum().gradient(y)
+    np.testing.assert_array_equal(g.numpy(), [0.0, 0.0])

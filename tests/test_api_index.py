@@ -3,6 +3,8 @@ exception types: advanced x[...], x[...] = v, gather, scatter, scatter_reduce, m
 masked_select, nonzero."""
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -77,12 +79,130 @@ def test_getitem_tensor_out_of_range() -> None:
         Tensor(A)[:, Tensor([5])].numpy()
     with pytest.raises(IndexError, match="long, int, byte or bool"):
         Tensor(A)[Tensor([1.0])]
-    with pytest.raises(IndexError, match="valid indices"):  # torch truncates: tinyfw refuses
-        Tensor(A)[[1.5]]
-    with pytest.raises(IndexError, match="single ellipsis"):  # (as numpy)
-        Tensor(A)[..., 0, ...]
     with pytest.raises(IndexError, match="0-dim"):
         Tensor(3.0)[Tensor([0])]
+
+
+# A list index as torch reads it: floats are truncated toward 0 (torch makes an int64 tensor of
+# the list), and a list holding a list, a slice, None or '...' is read as a tuple (torch's
+# legacy reading, which it warns about: x[[[0, 1], [1, 2]]] is x[[0, 1], [1, 2]]).
+LIST_INDICES = [([1.5],), ([-1.5],), ([0.9, -0.5],), ([True, 1.5],), (0, [1.5, 2.5]),
+                ([0.5, 1.5], slice(None), [3.9]), ([[1, 0], [2, 1]],), ([[1]],), ([0, [1, 2]],),
+                ([0, None],), ([1, slice(None), 2],), ([Ellipsis, 1],), ([[0.5, 1.5], [2.5, 0]],),
+                ([[True, False]],)]
+
+
+@pytest.mark.parametrize("index", LIST_INDICES, ids=str)
+def test_getitem_list_index_as_torch(index: tuple) -> None:
+    """Values, shapes and gradients of float and nested list indices, as torch."""
+    whole = index[0] if len(index) == 1 else index  # a list alone, not in a tuple
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch's deprecation of a nested list
+        check([A], lambda x: x[whole])
+
+
+def test_getitem_numpy_float_index_truncates_as_torch() -> None:
+    """A numpy float index is cast to int64 as torch casts it (toward 0; a nan then out of
+    range), not refused."""
+    check([A], lambda x: x[np.array([1.5, -0.5])], grad=False)
+    check([A], lambda x: x[:, np.array([[2.9], [0.1]])], grad=False)
+    check_error([A], lambda x: x[np.array([np.nan])])
+
+
+@pytest.mark.parametrize("bad", [[np.nan], [1e19], [-math.inf], [2.5], [-3.5], [1 + 0j], ["a"],
+                                 "a", (0, "a"), [np.float32(1.7)], [1, np.float16(0.0)],
+                                 [[np.float32(1.0)]]], ids=str)
+def test_getitem_list_index_errors_as_torch(bad: Any) -> None:
+    """A float list index that is nan or past int64: torch's RuntimeError; out of range after
+    truncation: IndexError; a complex number, a string or a numpy float32 or float16 (not a
+    Python float, as np.float64 is): TypeError."""
+    check_error([A], lambda x: x[bad])
+
+
+ELLIPSES = [(Ellipsis, 0, Ellipsis), (0, Ellipsis, Ellipsis), (Ellipsis, Ellipsis),
+            (Ellipsis, None, Ellipsis), (Ellipsis, [0, 1], Ellipsis), (Ellipsis, 1, 2, 3, Ellipsis),
+            (Ellipsis, Ellipsis, slice(None)), (Ellipsis, 0, Ellipsis, Ellipsis),
+            (slice(1, None), Ellipsis, Ellipsis, slice(0, None, 1))]
+
+
+@pytest.mark.parametrize("index", ELLIPSES, ids=str)
+def test_getitem_more_than_one_ellipsis_as_torch(index: tuple) -> None:
+    """torch takes more than one '...': each moves on by the axes the rest leave, so
+    x[..., 0, ...] is x[..., 0] (numpy refuses it)."""
+    check([A], lambda x: x[index])
+
+
+@pytest.mark.parametrize("index", [(Ellipsis, 0, Ellipsis, 1), (Ellipsis, Ellipsis, 0),
+                                   (0, Ellipsis, Ellipsis, [0]), (Ellipsis, Ellipsis, None),
+                                   (Ellipsis, Ellipsis, slice(1, None)),
+                                   (Ellipsis, None, Ellipsis, None)], ids=str)
+def test_getitem_more_than_one_ellipsis_errors_as_torch(index: tuple) -> None:
+    """What a second '...' moves past the last axis raises torch's IndexError."""
+    check_error([A], lambda x: x[index])
+
+
+def test_setitem_nested_list_and_ellipses_as_torch() -> None:
+    """x[[[0, 1], [1, 2]]] = v writes x[0, 1] and x[1, 2], and x[..., 0, ...] = v writes
+    x[..., 0], as torch."""
+    for index in [[[0, 1], [1, 2]], (Ellipsis, 0, Ellipsis), [1.5]]:
+        t, f = torch.tensor(A), Tensor(A)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch's deprecation of nested lists
+            t[index] = -1.0
+        f[index] = -1.0
+        np.testing.assert_array_equal(f.numpy(), t.numpy(), err_msg=str(index))
+
+
+# -0.0, nan, the infinities and a subnormal: a pick is the element itself, bit for bit
+SPECIAL = np.array([[-0.0, 0.0, np.nan, -np.inf], [np.inf, 1e-45, -1e-45, -0.0],
+                    [3.0, -0.0, -2.5, 1e38]], dtype=np.float32)
+
+
+def _bits(a: Any) -> np.ndarray:
+    """The bits of a float32 array (nan payload kept as is)."""
+    return np.asarray(a, dtype=np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_pick_keeps_the_exact_bits(requires_grad: bool) -> None:
+    """x[idx], x[:, idx], x[mask], gather and take_along_dim give the picked element's bits
+    (-0.0 stays -0.0, as torch), with or without a gradient."""
+    t = torch.tensor(SPECIAL)
+    f = Tensor(SPECIAL, requires_grad=requires_grad)
+    i = [[0, 3], [1, 0], [2, 1]]
+    cases: list[tuple[str, Any, Any]] = [
+        ("x[idx]", t[[0, 2, 1, 0]], f[[0, 2, 1, 0]]),
+        ("x[tensor idx]", t[torch.tensor([1, 0])], f[Tensor([1, 0])]),
+        ("x[:, idx]", t[:, [0, 3, 3]], f[:, [0, 3, 3]]),
+        ("x[idx, idx]", t[[0, 1, 2], [0, 3, 1]], f[[0, 1, 2], [0, 3, 1]]),
+        ("x[mask]", t[t != 1.0], f[f != 1.0]),
+        ("gather", t.gather(1, torch.tensor(i)), f.gather(1, Tensor(i))),
+    ]
+    for name, want, got in cases:
+        np.testing.assert_array_equal(_bits(got.numpy()), _bits(want.numpy()), err_msg=name)
+
+
+def test_write_keeps_the_exact_bits() -> None:
+    """x[idx] = v and scatter write v's bits (-0.0 stays -0.0, as torch)."""
+    v = np.array([[-0.0, np.nan, -np.inf, 1e-45]], dtype=np.float32)
+    t, f = torch.ones(3, 4), Tensor.ones(3, 4).contiguous()
+    t[[2, 0]] = torch.tensor(v)
+    f[[2, 0]] = Tensor(v)
+    np.testing.assert_array_equal(_bits(f.numpy()), _bits(t.numpy()), err_msg="x[idx] = v")
+    index = [[1, 0, 2, 1]]
+    want = torch.ones(3, 4).scatter(0, torch.tensor(index), torch.tensor(v))
+    got = Tensor.ones(3, 4).scatter(0, Tensor(index), Tensor(v))
+    np.testing.assert_array_equal(_bits(got.numpy()), _bits(want.numpy()), err_msg="scatter")
+
+
+def test_exact_pick_keeps_the_gradient() -> None:
+    """The gradient of a pick is the sum's: all of it to the element picked, also where that is
+    -inf or nan (a max would share it among ties or give none), as torch."""
+    check([SPECIAL], lambda x: x[[0, 2, 1, 0, 0]], weighted=True)
+    check([SPECIAL], lambda x: x.gather(1, torch.tensor([[3, 3], [1, 0], [2, 1]])),
+          lambda x: x.gather(1, Tensor([[3, 3], [1, 0], [2, 1]])))
+    check([SPECIAL, (1, 4)], lambda x, s: x.scatter(0, torch.tensor([[1, 0, 2, 1]]), s),
+          lambda x, s: x.scatter(0, Tensor([[1, 0, 2, 1]]), s))
 
 
 def test_getitem_big_one_hot_pick_needs_no_big_memory() -> None:

@@ -2,6 +2,8 @@
 exception types: attention, losses, convolution of any rank, pooling, unpooling, resizing."""
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,10 @@ import torch.nn.functional as F
 
 from tests.helpers import check, check_error
 from tinyfw import Tensor
+
+# On a backend device only the distinct cases of each parametrized test run (the device
+# subset, tests/conftest.py); CPU and NUMPY run them all.
+pytestmark = pytest.mark.device_subset
 
 # ---------------------------------------------------------------------------------------------
 # scaled_dot_product_attention
@@ -249,6 +255,10 @@ def test_max_unpool(kwargs: dict[str, Any]) -> None:
           lambda v, i: v.max_unpool2d(i, **kwargs, output_size=(6, 7)))
     np.testing.assert_allclose(f_out.max_unpool2d(f_idx, **kwargs, output_size=(6, 7)).numpy(),
                                F.max_unpool2d(t_out, t_idx, **kwargs, output_size=(6, 7)))
+    edges = np.array([[[[math.inf, -1.0], [-math.inf, math.nan]]]], np.float32)
+    where = np.array([[[[0, 5], [10, 15]]]], np.int32)
+    check([edges, where], lambda v, i: F.max_unpool2d(v, i.long(), 2),
+          lambda v, i: v.max_unpool2d(i, 2))  # inf, -inf and nan stay where they go
     bad = np.array([[[[0, 1], [2, 99]]]], dtype=np.int32)
     check_error([(1, 1, 2, 2), bad], lambda v, i: F.max_unpool2d(v, i.long(), 2),
                 lambda v, i: v.max_unpool2d(i, 2))

@@ -12,6 +12,10 @@ import torch
 from tests.helpers import check, check_error, same_dtype
 from tinyfw import Tensor, dtypes
 
+# On a backend device only the distinct cases of each parametrized test run (the device
+# subset, tests/conftest.py); CPU and NUMPY run them all.
+pytestmark = pytest.mark.device_subset
+
 # The needs_dtypes fixture (tests/conftest.py): a block that needs dtypes the device may lack.
 NeedsDtypesFixture = Callable[..., AbstractContextManager[None]]
 

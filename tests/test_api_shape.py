@@ -13,6 +13,10 @@ import torch.nn.functional as F
 from tests.helpers import check, check_error
 from tinyfw import Tensor, dtypes
 
+# On a backend device only the distinct cases of each parametrized test run (the device
+# subset, tests/conftest.py); CPU and NUMPY run them all.
+pytestmark = pytest.mark.device_subset
+
 KINDS = [np.float32, np.int32]  # each case runs with float inputs (and gradients) and int ones
 Shape = tuple[int, ...]
 

@@ -61,7 +61,7 @@ def agree(cpu: np.ndarray, ref: np.ndarray, what: str, rtol: float = 1e-6) -> No
     """CPU and NUMPY give the same dtype, shape and values (nan where nan)."""
     assert cpu.dtype == ref.dtype and cpu.shape == ref.shape, \
         f"{what}: {cpu.dtype}{cpu.shape} on CPU, {ref.dtype}{ref.shape} on NUMPY"
-    if cpu.dtype.kind == "f":
+    if cpu.dtype.kind == "f" or cpu.dtype == dtypes.bfloat16.np:
         np.testing.assert_allclose(cpu.astype(np.float64), ref.astype(np.float64), rtol=rtol,
                                    atol=1e-6, equal_nan=True, err_msg=what)
     else:

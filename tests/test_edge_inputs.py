@@ -470,6 +470,19 @@ CASES = [
 ]
 
 
+# Each elementwise function of a constant special value (Tensor.full: the value is in the
+# kernel's source, where a compiler can fold it: PoCL folded exp2 and trunc of a NaN constant to
+# garbage).
+CONSTANT_FUNCTIONS = ["exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "rsqrt", "trunc",
+                      "floor", "ceil", "round", "tanh", "sigmoid", "abs", "neg", "reciprocal",
+                      "relu", "sign", "square"]
+for _name in CONSTANT_FUNCTIONS:
+    for _value in (NAN, INF, -INF, -0.0):
+        CASES.append(Case(f"{_name}_of_constant_{_value}",
+                          lambda n=_name, v=_value: getattr(Tensor.full((3,), v), n)(),
+                          lambda n=_name, v=_value: getattr(torch.full((3,), v), n)()))
+
+
 def _run(fn: Callable[[], Any]) -> tuple[Any, BaseException | None]:
     """fn's result made concrete (numpy arrays), or the exception it raised."""
     try:

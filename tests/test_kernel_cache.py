@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor
-from tinyfw.engine import program as engine_program
 from tinyfw.runtime import ops_cpu
 from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
 
@@ -186,37 +185,78 @@ def test_a_program_damaged_after_loading_is_rebuilt_on_reload(
 
 
 # --- 3. a bounded number of libraries loaded ---
-def mapped_libraries(directory: Path) -> set[str]:
-    """The files under directory that this process has mapped (/proc/self/maps)."""
-    names = set()
+# Twelve kernels, t * k + i for distinct constants, run twice (the second time in reverse) with
+# at most 4 libraries loaded. Run in a fresh process: a kernel loads a constant that is realized
+# and alive elsewhere in the process (say a Tensor.zeros(16) an earlier test computed, kept by a
+# reference cycle) instead of inlining it: t * 1.0 + 0.0 is then another kernel, with a third
+# input. When the garbage collector freed such a tensor between this test's two rounds, that
+# kernel was built both ways, and this test counted 13 programs in its cache (it depended on
+# pytest's order and on when the collector ran). Another test may also have built one of these
+# very kernels already, in its own cache. A fresh process has neither.
+LRU = """
+import json
+import numpy as np
+from tinyfw import Tensor
+from tinyfw.engine import program as engine_program
+from tinyfw.engine import realize
+from tinyfw.runtime import ops_cpu
+
+ops_cpu.MAX_LOADED_LIBRARIES = 4
+cache = ops_cpu.cache_dir()
+
+
+def mapped_libraries():
+    # the files of the cache this process has mapped (/proc/self/maps)
     with open("/proc/self/maps") as maps:
-        for line in maps:
-            parts = line.split(maxsplit=5)
-            if len(parts) == 6 and parts[5].startswith(str(directory)):
-                names.add(parts[5].strip().removesuffix(" (deleted)"))
-    return names
+        return {line.split(maxsplit=5)[5].strip().removesuffix(" (deleted)") for line in maps
+                if len(line.split(maxsplit=5)) == 6
+                and line.split(maxsplit=5)[5].startswith(str(cache))}
+
+
+x = np.arange(16, dtype=np.float32)
+t = Tensor(x, device="CPU")
+pairs = [(1.0 + i / 8, float(i)) for i in range(12)]  # distinct constants: distinct kernels
+ran = [{}, {}]  # round -> pair -> the program that ran it
+facts = {"wrong": [], "most_mapped": 0, "most_loaded": 0, "unloaded_before_round_2_call": 0}
+for round_ in range(2):
+    for k, i in (pairs if round_ == 0 else pairs[::-1]):
+        y = t * k + i
+        (item,) = realize.schedule(y.uop)
+        program = engine_program.get_program(item)  # built in round 1, found in round 2
+        if round_ == 1 and not program.runner.loaded:
+            facts["unloaded_before_round_2_call"] += 1
+        if not np.array_equal(y.numpy(), x * np.float32(k) + np.float32(i)):
+            facts["wrong"].append([k, i])
+        ran[round_][(k, i)] = program
+        facts["most_mapped"] = max(facts["most_mapped"], len(mapped_libraries()))
+        facts["most_loaded"] = max(facts["most_loaded"], ops_cpu.loaded_libraries())
+        del y, item  # (kept, y's value would be found computed in round 2: no kernel to run)
+facts["programs"] = len({id(p) for p in ran[0].values()})
+facts["built_in_the_cache"] = sum(p.runner.path.parent == cache for p in ran[0].values())
+facts["same_in_round_2"] = sum(ran[1][pair] is ran[0][pair] for pair in pairs)
+facts["programs_in_process"] = len([p for p in engine_program.cache.values()
+                                    if p.device == "CPU"])
+print(json.dumps(facts))
+"""
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc/self/maps")
-def test_at_most_max_loaded_libraries_are_loaded(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_at_most_max_loaded_libraries_are_loaded(tmp_path: Path) -> None:
     """Every library stays mapped while loaded; a process used to run out of memory maps after
     ~13,000 kernels. At most MAX_LOADED_LIBRARIES are loaded; the least recently used is
-    unloaded, and its program loads it again on its next call."""
-    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
-    monkeypatch.setattr(ops_cpu, "MAX_LOADED_LIBRARIES", 4, raising=False)
-    cache = ops_cpu.cache_dir()
-    x = np.arange(16, dtype=np.float32)
-    t = Tensor(x, device="CPU")
-    pairs = [(1.0 + i / 8, float(i)) for i in range(12)]  # distinct constants: distinct kernels
-    for round_ in range(2):
-        for k, i in (pairs if round_ == 0 else pairs[::-1]):
-            got = (t * k + i).numpy()
-            np.testing.assert_array_equal(got, x * np.float32(k) + np.float32(i))
-            assert len(mapped_libraries(cache)) <= 4
-            assert ops_cpu.loaded_libraries() <= 4
-    assert len([p for p in engine_program.cache.values()
-                if p.device == "CPU" and p.runner.path.parent == cache]) == 12
+    unloaded, and its program loads it again on its next call: the second round runs the very
+    programs the first built, eight of them unloaded meanwhile, and none is built again."""
+    done = run_python(LRU, tmp_path)
+    assert done.returncode == 0, f"exit status {done.returncode}:\n{done.stderr[-3000:]}"
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts["wrong"] == [], "wrong values"
+    assert facts["most_mapped"] <= 4 and facts["most_loaded"] <= 4, facts
+    assert facts["programs"] == 12 and facts["built_in_the_cache"] == 12, \
+        f"the 12 kernels should be 12 programs, built in the test's cache: {facts}"
+    assert facts["same_in_round_2"] == 12, f"a program was built again: {facts}"
+    assert facts["programs_in_process"] == 12, f"another program was built: {facts}"
+    # round 2 runs round 1 backwards: its first 4 are the 4 still loaded; the other 8 load again
+    assert facts["unloaded_before_round_2_call"] == 8, facts
 
 
 def test_an_unloaded_program_loads_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -141,11 +141,17 @@ ARRAYS: dict[str, np.ndarray] = {
     "int16": np.array([-32768, -2, 300, 32767], np.int16).reshape(2, 2),
     "int32": np.array([-2**31, -5, 0, 70000, 2**31 - 1], np.int32),
     "int64": np.array([-2**63, -3, 2**40, 2**63 - 1], np.int64),
+    "uint16": np.array([0, 1, 40000, 65535], np.uint16),
+    "uint32": np.array([0, 7, 2**31, 2**32 - 1], np.uint32),
+    "uint64": np.array([0, 9, 2**63, 2**64 - 1], np.uint64),
     "float16": np.array([-0.0, 1.5, 65504, -np.inf, 6e-8, np.nan], np.float16).reshape(3, 2, 1),
     "float32": np.array([[1e-38, -3.25, np.inf], [np.nan, 3.4e38, -0.0]], np.float32),
     "float64": np.array([np.pi, -1e-300, 1e300, np.nan], np.float64),
 }
-NEEDS = {"int64": dtypes.int64, "float16": dtypes.float16, "float64": dtypes.float64}
+BFLOAT16 = np.array([-0.0, 1.5, 3.3895314e38, -np.inf, 1e-40, np.nan],
+                    np.float32).astype(dtypes.bfloat16.np)  # no numpy dtype: not in ARRAYS
+NEEDS = {"int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
+         "float64": dtypes.float64}
 
 
 def assert_same_bits(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
@@ -170,6 +176,20 @@ def test_round_trip_each_dtype(name: str, tmp_path: Path,
         loaded = safe_load(path)
         assert list(loaded) == [name] and loaded[name].dtype.name == name
         assert_same_bits(loaded[name].numpy(), ARRAYS[name], name)
+
+
+def test_bfloat16_round_trip_and_torch_reads_it(tmp_path: Path) -> None:
+    """bfloat16 (BF16) is saved as its 16 bits, loads back bit for bit, and safetensors.torch
+    (numpy has no bfloat16) reads the same values."""
+    from safetensors.torch import load_file as torch_load_file
+    path = tmp_path / "bf16.safetensors"
+    safe_save({"w": Tensor(BFLOAT16)}, path)
+    loaded = safe_load(path)["w"]
+    assert loaded.dtype == dtypes.bfloat16
+    assert_same_bits(loaded.numpy(), BFLOAT16, "bfloat16")
+    theirs = torch_load_file(path)["w"]
+    assert str(theirs.dtype) == "torch.bfloat16"
+    assert_same_bits(theirs.float().numpy(), BFLOAT16.astype(np.float32), "read by torch")
 
 
 def test_round_trip_odd_shapes_and_lazy_tensors(tmp_path: Path) -> None:
@@ -262,7 +282,7 @@ def test_safetensors_errors(tmp_path: Path) -> None:
     path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(8))
     with pytest.raises(ValueError, match="does not hold F32 of shape"):
         safe_load(path)
-    header = b'{"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}'
-    path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(2))
-    with pytest.raises(TypeError, match="no dtype for safetensors BF16"):
+    header = b'{"a":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}}'
+    path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(1))
+    with pytest.raises(TypeError, match="no dtype for safetensors F8_E4M3"):
         safe_load(path)

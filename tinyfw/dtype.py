@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -17,7 +18,9 @@ class DType:
 
     @property
     def np(self) -> np.dtype:
-        """The numpy dtype with the same bits."""
+        """The numpy dtype with the same bits (bfloat16's comes from ml_dtypes, made for it)."""
+        if self.name == "bfloat16":
+            return _bfloat16_np()
         return np.dtype(self.name if self.name != "bool" else np.bool_)
 
     @property
@@ -48,11 +51,16 @@ class dtypes:
     int16: Final = DType("int16", 2, "i")
     int32: Final = DType("int32", 4, "i")
     int64: Final = DType("int64", 8, "i")
+    uint16: Final = DType("uint16", 2, "u")
+    uint32: Final = DType("uint32", 4, "u")
+    uint64: Final = DType("uint64", 8, "u")
     float16: Final = DType("float16", 2, "f")
+    bfloat16: Final = DType("bfloat16", 2, "f")
     float32: Final = DType("float32", 4, "f")
     float64: Final = DType("float64", 8, "f")
     half, float, double = float16, float32, float64
-    int, long = int32, int64
+    int, long, short, char, uchar = int32, int64, int16, int8, uint8
+    uint, ulong, ushort = uint32, uint64, uint16  # tinygrad's short names
     default_float: DType = float32
     default_int: DType = int32
 
@@ -60,8 +68,8 @@ class dtypes:
     def all() -> tuple[DType, ...]:
         """Every dtype, from the lowest in promotion order to the highest."""
         d = dtypes
-        return (d.bool, d.uint8, d.int8, d.int16, d.int32, d.int64, d.float16, d.float32,
-                d.float64)
+        return (d.bool, d.uint8, d.int8, d.int16, d.int32, d.int64, d.uint16, d.uint32,
+                d.uint64, d.float16, d.bfloat16, d.float32, d.float64)
 
     @staticmethod
     def from_np(dt: np.dtype) -> DType:
@@ -101,11 +109,23 @@ class dtypes:
         return -float("inf") if dt.is_float else int(np.iinfo(dt.np).min)
 
     @staticmethod
+    def finite_max(dt: DType) -> builtins.float:
+        """The largest finite value of a float dtype."""
+        return float(_bfloat16_max() if dt == dtypes.bfloat16 else np.finfo(dt.np).max)
+
+    @staticmethod
     def max(dt: DType) -> builtins.bool | builtins.int | builtins.float:
         """The largest value of a dtype (inf for floats)."""
         if dt.is_bool:
             return True
         return float("inf") if dt.is_float else int(np.iinfo(dt.np).max)
+
+
+def wrap_int(value: int, dtype: DType) -> int:
+    """value wrapped around to an integer dtype, as a cast in C (and torch) wraps it."""
+    bits = 8 * dtype.itemsize
+    value %= 2 ** bits
+    return value - 2 ** bits if not dtype.is_unsigned and value >= 2 ** (bits - 1) else value
 
 
 def to_dtype(x: DType | str) -> DType:
@@ -118,9 +138,25 @@ def to_dtype(x: DType | str) -> DType:
     return found
 
 
+@functools.cache
+def _bfloat16_np() -> np.dtype:
+    """numpy's bfloat16, from ml_dtypes (imported on first use: most programs never need it)."""
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def _bfloat16_max() -> builtins.float:
+    import ml_dtypes
+    return builtins.float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+
+
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
 _TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-                "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double"}
+                "int64": "Long", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+                "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+                "float64": "Double"}
+# torch's "barebones" unsigned types: they promote only to a float, or to themselves
+_BAREBONES = frozenset({"uint16", "uint32", "uint64"})
 
 
 def torch_name(dt: DType) -> str:
@@ -137,9 +173,16 @@ def promote_types(a: DType, b: DType) -> DType:
     """The smallest dtype both a and b convert to, as torch.promote_types defines it."""
     if a == b:
         return a
+    if a.name in _BAREBONES or b.name in _BAREBONES:
+        if a.is_float or b.is_float:
+            return a if a.is_float else b
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {torch_name(a)} and {torch_name(b)}")
     if category(a) != category(b):
         return a if category(a) > category(b) else b
     if a.is_float:
+        if a.itemsize == b.itemsize:  # float16 with bfloat16: neither holds the other
+            return dtypes.float32
         return a if a.itemsize > b.itemsize else b
     if a.is_unsigned != b.is_unsigned:  # uint8 with a signed int: a signed int that holds both
         signed = b if a.is_unsigned else a

@@ -13,16 +13,17 @@ import numpy as np
 
 from tinyfw.mixin import elementwise_math
 from tinyfw.engine import realize
+from tinyfw.mixin.core import float32_inside
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import (DType, category, dtypes, promote_types, scalar_result_type, to_dtype,
-                          torch_name)
+                          torch_name, wrap_int)
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.scan import ScanOps
-from tinyfw.uop.gradient import compute_gradient
+from tinyfw.uop.gradient import GradientOverride, compute_gradient, with_gradient
 from tinyfw.uop.ops import Ops, UOp, const
 
 Scalar = bool | int | float
@@ -51,13 +52,27 @@ def _infer_list_dtype(data: Any) -> DType:
     return dtypes.int_for(*(int(x) for x in flat))
 
 
-def _check_ints_fit(data: Any, dt: DType) -> None:
-    """torch's RuntimeError for a Python int that an integer dtype asked for can't hold."""
+def _ints_as(data: Any, dt: DType) -> np.ndarray:
+    """A nested list of Python numbers as an array of the integer dtype dt, checked as torch
+    checks it: a negative int goes into an unsigned dtype of 8 to 32 bits by wrapping around if
+    its magnitude fits (-1 is 255 in uint8), otherwise an int outside the dtype is torch's
+    RuntimeError (OverflowError for uint64, ValueError past int64, as torch)."""
     lo, hi = dtypes.min(dt), dtypes.max(dt)
-    for x in np.asarray(data, dtype=object).reshape(-1):
-        if isinstance(x, int) and not isinstance(x, bool) and not lo <= x <= hi:
+    values = np.array(data, dtype=object)
+    for x in values.reshape(-1):
+        if not isinstance(x, int) or isinstance(x, bool) or lo <= x <= hi:
+            continue
+        if dt == dtypes.uint64:
+            raise OverflowError("can't convert negative int to unsigned" if x < 0 else
+                                f"int too big to convert: {x}")
+        if dt == dtypes.int64:
+            raise ValueError(f"Overflow when unpacking long long: {x} does not fit in int64")
+        if not (dt.is_unsigned and x < 0 and -x <= hi):
             raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow: "
                                f"{x}")
+    wrapped = [wrap_int(x, dt) if isinstance(x, int) and not isinstance(x, bool) else x
+               for x in values.reshape(-1)]
+    return np.array(wrapped, dtype=dt.np).reshape(values.shape)
 
 
 def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
@@ -116,12 +131,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
                 arr = np.asarray(data)
                 dt = dt or dtypes.from_np(arr.dtype)
             elif isinstance(data, (bool, int, float, list, tuple)):
-                if dt is not None and dt.is_int:
-                    _check_ints_fit(data, dt)
                 dt = dt or (dtypes.from_py(data) if isinstance(data, (bool, int, float))
                             else _infer_list_dtype(data))
                 # in the dtype chosen: numpy alone would make 2**63 a uint64, 2**64 an object
-                arr = np.array(data, dtype=dt.np if dt.is_int else None)
+                arr = _ints_as(data, dt) if dt.is_int else np.array(data)
             else:
                 raise TypeError(f"can't make a Tensor from {type(data).__name__}")
             self.uop = _buffer_node(arr, device, dt)
@@ -304,7 +317,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         """The nodes this tensor is computed from, not through a detach: a target among them
         that no gradient reaches (it only passes sign, round or a comparison) gets zeros, as in
         torch, rather than None."""
-        return set(self.uop.toposort(stop=lambda node: node.op is Ops.DETACH))
+        return set(self.uop.toposort(stop=lambda node: node.op is Ops.DETACH
+                                     and not isinstance(node.arg, GradientOverride)))
 
     def backward(self, gradient: Tensor | None = None) -> Tensor:
         """Add d(self)/d(leaf) to .grad of every leaf that requires grad and that self depends on.
@@ -411,8 +425,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         ty = np.dtype(dt.np if dt.is_float else np.float64).type
         for end in (start, stop):
             if dt.is_int:
-                _check_ints_fit(int(end), dt)
-            elif math.isfinite(end) and abs(end) > float(np.finfo(dt.np).max):
+                _ints_as([int(end)], dt)
+            elif math.isfinite(end) and abs(end) > dtypes.finite_max(dt):
                 raise RuntimeError(f"value cannot be converted to type {dt.name} without "
                                    f"overflow: {end}")
         first = np.array(int(start) if dt.is_int else start).astype(ty)
@@ -773,15 +787,53 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
 
     @scalar_first(swaps=True)
     def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """self ** x. Integer powers square and multiply (exact; ints stay ints); other powers
-        go through exp2 and log2 of the magnitude, with the sign and zero handled apart."""
-        if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) \
-                and float(x).is_integer():
-            return self._integer_power(int(x))
+        """self ** x, with torch's values at the edges, which are C's pow's: 1 ** nan and
+        (-1) ** inf are 1, (-inf) ** 1.5 is inf, (-0.0) ** -1 is -inf. Integer powers square and
+        multiply (exact; ints stay ints); a float32 or float64 to the power 0.5 or -0.5 is sqrt
+        or 1 / sqrt, as in torch; other powers go through exp2 and log2 of the magnitude, with
+        the sign and the edges handled apart."""
+        x = x.item() if isinstance(x, np.generic) else x
+        if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
+            return self._scalar_power(x)
         a, b = self._operands(x, reverse)
         if not a.dtype.is_float:
             return a._power_by_bits(b)
-        zero, negative = a == 0, a < 0
+        if reverse and isinstance(x, (int, float)):
+            return a._float_power(b)._with_gradient(_scalar_base_power_gradient, (b,), (x,))
+        return a._float_power(b)._with_gradient(_power_gradient, (a, b))
+
+    def _scalar_power(self, c: int | float) -> Tensor:
+        """self ** c for a Python number c, in torch's dtype (an int tensor to the power 2.0 is
+        a float one)."""
+        a = self.cast(scalar_result_type(self.dtype, c))
+        if isinstance(c, int) or c.is_integer():
+            if c >= 0:  # products, whose gradient (by the product rule) is torch's already
+                return a._integer_power(int(c))
+            out = a._integer_power(int(c))  # a reciprocal: at 0 its gradient would be inf * 0
+        elif abs(c) == 0.5 and a.dtype in (dtypes.float32, dtypes.float64):
+            out = a.sqrt() if c > 0 else a.rsqrt()  # torch's own (so (-0.0) ** 0.5 is -0.0)
+        else:
+            exponent = a._operands(c)[1]  # c as a tensor of a's dtype and shape
+            out = a._float_power(exponent)
+        return out._with_gradient(_scalar_power_gradient, (a,), (c,))
+
+    def _with_gradient(self, rule: Callable[..., tuple[UOp | None, ...]],
+                       inputs: tuple[Tensor, ...], params: tuple[float, ...] = ()) -> Tensor:
+        """This tensor's value, with rule giving its inputs their gradients in place of
+        differentiating the ops that made it (a GradientOverride); ints keep their graph."""
+        if not self.dtype.is_float:
+            return self
+        node = with_gradient(self.uop, tuple(t.uop for t in inputs),
+                             GradientOverride(rule, params))
+        return self._result(node, *inputs)
+
+    def _float_power(self, b: Tensor) -> Tensor:
+        """self ** b for floats of one dtype and shape, as C's pow: the magnitude from exp2 and
+        log2; 1 ** b and self ** 0 are 1 (even for nan); +-0 and -inf to an odd integer power keep
+        their sign; only a finite negative number to a non-integer power is nan."""
+        a = self
+        zero = a == 0
+        sign_bit = (a < 0) | (zero & (a.reciprocal() < 0))  # -0.0 included
         base = zero.where(1.0, a.abs())
         if a.dtype.itemsize <= 4 and Device[a.device].has_float64:
             # exp2 multiplies the rounding error of b * log2|a| by |b log2 a| ln 2 (up to ~60
@@ -789,11 +841,17 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
             magnitude = (b.double() * base.double().log2()).exp2().cast(a.dtype)
         else:  # (float64 itself, and WEBGPU, which has no float64: the error grows as above)
             magnitude = (b * base.log2()).exp2()
-        magnitude = zero.where((b > 0).where(0.0, (b < 0).where(math.inf, 1.0)), magnitude)
-        odd = (b.abs() % 2) == 1
-        signed = odd.where(-magnitude, magnitude)
-        out = negative.where((b.trunc() == b).where(signed, math.nan), magnitude)
-        return (b == 0).where(1.0, out)
+        # nan in, nan out (said here: some OpenCL compilers' exp2 of a nan is not nan), but
+        # 1 ** b is 1, even 1 ** nan and 1 ** inf (exp2(inf * 0) is nan)
+        magnitude = (base.isnan() | b.isnan()).where(math.nan, magnitude)
+        magnitude = (base == 1).where(1.0, magnitude)
+        at_zero = (b > 0).where(0.0, (b < 0).where(math.inf, math.nan)).cast(a.dtype)
+        magnitude = zero.where(at_zero, magnitude)
+        integer = b.trunc() == b  # +-inf too: C counts them even
+        odd = integer & ((b.abs() % 2) == 1)
+        signed = (sign_bit & odd).where(-magnitude, magnitude)
+        undefined = (a < 0) & (a > -math.inf) & integer.logical_not()
+        return (b == 0).where(1.0, undefined.where(math.nan, signed))
 
     def _integer_power(self, n: int) -> Tensor:
         """self ** n for a Python int n, by squaring and multiplying."""
@@ -1087,12 +1145,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         r = a._result(a.uop.alu(Ops.MOD, b.uop), b)
         if not a.dtype.is_float:
             return a._divided(b, r)
-        # the value is C's fmod; the gradient that of a - trunc(a / b) b (1 and -trunc(a / b)),
-        # from a term that is exactly 0 (made of finite stand-ins where a value is not)
-        q = a.div(b).trunc().detach()
-        a_s, b_s, q_s = (t.isfinite().where(t, 0.0) for t in (a, b, q))
-        term = a_s - b_s * q_s
-        return r.detach() + (term - term.detach())
+        # the value is C's fmod (-0.0 kept); the gradient torch's: 1 and -trunc(a / b)
+        return r._with_gradient(_fmod_gradient, (a, b))
 
     def logaddexp(self, x: Tensor | Scalar) -> Tensor:
         """log(e**self + e**x), from the larger plus log1p(e**-|difference|)."""
@@ -1165,30 +1219,34 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
 
     # activations
     def relu(self) -> Tensor:
-        """max(x, 0); NaN stays NaN and the gradient at 0 is 0, as in torch."""
-        return (self <= 0).where(0, self)
+        """max(x, 0) as torch: relu(-0.0) is -0.0, NaN stays NaN, the gradient at 0 and NaN is 0."""
+        return (self < 0).where(0, (self > 0).where(self, self.detach()))
 
     def sigmoid(self) -> Tensor:
         """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""
         return self._math(elementwise_math.sigmoid)
 
     def tanh(self) -> Tensor: return self._math(elementwise_math.tanh)
+    @float32_inside
     def silu(self) -> Tensor: return self * self.sigmoid()
     def swish(self) -> Tensor: return self.silu()
     def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()
     def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
         return (self > 0).where(self, self * neg_slope)
 
+    @float32_inside
     def elu(self, alpha: float = 1.0) -> Tensor:
         below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
         return (self > 0).where(self, alpha * (below.exp() - 1))
 
+    @float32_inside
     def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
         """log(1 + exp(beta x)) / beta, linear past threshold like torch's."""
         bx = self * beta
         stable = (bx.maximum(0) + (-bx.abs()).exp().log1p()) / beta
         return (bx > threshold).where(self, stable)
 
+    @float32_inside
     def gelu(self, approximate: str = "none") -> Tensor:
         """GELU: x Phi(x) from erf, or its tanh approximation (approximate="tanh"), as torch;
         floats only, as torch (the tanh form cubed an int32 2000 past its range: gelu was 0)."""
@@ -1201,6 +1259,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         return 0.5 * self * (1 + (self * math.sqrt(0.5)).erf())
 
     def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
+    @float32_inside
     def mish(self) -> Tensor: return self * self.softplus().tanh()
     def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor:
         return self.clip(min_val, max_val)
@@ -1210,12 +1269,14 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         if not self.dtype.is_float:
             raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
 
+    @float32_inside
     def celu(self, alpha: float = 1.0) -> Tensor:
         """max(0, x) + min(0, alpha (e**(x / alpha) - 1))."""
         self._float_only("celu")
         below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
         return (self > 0).where(self, alpha * (below / alpha).expm1())
 
+    @float32_inside
     def selu(self) -> Tensor:
         """scale * elu(x, alpha) with the constants of self-normalizing networks."""
         self._float_only("selu")
@@ -1233,11 +1294,13 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         v = alpha * self + beta
         return (v <= 0).where(0.0, (v >= 1).where(1.0, v))
 
+    @float32_inside
     def hardswish(self) -> Tensor:
         """x * hardsigmoid(x)."""
         self._float_only("hardswish")
         return self * self.hardsigmoid()
 
+    @float32_inside
     def logsigmoid(self) -> Tensor:
         """log(sigmoid(x)) = -softplus(-x), without the log of a tiny number."""
         self._float_only("log_sigmoid")
@@ -1406,21 +1469,40 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
         return self.numel() * self.element_size()
 
     def bitcast(self, dtype: DType | str) -> Tensor:
-        """The same bits read as another dtype of the same itemsize (torch's view(dtype)). The
-        bits are reinterpreted on the host: the tensor is realized and read back, and the result
-        is a new buffer with no gradient. A different itemsize raises torch's RuntimeError."""
+        """The same bits read as another dtype (torch's view(dtype)), in the graph; no gradient
+        flows through it. To a dtype of another itemsize the last axis grows or shrinks by the
+        ratio, the bytes of an element in little-endian order, as torch's; it must divide
+        evenly (torch's RuntimeError). A bool's byte is 0 or 1: to and from bool it casts.
+        (CL and CUDA compute float16 as float, and their conversions do not keep a NaN's
+        payload: a float16 NaN stays a NaN there, its other bits may change.)"""
         dt = to_dtype(dtype)
         if dt == self.dtype:
             return self
-        if dt.itemsize != self.dtype.itemsize:
-            raise RuntimeError(f"bitcast from {self.dtype.name} to {dt.name}: tinyfw only "
-                               f"reinterprets dtypes of one itemsize ({self.dtype.itemsize} != "
-                               f"{dt.itemsize} bytes)")
-        renderer = Device[self.device].renderer
-        for d in (self.dtype, dt) if renderer is not None else ():
-            renderer.type_of(d)  # NotSupportedError where the device cannot compute with d
-        bits = np.ascontiguousarray(self.numpy()).view(dt.np)
-        return Tensor(bits, device=self.device, dtype=dt)
+        source = Tensor(self.uop.detach())
+        if self.dtype.is_bool:
+            return source.cast(dtypes.uint8).bitcast(dt)
+        if dt.itemsize == self.dtype.itemsize:
+            return Tensor(source.uop.cast(dt) if dt.is_bool else source.uop.bitcast(dt))
+        sizes = f"view {torch_name(self.dtype)} as {torch_name(dt)} (different element sizes)"
+        if self.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to {sizes}")
+        ratio = max(dt.itemsize, self.dtype.itemsize) // min(dt.itemsize, self.dtype.itemsize)
+        if dt.itemsize > self.dtype.itemsize and self.shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to {sizes}, but got "
+                               f"{self.shape[-1]}")
+        bits = source.bitcast(_UINTS[self.dtype.itemsize])
+        word = _UINTS[1 if dt.is_bool else dt.itemsize]
+        place = [256 ** (min(dt.itemsize, self.dtype.itemsize) * k) for k in range(ratio)]
+        if dt.itemsize < self.dtype.itemsize:  # each element's bytes, lowest first
+            wide = bits.unsqueeze(-1).expand(*bits.shape, ratio)
+            parts = (wide // Tensor(place, self.device, bits.dtype)).cast(word)
+            return parts.reshape(*self.shape[:-1], self.shape[-1] * ratio).bitcast(dt)
+        parts = bits.cast(word).reshape(*self.shape[:-1], self.shape[-1] // ratio, ratio)
+        shifted = parts * Tensor(place, self.device, word)
+        joined = shifted[..., 0]
+        for k in range(1, ratio):
+            joined = joined | shifted[..., k]
+        return joined.bitcast(dt)
 
     # tinygrad's small helpers on several operands
     def ufix(self, x: Tensor | Scalar) -> Tensor:
@@ -1455,6 +1537,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps):
     def long(self) -> Tensor: return self.cast(dtypes.int64)
     def bool(self) -> Tensor: return self.cast(dtypes.bool)
     def short(self) -> Tensor: return self.cast(dtypes.int16)
+    def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
+    def byte(self) -> Tensor: return self.cast(dtypes.uint8)  # torch's names
+    def char(self) -> Tensor: return self.cast(dtypes.int8)
+
+
+_UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -1478,3 +1566,40 @@ def _promote_tensors(a: Tensor, b: Tensor) -> DType:
         if category(zero_t.dtype) <= category(dim_t.dtype):
             return dim_t.dtype
     return promote_types(a.dtype, b.dtype)
+
+
+# torch's gradients of pow (its derivatives.yaml), as GradientOverride rules: each is computed
+# with pow itself, so the edges (0, inf, negative bases) come out as torch's do
+def _scalar_power_gradient(grad: UOp, node: UOp, base: UOp, c: float) -> tuple[UOp]:
+    """d(base ** c)/d base for a Python number c: c * base ** (c - 1) (zeros for c = 0)."""
+    g, a = Tensor(grad), Tensor(base)
+    if c == 0:
+        return (a.zeros_like().uop,)
+    return ((g * (a.pow(c - 1) * c)).uop,)
+
+
+def _power_gradient(grad: UOp, node: UOp, base: UOp, exponent: UOp) -> tuple[UOp, UOp]:
+    """The gradients of base ** exponent: exponent * base ** (exponent - 1) (0 where the
+    exponent is 0) and base ** exponent * ln(base) (0 where base is 0 and the exponent is not
+    negative)."""
+    g, out, a, b = Tensor(grad), Tensor(node), Tensor(base), Tensor(exponent)
+    to_base = (b == 0).where(0.0, g * (b * a.pow(b - 1)))
+    to_exponent = g * ((a == 0) & (b >= 0)).where(0.0, out * a.log())
+    return to_base.uop, to_exponent.uop
+
+
+def _fmod_gradient(grad: UOp, node: UOp, a: UOp, b: UOp) -> tuple[UOp, UOp]:
+    """torch's gradients of fmod(a, b): grad to a, and -grad * trunc(a / b) to b."""
+    g, x, y = Tensor(grad), Tensor(a), Tensor(b)
+    return g.uop, (-(g * x.div(y).trunc())).uop
+
+
+def _scalar_base_power_gradient(grad: UOp, node: UOp, exponent: UOp, c: float) -> tuple[UOp]:
+    """d(c ** exponent)/d exponent for a Python number c: c ** exponent * ln(c) (0 where c is 0
+    and the exponent is not negative)."""
+    g, out, b = Tensor(grad), Tensor(node), Tensor(exponent)
+    ln_c = math.log(c) if c > 0 else -math.inf if c == 0 else math.nan
+    scaled = out * ln_c
+    if c == 0:
+        scaled = (b >= 0).where(0.0, scaled)
+    return ((g * scaled).uop,)

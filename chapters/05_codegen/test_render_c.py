@@ -253,8 +253,10 @@ def test_constants_of_every_kind() -> None:
 
 
 def test_every_dtype_copies_exactly() -> None:
-    """A copy compiles for every dtype and moves every bit: the C type matches the numpy one."""
-    for dtype in dtypes.all():
+    """A copy compiles for every dtype and moves every bit: the C type matches the numpy one.
+    (Every dtype C has: bfloat16 reaches a renderer as float32 and uint16, tinyfw's
+    codegen/emulate.py rewrites it before.)"""
+    for dtype in [d for d in dtypes.all() if d in CStyleLanguage.types]:
         b = Builder(f"copy_{dtype.name}", dtype, dtype)
         i = b.loop("i", 16)
         b.store(b.load(1, i * -1 + 15), i)

@@ -83,6 +83,12 @@ def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> s
     return out
 
 
+def computed_sources(node: UOp) -> tuple[UOp, ...]:
+    """The sources node's value is computed from: a DETACH passes on its first only (the others
+    are a gradient override's inputs, there for the backward pass)."""
+    return node.src[:1] if node.op is Ops.DETACH else node.src
+
+
 # --- building one kernel: the graph above the materialized nodes, with views pushed to leaves ---
 @dataclass
 class _KernelBuilder:
@@ -136,7 +142,7 @@ class _KernelBuilder:
                 self.reduce_of(self.memo[current])
             else:
                 stack.append((current, True))
-                stack.extend((s, False) for s in current.src if s not in self.memo)
+                stack.extend((s, False) for s in computed_sources(current) if s not in self.memo)
         return self.memo[node]
 
     def _build(self, node: UOp) -> UOp:

@@ -88,8 +88,8 @@ def expr_extent(e: Expr) -> int:
 
 
 def accumulator_dtype(dtype: DType) -> DType:
-    """float16 sums accumulate in float32, as the reference does."""
-    return dtypes.float32 if dtype == dtypes.float16 else dtype
+    """float16 and bfloat16 sums accumulate in float32, as the reference does."""
+    return dtypes.float32 if dtype.is_float and dtype.itemsize < 4 else dtype
 
 
 def identity(op: Ops, dtype: DType) -> float | int | bool:

@@ -8,10 +8,10 @@ import math
 from math import prod as prod_of
 from typing import TYPE_CHECKING
 
-from tinyfw.dtype import DType, dtypes
+from tinyfw.dtype import DType, dtypes, promote_types
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
-from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.core import TensorCore, float32_inside
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -106,6 +106,7 @@ class DerivedOps(TensorCore):
             out = out.reshape(tuple(1 if i in axes else s for i, s in enumerate(x.shape)))
         return out
 
+    @float32_inside
     def normalize(self: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
         """x / max(||x||_p, eps) along dim (torch.nn.functional.normalize)."""
         if not self.dtype.is_float:
@@ -132,6 +133,7 @@ class DerivedOps(TensorCore):
         """softmax(-x) along axis."""
         return (-self).softmax(axis)
 
+    @float32_inside
     def softmax(self: Tensor, axis: int = -1) -> Tensor:
         """exp(x) / sum(exp(x)) along axis, computed after subtracting the max so exp can't
         overflow."""
@@ -143,6 +145,7 @@ class DerivedOps(TensorCore):
         return e / e.sum(axis, keepdim=True)
         # <<< exercise
 
+    @float32_inside
     def log_softmax(self: Tensor, axis: int = -1) -> Tensor:
         """log(softmax(x)) along axis, without taking the log of a tiny number."""
         if self.numel() == 0:  # nothing to normalize (and a max over an empty axis raises)
@@ -150,6 +153,7 @@ class DerivedOps(TensorCore):
         shifted = self - self.max(axis, keepdim=True).detach()
         return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
+    @float32_inside
     def logsumexp(self: Tensor, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over axis, computed stably."""
         if any(self.shape[i] == 0 for i in self._axes(axis)):  # log of an empty sum: -inf
@@ -165,6 +169,10 @@ class DerivedOps(TensorCore):
         """The matrix product, as torch.matmul defines it for 1-D, 2-D and batched operands:
         broadcast both to (..., n, k, m), multiply, and sum over k."""
         _both_tensors("matmul", self, other)
+        result = promote_types(self.dtype, other.dtype)
+        if result.is_float and result.itemsize < 4:  # float16, bfloat16: as torch, products and
+            # their sum in float32 (a product of two is exact there), rounded once at the end
+            return self.float().matmul(other.float()).cast(result)
         # >>> exercise 02.matmul #matmul-from-broadcasting
         if self.ndim == 0 or other.ndim == 0:
             raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "

@@ -36,13 +36,40 @@ def _c_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b == 0, 0, np.fmod(a, safe_b)).astype(a.dtype)
 
 
+def widen(x: np.ndarray) -> np.ndarray:
+    """x, or x as float32 where it is bfloat16: numpy computes bfloat16 through float32 (exact:
+    every bfloat16 is a float32), as torch and tinyfw's kernels do."""
+    return x.astype(np.float32) if x.dtype == dtypes.bfloat16.np else x
+
+
 def cast(x: np.ndarray, dtype: DType) -> np.ndarray:
-    """x converted to dtype the way C converts: floats truncate toward zero, nonzero is true."""
+    """x converted to dtype the way C on x86 converts (as torch does): floats truncate toward
+    zero, nonzero is true, bfloat16 goes through float32. A float out of an int type's range
+    (NaN, the infinities) is undefined in C: it gives what x86 gives, through a signed int of
+    32 or 64 bits (tinyfw/codegen/emulate.py writes the same out for the compiled devices)."""
+    x = widen(x)
     if dtype.is_bool:
         return x != 0
-    if dtype.is_int and x.dtype.kind == "f":  # out-of-range values are undefined in C
-        x = np.trunc(np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0))
+    if dtype == dtypes.bfloat16:
+        return x.astype(np.float32).astype(dtype.np)
+    if dtype.is_int and x.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return _float_to_int(x, dtype)
     return x.astype(dtype.np)
+
+
+def _float_to_int(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """Floats to an int type: through the signed int of 32 or 64 bits, as x86 converts; past
+    2**31 (2**63) a uint32 (uint64) converts x - 2**31 (2**63) and sets the top bit."""
+    if x.dtype.itemsize == 2:  # float16: as torch, through float32 (exact)
+        x = x.astype(np.float32)
+    signed = np.dtype(np.int64 if dtype.itemsize == 8 else np.int32)
+    small = x.astype(signed).astype(dtype.np)
+    if dtype not in (dtypes.uint32, dtypes.uint64):
+        return small
+    top = 2 ** (8 * dtype.itemsize - 1)
+    big = (x - x.dtype.type(top)).astype(signed).astype(dtype.np) ^ dtype.np.type(top)
+    return np.where((x < top) | np.isnan(x), small, big)
 
 
 def _bool_or(fn_bool: Callable, fn_other: Callable) -> Callable:
@@ -71,8 +98,8 @@ def reduce_axes(x: np.ndarray, op: Ops, axes: tuple[int, ...], dtype: DType) -> 
     """x summed or maxed over axes, which stay as size-1 axes (float16 sums add up in float32)."""
     # >>> exercise 03.reduce #evaluating-the-primitive-ops
     if op is Ops.ADD:
-        acc = np.float32 if dtype == dtypes.float16 else dtype.np
-        return np.sum(x, axis=axes, keepdims=True, dtype=acc).astype(dtype.np)
+        acc = np.float32 if dtype.is_float and dtype.itemsize < 4 else dtype.np
+        return np.sum(widen(x), axis=axes, keepdims=True, dtype=acc).astype(dtype.np)
     shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
     if x.size == 0:
         return np.full(shape, dtypes.min(dtype), dtype=dtype.np)
@@ -107,10 +134,12 @@ def evaluate(node: UOp, src: list[np.ndarray], buffers: list[np.ndarray]) -> np.
         return read_view(np.array([node.arg], dtype=node.dtype.np), node.src[0].arg)
     if node.op is Ops.CAST:
         return cast(src[0], node.dtype)
+    if node.op is Ops.BITCAST:
+        return src[0].view(node.dtype.np)
     if node.op is Ops.REDUCE:
         return reduce_axes(src[0], node.arg[0], node.arg[1], node.dtype)
     rule = alu_rules()[node.op]
-    return np.asarray(rule(*src)).astype(node.dtype.np, copy=False)
+    return np.asarray(rule(*map(widen, src))).astype(node.dtype.np, copy=False)
 
 
 def run_kernel(ast: UOp, buffers: list[np.ndarray]) -> None:

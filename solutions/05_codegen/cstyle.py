@@ -19,8 +19,10 @@ Template = Callable[[DType, list[str]], str]
 C_TYPES: dict[DType, str] = {
     dtypes.bool: "bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char",
     dtypes.int16: "short", dtypes.int32: "int", dtypes.int64: "long long",
+    dtypes.uint16: "unsigned short", dtypes.uint32: "unsigned int",
+    dtypes.uint64: "unsigned long long",
     dtypes.float16: "_Float16", dtypes.float32: "float", dtypes.float64: "double",
-}
+}  # (no bfloat16: tinyfw/codegen/emulate.py computes it as float)
 
 
 def _math(name: str) -> Template:
@@ -60,6 +62,20 @@ def c_mod(dt: DType, a: list[str]) -> str:
     return f"({a[1]}==0?0:{a[0]}%{a[1]})"
 
 
+def c_mul(dt: DType, a: list[str]) -> str:
+    """a * b. uint16 operands promote to int in C, where 65535 * 65535 overflows (undefined):
+    they multiply as unsigned int, which wraps."""
+    if dt.is_bool:
+        return f"({a[0]}&&{a[1]})"
+    return f"((unsigned int){a[0]}*{a[1]})" if dt == dtypes.uint16 else f"({a[0]}*{a[1]})"
+
+
+def c_bitcast(dt: DType, a: list[str]) -> str:
+    """The bits of a (a variable of its own type: emulate.py folds constants) as dt, through a
+    union, which C allows for reading one member's bytes as another's."""
+    return f"((union {{ __typeof__({a[0]}) f; {C_TYPES[dt]} t; }}){{ .f = {a[0]} }}).t"
+
+
 # One template per op: the dtype of the result and the operands' names give the C expression.
 OP_TEMPLATES: dict[Ops, Template] = {
     Ops.NEG: lambda dt, a: f"(!{a[0]})" if dt.is_bool else f"(-{a[0]})",
@@ -67,7 +83,7 @@ OP_TEMPLATES: dict[Ops, Template] = {
     Ops.SQRT: _math("sqrt"), Ops.TRUNC: _math("trunc"),
     Ops.RECIPROCAL: lambda dt, a: f"(({C_TYPES[dt]})1/{a[0]})",
     Ops.ADD: lambda dt, a: f"({a[0]}||{a[1]})" if dt.is_bool else f"({a[0]}+{a[1]})",
-    Ops.MUL: lambda dt, a: f"({a[0]}&&{a[1]})" if dt.is_bool else f"({a[0]}*{a[1]})",
+    Ops.MUL: c_mul,
     Ops.MAX: lambda dt, a: (f"(({a[0]}>{a[1]}||{a[0]}!={a[0]})?{a[0]}:{a[1]})" if dt.is_float
                             else f"(({a[0]}>{a[1]})?{a[0]}:{a[1]})"),  # a != a: a is NaN
     Ops.MOD: lambda dt, a: (f"fmod({a[0]},{a[1]})" if dt.is_float else
@@ -81,11 +97,15 @@ OP_TEMPLATES: dict[Ops, Template] = {
     Ops.XOR: lambda dt, a: f"({a[0]}^{a[1]})",
     Ops.WHERE: lambda dt, a: f"({a[0]}?{a[1]}:{a[2]})",
     Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({C_TYPES[dt]}){a[0]})",
+    Ops.BITCAST: c_bitcast,
 }
 
 
 class NotSupportedError(RuntimeError):
     """A dtype or an op that a target language cannot express."""
+
+
+INT_SUFFIXES = {dtypes.int64: "LL", dtypes.uint32: "U", dtypes.uint64: "ULL"}
 
 
 def render_const(value: float | int | bool, dtype: DType) -> str:
@@ -96,7 +116,7 @@ def render_const(value: float | int | bool, dtype: DType) -> str:
         if dtype == dtypes.int64 and value == dtypes.min(dtype):
             # -9223372036854775808LL would negate a constant too large for long long
             return f"({int(value) + 1}LL-1)"
-        text = f"{int(value)}" + ("LL" if dtype == dtypes.int64 else "")
+        text = f"{int(value)}" + INT_SUFFIXES.get(dtype, "")
         return f"({text})" if value < 0 else text  # so that -x of it is not a decrement
     if math.isnan(value):
         text = "NAN"

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from tinyfw.device import Buffer, Runtime
-from tinyfw.dtype import DType
+from tinyfw.dtype import DType, dtypes
 from tinyfw.renderer.wgsl import WGSL, WIDENED, wgsl_groups
 
 FIX_WEBGPU = ("install wgpu and a Vulkan driver: `pip install -e '.[webgpu]'` and "
@@ -48,8 +48,18 @@ def _padded(nbytes: int) -> int:
 
 def _stored(dtype: DType) -> np.dtype:
     """How an element is kept in a storage buffer: WGSL has no 8- or 16-bit integers and no
-    bool arrays, so those are widened to 32-bit ints."""
-    return np.dtype(np.int32) if dtype in WIDENED else dtype.np
+    bool arrays, so those are widened to 32-bit ints; so are bfloat16's 16 bits (kernels read
+    them as uint16: tinyfw/codegen/emulate.py)."""
+    return np.dtype(np.int32) if dtype in WIDENED or dtype == dtypes.bfloat16 else dtype.np
+
+
+def _unwidened(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """Elements read back from a storage buffer, as dtype again (see _stored)."""
+    if dtype.is_bool:
+        return values != 0
+    if dtype == dtypes.bfloat16:
+        return values.astype(np.uint16).view(dtype.np)
+    return values.astype(dtype.np)
 
 
 class WebGPUAllocator:
@@ -61,6 +71,8 @@ class WebGPUAllocator:
 
     def copyin(self, dest: Any, src: np.ndarray) -> None:
         flat = np.ascontiguousarray(src.reshape(-1))
+        if flat.dtype == dtypes.bfloat16.np:
+            flat = flat.view(np.uint16)
         if flat.dtype.kind in "biu" and flat.dtype.itemsize < 4:
             flat = flat.astype(np.int32)
         data = flat.tobytes()
@@ -86,7 +98,7 @@ class WebGPUAllocator:
         staging.unmap()
         staging.destroy()
         values = np.frombuffer(data, dtype=stored, count=size)
-        return (values != 0) if dtype.is_bool else values.astype(dtype.np)
+        return _unwidened(values, dtype)
         # <<< exercise
 
 

@@ -13,11 +13,12 @@ import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
-from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.core import TensorCore, float32_inside
 from tinyfw.mixin.derived import _check_labels
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
+    from tinyfw.uop.ops import UOp
 
 IntOrTuple = int | Sequence[int]
 T = TypeVar("T")
@@ -375,12 +376,14 @@ class NNOps(TensorCore):
         else:
             sizes = list(output_size)[-n:]
         total = math.prod(sizes)
-        hot = indices.flatten(-n)._hot(total).cast(self.dtype)  # (..., pooled, total)
-        placed = (self.flatten(-n).unsqueeze(-1) * hot).sum(-2)
-        # overlapping windows may name a place twice (with the same value): count it once, yet
-        # hand each its whole gradient, as torch's gather of the output gradient does
-        count = hot.sum(-2).maximum(1).detach()
-        placed = placed - placed.detach() + (placed / count).detach()
+        hot = indices.flatten(-n)._hot(total) != 0  # (..., pooled, total)
+        values = self.flatten(-n)
+        # selected, not multiplied by a 0/1 hot (inf * 0 would make every other place nan);
+        # overlapping windows may name a place twice (with the same value): counted once, yet
+        # each gets its whole gradient, as from torch's gather of the output gradient
+        placed = hot.where(values.unsqueeze(-1), 0).sum(-2)
+        placed = (placed / hot.sum(-2).maximum(1)).cast(self.dtype)
+        placed = placed._with_gradient(_unpool_gradient, (values, hot))
         out = placed.reshape(*self.shape[:-n], *sizes)
         _check_labels(out, indices, (indices < 0) | (indices >= total), RuntimeError,
                       f"Found an invalid max index: {{value}} (output volumes are of size "
@@ -486,6 +489,7 @@ class NNOps(TensorCore):
         return keep.where(self, 0) * (1 / (1 - p))
         # <<< exercise
 
+    @float32_inside
     def layernorm(self: Tensor, axis: int | tuple[int, ...] = -1, eps: float = 1e-5) -> Tensor:
         """Each slice along axis shifted to mean 0 and scaled to variance 1 (no affine)."""
         centered = self - self.mean(axis, keepdim=True)
@@ -519,3 +523,10 @@ def _share_heads(kv: Tensor, heads: int) -> Tensor:
                            f"({heads}) for enable_gqa")
     grouped = kv.unsqueeze(-3).expand(*kv.shape[:-2], heads // kv_heads, *kv.shape[-2:])
     return grouped.reshape(*kv.shape[:-3], heads, *kv.shape[-2:])
+
+
+def _unpool_gradient(grad: UOp, node: UOp, values: UOp, hot: UOp) -> tuple[UOp, None]:
+    """max_unpool's gradient to its values: the output gradient where each value was put."""
+    spread = grad.reshape((*grad.shape[:-1], 1, grad.shape[-1])).expand(hot.shape)
+    picked = hot.where(spread, 0.0).sum((hot.ndim - 1,))  # keeps the axis: (..., pooled, 1)
+    return picked.reshape(values.shape), None

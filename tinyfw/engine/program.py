@@ -21,6 +21,7 @@ from types import FunctionType, MethodType
 from typing import Any
 from collections.abc import Callable
 
+from tinyfw.codegen.emulate import emulate_dtypes
 from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.lower import Program, lower
 from tinyfw.device import Device, Runtime
@@ -142,7 +143,7 @@ def find_built(build: Build) -> None:
     # is found, the passes below do not run.
     device, kernel = build.device, build.kernel
     assert kernel is not None
-    build.key = (device.name, kernel.ast, kernel.name, build.opts, lower,
+    build.key = (device.name, kernel.ast, kernel.name, build.opts, lower, emulate_dtypes,
                  code_identity(device.renderer), code_identity(device.compiler_for(kernel)),
                  code_identity(device.program))
     build.result = cache.get(build.key)
@@ -152,6 +153,12 @@ def lower_kernel(build: Build) -> None:
     """build.program: the kernel as a linear program of loops, loads, ALU steps, a store."""
     assert build.kernel is not None
     build.program = lower(build.kernel)
+
+
+def emulate_types(build: Build) -> None:
+    """build.program in types every language has: bfloat16 as float32, rounded (emulate.py)."""
+    assert build.program is not None
+    build.program = emulate_dtypes(build.program)
 
 
 def render_source(build: Build) -> None:
@@ -178,8 +185,8 @@ def load_program(build: Build) -> None:
 
 
 Pass = Callable[[Build], None]
-PASSES: tuple[Pass, ...] = (kernel_from_ast, optimize, find_built, lower_kernel, render_source,
-                            compile_source, load_program)
+PASSES: tuple[Pass, ...] = (kernel_from_ast, optimize, find_built, lower_kernel, emulate_types,
+                            render_source, compile_source, load_program)
 
 
 def get_program(item: ScheduleItem) -> CompiledKernel:
@@ -201,10 +208,10 @@ def get_program(item: ScheduleItem) -> CompiledKernel:
 
 
 def linear_program(item: ScheduleItem) -> Program:
-    """The linear program of a scheduled kernel, as the passes up to lower_kernel make it
+    """The linear program of a scheduled kernel, as the passes up to emulate_types make it
     (to read or render in another language; nothing is built or cached)."""
     build = Build(item, Device[item.device])
-    for step in (kernel_from_ast, optimize, lower_kernel):
+    for step in (kernel_from_ast, optimize, lower_kernel, emulate_types):
         step(build)
     assert build.program is not None
     return build.program

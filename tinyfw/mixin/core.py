@@ -1,7 +1,25 @@
 """What every mixin reads of the tensor it is mixed into: its shape, dtype and device."""
 from __future__ import annotations
 
-from tinyfw.dtype import DType
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tinyfw.dtype import DType, dtypes
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def float32_inside(method: Method) -> Method:
+    """A method of one tensor that, given a float16 or bfloat16 tensor, computes in float32 and
+    rounds its result to that dtype once, as torch's fused kernels do (softmax, layer norm,
+    GELU...): rounding each of its steps would lose most of a 16-bit float's few digits."""
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.dtype.is_float and self.dtype.itemsize < 4:
+            return method(self.cast(dtypes.float32), *args, **kwargs).cast(self.dtype)
+        return method(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
 
 
 class TensorCore:

@@ -4,9 +4,11 @@ masked_select and nonzero, with torch's semantics.
 How a pick is made in the graph (differentiable, and safe in a TinyJit capture, as tinygrad's):
 the advanced (tensor, list, array) indices of x[...] become one linear index L into the K
 elements of the indexed axes; `L[n] == arange(K)` is a one-hot mask (N, K), and the rows of x
-(laid out (K, R)) where the mask is true, summed over K, are the N picks. The where and the sum
-fuse into one reduce kernel, so the (N, K, R) product is never held in memory: memory is that of
-the mask and the result, the work N * K * R.
+(laid out (K, R)) where the mask is true, -inf elsewhere, maxed over K, are the N picks, with
+their exact bits (a sum would start at 0.0 and turn a -0.0 into 0.0; ints and bools are summed).
+The where and the max fuse into one reduce kernel, so the (N, K, R) product is never held in
+memory: memory is that of the mask and the result, the work N * K * R. The gradient is the
+sum's, all to the place picked (see _selected).
 
 What reads data on the host (and so is refused inside a TinyJit capture, as torch's data-
 dependent shapes are): a boolean mask index (its True count is the result's size), nonzero and
@@ -19,6 +21,7 @@ batch of rows of a big data set); inside a capture it stays in the graph.
 """
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
     from tinyfw.tensor import Tensor
+    from tinyfw.uop.ops import UOp
 
 # Above this many elements of one-hot work (N * K * R), a pick that needs no gradient is made on
 # the host when no TinyJit is capturing (see the module's docstring).
@@ -59,20 +63,59 @@ def _is_tensor(x: Any) -> TypeIs[Tensor]:
     return hasattr(x, "uop")
 
 
+def _index_tuple(index: Any) -> tuple:
+    """index as the tuple of entries torch reads it as: a tuple is one, and so is a list (not a
+    numpy array) of fewer than 32 items that holds a tensor, a sequence, a slice, None or '...'
+    (torch's legacy reading, deprecated there but still what it does: x[[[0, 1], [1, 2]]] is
+    x[[0, 1], [1, 2]]); anything else is a single entry."""
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and len(index) < 32 and any(
+            _is_tensor(v) or v is None or v is Ellipsis
+            or isinstance(v, (slice, list, tuple, range, str, bytes, np.ndarray)) for v in index):
+        return tuple(index)
+    return (index,)
+
+
 def _host_ints(what: Any) -> np.ndarray:
-    """A list, tuple or numpy index as an array: ints (an empty one too) or bools; a float or
-    other element raises torch's IndexError."""
+    """A list, tuple or numpy index as an array of bools (a mask) or of int64, as torch makes
+    its index tensor: floats are truncated toward 0 (a nan or a float past int64 in a list
+    raises torch's RuntimeError; in a numpy array it is cast, as torch casts it, and then out of
+    bounds), a complex number in a list raises TypeError."""
     if any(_is_tensor(v) for v in (what if isinstance(what, (list, tuple)) else ())):
         raise IndexError("a list index holds numbers, not tensors: index with one tensor")
+    if isinstance(what, (list, tuple)) and (bad := _numpy_float_in(what)) is not None:
+        raise TypeError(f"'numpy.{type(bad).__name__}' object cannot be interpreted as an "
+                        "integer (a list index truncates Python floats only, as torch)")
     try:
         arr = np.asarray(what)
     except ValueError as e:  # a ragged list
         raise IndexError(f"a list index must be rectangular: {e}") from None
-    if arr.size == 0 and arr.dtype.kind not in "biu":
+    if arr.dtype.kind in "biu":
+        return arr
+    if arr.size == 0:
         return arr.astype(np.int64)
-    if arr.dtype.kind not in "biu":
-        raise IndexError(_FLOAT_INDEX.format(arr.dtype.name))
-    return arr
+    if arr.dtype.kind not in "fc" or (arr.dtype.kind == "c" and not isinstance(what, np.ndarray)):
+        raise TypeError(f"an index of {arr.dtype.name} values: a list index holds ints, floats "
+                        "or bools")
+    if not isinstance(what, np.ndarray):
+        finite = np.isfinite(arr) & (np.abs(arr) < 2.0 ** 63)
+        if not finite.all():
+            raise RuntimeError("value cannot be converted to type int64 without overflow")
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)  # the real part, as torch
+        return arr.astype(np.int64)
+
+
+def _numpy_float_in(items: list | tuple) -> Any:
+    """The first numpy float scalar (not a Python float, as np.float64 is) in nested lists."""
+    for v in items:
+        if isinstance(v, (list, tuple)):
+            if (found := _numpy_float_in(v)) is not None:
+                return found
+        elif isinstance(v, np.floating) and not isinstance(v, float):
+            return v
+    return None
 
 
 def _entry(item: Any) -> Any:
@@ -92,6 +135,8 @@ def _entry(item: Any) -> Any:
         return item
     if isinstance(item, (list, tuple, np.ndarray)):
         return _host_ints(item)
+    if isinstance(item, (str, bytes)):  # a sequence torch tries to make a tensor of
+        raise TypeError(f"new(): invalid data type '{type(item).__name__}'")
     raise IndexError(_FLOAT_INDEX.format(type(item).__name__))
 
 
@@ -112,17 +157,36 @@ def _consumed(e: Any) -> int:
 
 
 def _expand_ellipsis(entries: list[Any], ndim: int) -> list[Any]:
-    """The entries with '...' (or the missing trailing axes) as whole slices."""
-    if sum(1 for e in entries if e is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+    """The entries, one per axis of x (None and bools aside): '...' as whole slices, and whole
+    slices for the axes no entry reaches. As in torch, an index may hold more than one '...':
+    each moves on by the k axes the other entries leave, so x[..., 0, ...] is x[..., 0]. Where
+    k > 0, the entries after a second '...' land k axes on; one past the last axis raises
+    IndexError, but for a whole slice (`:`, `0:`, `::1`), which torch lets pass there (doing
+    nothing), and a None or bool right after the last axis (a new last axis). (torch also lets
+    some bounded slices pass there, by reading past the tensor's sizes: those raise here.)"""
     used = sum(_consumed(e) for e in entries)
     if used > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    fill = [slice(None)] * (ndim - used)
-    if Ellipsis in [e for e in entries if not _is_tensor(e) and not isinstance(e, np.ndarray)]:
-        at = next(i for i, e in enumerate(entries) if e is Ellipsis)
-        return entries[:at] + fill + entries[at + 1:]
-    return entries + fill
+    k = ndim - used
+    out: list[Any] = []
+    at = 0  # the axis of x the next entry indexes
+    for e in entries:
+        if e is Ellipsis:
+            out += [slice(None)] * max(0, min(k, ndim - at))
+            at += k
+            continue
+        n = _consumed(e)
+        if at + n > ndim or (n == 0 and at > ndim):
+            if isinstance(e, slice) and e.start in (None, 0) and e.stop is None \
+                    and e.step in (None, 1):
+                at += 1
+                continue
+            raise IndexError(f"an index with more than one ellipsis ('...') reaches past the "
+                             f"last of the tensor's {ndim} axes: each '...' stands for {k} axes "
+                             "here")
+        out.append(e)
+        at += n
+    return out + [slice(None)] * max(0, ndim - at)
 
 
 def _mask_indices(mask: Any, shape: tuple[int, ...], dim: int) -> list[np.ndarray]:
@@ -224,7 +288,7 @@ class IndexingOps(TensorCore):
         (after the ints are taken, as torch), else first. Negative indices count from the end.
         A boolean mask is read on the host (the result's size depends on it); see the module's
         docstring for how the rest is done in the graph."""
-        entries = [_entry(i) for i in (index if isinstance(index, tuple) else (index,))]
+        entries = [_entry(i) for i in _index_tuple(index)]
         if self.ndim == 0 and any(_consumed(e) for e in entries):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python "
                              "or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
@@ -344,15 +408,13 @@ class IndexingOps(TensorCore):
         return not self.requires_grad and work > _HOST_PICK_WORK and not _capturing()
 
     def _pick_rows(self: Tensor, linear: np.ndarray | Tensor) -> Tensor:
-        """Rows linear[n] of self (K, R), as (N, R), by a one-hot mask summed over K."""
+        """Rows linear[n] of self (K, R), as (N, R), picked by a one-hot mask (see _selected)."""
         k, r = self.shape
         idx = linear if _is_tensor(linear) else type(self)(
             np.asarray(linear, dtype=np.int32), device=self.device)
         n = prod(idx.shape)
         hot = idx.reshape(n, 1, 1) == type(self).arange(k, device=self.device).reshape(1, k, 1)
-        x = self.cast(dtypes.int32) if self.dtype.is_bool else self
-        picked = hot.where(x.reshape(1, k, r), 0).sum(1, dtype=x.dtype)
-        return picked.cast(dtypes.bool) if self.dtype.is_bool else picked
+        return _selected(hot, self.reshape(1, k, r), 1)
 
     # --- writing x[index] = value ---
 
@@ -361,7 +423,7 @@ class IndexingOps(TensorCore):
         form of __getitem__; value (a number or a tensor) is broadcast to x[index]'s shape.
         A number takes x's dtype; a tensor is cast for basic indices, and must have x's dtype
         for advanced ones (torch's index_put). With an index repeated, the last value wins."""
-        entries = [_entry(i) for i in (index if isinstance(index, tuple) else (index,))]
+        entries = [_entry(i) for i in _index_tuple(index)]
         if self.ndim == 0 and any(_consumed(e) for e in entries):
             raise IndexError("invalid index of a 0-dim tensor")
         basic, advs = _plan(_expand_ellipsis(entries, self.ndim), self.shape)
@@ -445,9 +507,7 @@ class IndexingOps(TensorCore):
             x, idx = x.reshape(1), idx.reshape(1)
         s = x.shape[-1]
         hot = idx.unsqueeze(-1) == type(self).arange(s, device=self.device)
-        src = x.cast(dtypes.int32) if x.dtype.is_bool else x
-        out = hot.where(src.unsqueeze(-2), 0).sum(-1, dtype=src.dtype)
-        out = out.cast(dtypes.bool) if x.dtype.is_bool else out
+        out = _selected(hot, x.unsqueeze(-2), -1)
         _check_index(out, idx, s, dim, RuntimeError, wrap=False)
         return out.reshape(()) if self.ndim == 0 else out.transpose(dim, -1)
 
@@ -614,9 +674,7 @@ def _written(laid: Tensor, idx: Tensor, rows: Tensor) -> Tensor:
     order = type(laid).arange(n, device=dev).reshape(n, 1)
     last = hot.where(order, -1).max(0)  # (K,): the last n writing row k, or -1
     chosen = order == last.reshape(1, k)  # (N, K)
-    vals = rows.cast(dtypes.int32) if rows.dtype.is_bool else rows
-    picked = chosen.reshape(n, k, 1).where(vals.reshape(n, 1, -1), 0).sum(0, dtype=vals.dtype)
-    picked = picked.cast(dtypes.bool) if rows.dtype.is_bool else picked
+    picked = _selected(chosen.reshape(n, k, 1), rows.reshape(n, 1, -1), 0)
     return (last >= 0).reshape(k, 1).where(picked, laid.detach())
 
 
@@ -626,7 +684,7 @@ def _combine(x: Tensor, hot: Tensor, vals: Tensor, reduce: str, include_self: bo
     if reduce == "replace":
         order = type(x).arange(hot.shape[-2], device=x.device).reshape(-1, 1)
         last = hot.where(order, -1).max(-2, keepdim=True)  # the last m sent to each s
-        picked = _summed((order == last) & hot, vals, x.dtype)
+        picked = _selected((order == last) & hot, vals.cast(x.dtype), -2)
         return hit.where(picked, x)
     if reduce in ("sum", "mean"):
         total = _summed(hot, vals, x.dtype)
@@ -647,6 +705,31 @@ def _combine(x: Tensor, hot: Tensor, vals: Tensor, reduce: str, include_self: bo
     if include_self:
         best = best.maximum(x) if reduce == "amax" else best.minimum(x)
     return hit.where(best, x)
+
+
+def _selected(hot: Tensor, vals: Tensor, axis: int) -> Tensor:
+    """Along axis, the value of vals where hot is true (hot and vals broadcast together), for
+    hot true at one place of the axis at most; where it is true nowhere, the value is to be
+    masked by the caller. A float is picked with its exact bits (-0.0 stays -0.0, as in torch):
+    a max over the others filled with -inf, not a sum (which starts at 0.0: -0.0 + 0.0 is 0.0),
+    in one reduce kernel as the sum was; its gradient is the sum's, all to the place picked (a
+    max's would be shared among ties, and none for a nan)."""
+    shape = tuple(np.broadcast_shapes(hot.shape, vals.shape))
+    hot, vals = hot._broadcast_to(shape), vals._broadcast_to(shape)
+    axis = normalize_axis(axis, len(shape))
+    if not vals.dtype.is_float or shape[axis] == 0:  # exact as a sum (a max of nothing raises)
+        as_int = vals.cast(dtypes.int32) if vals.dtype.is_bool else vals
+        total = hot.where(as_int, 0).sum(axis, dtype=as_int.dtype)
+        return total.cast(dtypes.bool) if vals.dtype.is_bool else total
+    picked = hot.where(vals, -float("inf")).max(axis)
+    return picked._with_gradient(_selection_gradient, (vals, hot), (axis,))
+
+
+def _selection_gradient(grad: UOp, node: UOp, vals: UOp, hot: UOp, axis: int
+                        ) -> tuple[UOp, None]:
+    """The gradient of _selected: the gradient at each pick, to the place it was picked from."""
+    kept = hot.shape[:axis] + (1,) + hot.shape[axis + 1:]  # grad with the picked axis back
+    return hot.where(grad.reshape(kept).expand(hot.shape), 0.0), None
 
 
 def _summed(hot: Tensor, vals: Tensor, dtype: DType) -> Tensor:

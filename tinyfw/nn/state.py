@@ -103,7 +103,8 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor | np.ndarray],
 
 SAFETENSORS_DTYPES: dict[str, DType] = {
     "BOOL": dtypes.bool, "U8": dtypes.uint8, "I8": dtypes.int8, "I16": dtypes.int16,
-    "I32": dtypes.int32, "I64": dtypes.int64, "F16": dtypes.float16, "F32": dtypes.float32,
+    "I32": dtypes.int32, "I64": dtypes.int64, "U16": dtypes.uint16, "U32": dtypes.uint32,
+    "U64": dtypes.uint64, "F16": dtypes.float16, "BF16": dtypes.bfloat16, "F32": dtypes.float32,
     "F64": dtypes.float64,
 }
 _DTYPE_NAMES: dict[DType, str] = {d: name for name, d in SAFETENSORS_DTYPES.items()}
@@ -111,7 +112,9 @@ _MAX_HEADER = 100_000_000  # the safetensors library refuses larger headers too
 
 
 def _little_endian(dt: DType) -> np.dtype:
-    return np.dtype(dt.np).newbyteorder("<")
+    """How the file holds an element: little-endian, a bfloat16 as its 16 bits."""
+    bits = np.dtype(np.uint16) if dt == dtypes.bfloat16 else np.dtype(dt.np)
+    return bits.newbyteorder("<")
 
 
 def safe_save(tensors: dict[str, Tensor], path: str | os.PathLike,
@@ -129,7 +132,10 @@ def safe_save(tensors: dict[str, Tensor], path: str | os.PathLike,
     for name, t in tensors.items():
         if t.dtype not in _DTYPE_NAMES:
             raise TypeError(f"safetensors has no dtype for {t.dtype.name} (tensor {name!r})")
-        data = t.numpy().astype(_little_endian(t.dtype)).tobytes()
+        values = t.numpy()
+        if t.dtype == dtypes.bfloat16:
+            values = values.view(np.uint16)
+        data = values.astype(_little_endian(t.dtype)).tobytes()
         header[name] = {"dtype": _DTYPE_NAMES[t.dtype], "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(data)]}
         chunks.append(data)
@@ -199,7 +205,9 @@ def safe_load(path: str | os.PathLike, device: str | None = None) -> dict[str, T
             continue
         dt, shape, begin, _ = _entry(name, info, path, len(raw) - start)
         data = np.frombuffer(raw, _little_endian(dt), prod(shape), start + begin).reshape(shape)
-        out[name] = Tensor(data.astype(dt.np), device=device)
+        native = data.astype(data.dtype.newbyteorder("="))
+        out[name] = Tensor(native.view(dt.np) if dt == dtypes.bfloat16 else native.astype(dt.np),
+                           device=device)
     return out
 
 

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from tinyfw.codegen.lower import Program
 from tinyfw.dtype import DType, dtypes
 from tinyfw.renderer.cstyle import OP_TEMPLATES, CStyleLanguage, Template, render_const
 from tinyfw.uop.ops import Ops
@@ -17,10 +18,15 @@ BLOCK = 128  # threads per block
 CUDA_TYPES: dict[DType, str] = {
     dtypes.bool: "bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char",
     dtypes.int16: "short", dtypes.int32: "int", dtypes.int64: "long long",
+    dtypes.uint16: "unsigned short", dtypes.uint32: "unsigned int",
+    dtypes.uint64: "unsigned long long",
     dtypes.float16: "float", dtypes.float32: "float", dtypes.float64: "double"}
 
 # NVRTC ships no headers: half <-> float conversions are one PTX instruction each. (The CPU
-# emulator's header, cuda_emu.h, defines the same two functions in plain C++.)
+# emulator's header, cuda_emu.h, defines the same two functions in plain C++.) tf_bitcast reads
+# a value's bits as another type of its size; a float16 computes as a float, 4 bytes, so a size
+# that differs is a float16 on one side, converted to or from its 16 bits. (emulate.py folds
+# constants: the operand is always a variable of its own type, never a literal.)
 CUDA_PRELUDE = """#ifdef __CUDACC_RTC__
 __device__ float tf_h2f(unsigned short h) {
   float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
@@ -29,6 +35,13 @@ __device__ unsigned short tf_f2h(float f) {
   unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
 }
 #endif
+"""
+# put in front of a kernel that calls it (after the prelude)
+BITCAST_HELPER = """template <class T, class F> __device__ T tf_bitcast(F x) {
+  if constexpr (sizeof(T) == sizeof(F)) { union { F f; T t; } u; u.f = x; return u.t; }
+  else if constexpr (sizeof(F) == 4) { return (T)tf_f2h(x); }  // a float16 (a float) to bits
+  else { return tf_h2f((unsigned short)x); }                     // 16 bits to a float16
+}
 """
 
 
@@ -50,9 +63,18 @@ class CUDALanguage(CStyleLanguage):
         Ops.EXP2: _math("exp2"), Ops.LOG2: _math("log2"), Ops.SIN: _math("sin"),
         Ops.SQRT: _math("sqrt"), Ops.TRUNC: _math("trunc"),
         Ops.RECIPROCAL: lambda dt, a: f"(({CUDA_TYPES[dt]})1/{a[0]})",
-        Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({CUDA_TYPES[dt]}){a[0]})"}
+        Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({CUDA_TYPES[dt]}){a[0]})",
+        Ops.BITCAST: lambda dt, a: f"tf_bitcast<{CUDA_TYPES[dt]}>({a[0]})"}
     prelude = CUDA_PRELUDE
     has_threads = True
+
+    def render(self, prog: Program) -> str:
+        """The shared walk (CStyleLanguage.render), with BITCAST_HELPER after the prelude where
+        the kernel bitcasts."""
+        source = super().render(prog)
+        if "tf_bitcast<" not in source:
+            return source
+        return self.prelude + BITCAST_HELPER + source.removeprefix(self.prelude)
 
     def const(self, value: float | int | bool, dtype: DType) -> str:
         """C's literals, with infinities and NaN as float bit patterns."""

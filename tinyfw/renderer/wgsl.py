@@ -19,12 +19,20 @@ from tinyfw.uop.ops import Ops
 WORKGROUP = 64       # invocations per workgroup
 MAX_GROUPS = 65535   # WebGPU's limit on workgroups along one dimension
 
-# WGSL has 32-bit scalars only (f16 is an optional feature): no float64 or int64, and no 8- or
-# 16-bit integers. Narrow integers and bools compute and are stored as i32.
+# WGSL has 32-bit scalars only (f16 is an optional feature): no float64, int64 or uint64, and
+# no 8- or 16-bit integers. Narrow integers and bools compute and are stored as i32. (bfloat16
+# reaches the renderer as float32 and uint16: tinyfw/codegen/emulate.py.)
 WGSL_TYPES: dict[DType, str] = {
     dtypes.bool: "bool", dtypes.int8: "i32", dtypes.uint8: "i32", dtypes.int16: "i32",
-    dtypes.int32: "i32", dtypes.float32: "f32"}
-WIDENED = frozenset({dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16})  # kept as i32
+    dtypes.uint16: "i32", dtypes.int32: "i32", dtypes.uint32: "u32", dtypes.float32: "f32"}
+WIDENED = frozenset({dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16})
+# the mask that wraps a widened unsigned result to its width (uint8 200 + 100 is 44)
+UNSIGNED_MASKS = {dtypes.uint8: "255i", dtypes.uint16: "65535i"}
+
+
+def zero(dt: DType) -> str:
+    """0 of an integer dtype, as WGSL writes it (u32 and i32 literals differ)."""
+    return "0u" if dt == dtypes.uint32 else "0i"
 
 
 def _builtin(name: str) -> Template:
@@ -115,7 +123,7 @@ def _mod(dt: DType, a: list[str]) -> str:
     if dt.is_float:
         raise NotSupportedError(f"MOD of {dt.name} (C's fmod) is not supported on WEBGPU: WGSL's "
                                 "% of floats is not exact")
-    return f"select({a[0]} % {a[1]}, 0i, {a[1]}==0i)"
+    return f"select({a[0]} % {a[1]}, {zero(dt)}, {a[1]}=={zero(dt)})"
 
 
 def _max(dt: DType, a: list[str]) -> str:
@@ -167,7 +175,13 @@ class WGSLLanguage(CStyleLanguage):
         Ops.RECIPROCAL: lambda dt, a: f"(1.0f/{a[0]})",
         Ops.MAX: _max, Ops.CMPNE: _cmpne,
         Ops.MOD: _mod,
-        Ops.IDIV: lambda dt, a: f"select({a[0]} / {a[1]}, 0i, {a[1]}==0i)",
+        Ops.IDIV: lambda dt, a: f"select({a[0]} / {a[1]}, {zero(dt)}, {a[1]}=={zero(dt)})",
+        Ops.NEG: lambda dt, a: (f"(!{a[0]})" if dt.is_bool else f"(0u-{a[0]})"
+                                if dt == dtypes.uint32 else f"(-{a[0]})"),
+        Ops.MUL: lambda dt, a: f"({a[0]}&&{a[1]})" if dt.is_bool else f"({a[0]}*{a[1]})",
+        # 32 bits read as another 32-bit type; a widened type's bits are its i32's, wrapped by op
+        Ops.BITCAST: lambda dt, a: (f"i32({a[0]})" if dt in WIDENED else
+                                    f"bitcast<{WGSL_TYPES[dt]}>({a[0]})"),
         Ops.XOR: lambda dt, a: f"({a[0]}!={a[1]})" if dt.is_bool else f"({a[0]}^{a[1]})",
         Ops.WHERE: lambda dt, a: f"select({a[2]}, {a[1]}, {a[0]})",
         Ops.CAST: lambda dt, a: f"{WGSL_TYPES[dt]}({a[0]})"}  # bool(x): x != 0; i32(f) truncates
@@ -201,8 +215,8 @@ class WGSLLanguage(CStyleLanguage):
             # (A max starting at -inf folds to v, which is right.)
             args = [hidden(args[0])] + args[1:]
         expr = super().op(op, dtype, args)
-        if dtype == dtypes.uint8:
-            return f"({expr} & 255i)"
+        if dtype in UNSIGNED_MASKS:
+            return f"({expr} & {UNSIGNED_MASKS[dtype]})"
         if dtype in (dtypes.int8, dtypes.int16):
             shift = 32 - 8 * dtype.itemsize
             return f"(({expr} << {shift}u) >> {shift}u)"
@@ -245,6 +259,8 @@ class WGSLLanguage(CStyleLanguage):
         # >>> exercise 08.wgsl_language #the-wgsl-dialect
         if dtype.is_bool:
             return "true" if value else "false"
+        if dtype == dtypes.uint32:
+            return f"{int(value)}u"
         if dtype.is_int:
             return f"({int(value)}i)" if value != -2**31 else "i32(-2147483648)"
         if math.isnan(value) or math.isinf(value):

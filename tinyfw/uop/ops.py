@@ -8,9 +8,7 @@ from collections.abc import Callable, Iterator
 from enum import Enum, auto
 from typing import Any
 
-import numpy as np
-
-from tinyfw.dtype import DType, dtypes
+from tinyfw.dtype import DType, dtypes, wrap_int
 from tinyfw.helpers import prod
 
 
@@ -29,6 +27,7 @@ class Ops(Enum):
     RECIPROCAL = auto()
     TRUNC = auto()
     CAST = auto()        # dtype of the node is the target dtype
+    BITCAST = auto()     # the same bits read as the node's dtype (of the same itemsize)
     # binary
     ADD = auto()
     MUL = auto()
@@ -54,7 +53,8 @@ class Ops(Enum):
     FLIP = auto()        # arg: (bool, ...) per axis
     # other
     CONTIGUOUS = auto()  # materialize its source
-    DETACH = auto()      # same value, no gradient flows through it
+    DETACH = auto()      # same value, no gradient flows through it (arg: maybe a
+                         # GradientOverride, for the further sources: gradient.py)
     COPY = auto()        # arg: target device name
     # kernel ops: only the scheduler makes these, inside a kernel's AST
     VIEW = auto()        # arg: a ShapeTracker; the view a LOAD, CONST or STORE goes through
@@ -66,7 +66,7 @@ class Ops(Enum):
 
 
 UNARY = frozenset({Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC,
-                   Ops.CAST})
+                   Ops.CAST, Ops.BITCAST})
 BINARY = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MOD, Ops.IDIV, Ops.FDIV, Ops.CMPLT, Ops.CMPNE,
                     Ops.AND, Ops.OR, Ops.XOR})
 TERNARY = frozenset({Ops.WHERE})
@@ -205,6 +205,11 @@ class UOp(metaclass=_HashConsed):
     def cast(self, dtype: DType) -> UOp:
         return self if dtype == self.dtype else UOp(Ops.CAST, dtype, (self,))
 
+    def bitcast(self, dtype: DType) -> UOp:
+        """The same bits as dtype, of the same itemsize (bool neither side)."""
+        assert dtype.itemsize == self.dtype.itemsize and not (dtype.is_bool or self.dtype.is_bool)
+        return self if dtype == self.dtype else UOp(Ops.BITCAST, dtype, (self,))
+
     def reduce(self, op: Ops, axes: tuple[int, ...]) -> UOp:
         """Reduce over axes with ADD or MAX, keeping them as size-1 axes."""
         return UOp(Ops.REDUCE, self.dtype, (self,), (op, tuple(sorted(axes))))
@@ -265,7 +270,7 @@ def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int
     if dtype.is_bool:
         value = bool(value)
     elif dtype.is_int:  # out-of-range ints wrap around, as a cast in C (and torch) does
-        value = int(np.array(int(value), np.int64).astype(dtype.np))
+        value = wrap_int(int(value), dtype)
     else:
         value = float(value)
     node = UOp(Ops.CONST, dtype, (device_node(device),), value)
