@@ -1,5 +1,6 @@
 """Random small programs give the same values and gradients on CPU (compiled C), on NUMPY (the
-reference interpreter) and in PyTorch (float32, with float64 to size the rounding error).
+reference interpreter) and in PyTorch (float32, with float64 to size the rounding error): of
+the first ops, and, around each op issue 11 added, of every op.
 
 Then special values (nan, infs, -0.0, huge, subnormal, int32 limits) in random programs and
 through each elementwise op and reduce, in arrays of sizes that are not powers of two, on every
@@ -12,6 +13,7 @@ import math
 import operator
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -226,6 +228,14 @@ class TinyLib:
         """x copied to the other device and back."""
         return x.to("NUMPY" if self.device == "CPU" else "CPU").to(self.device)
 
+    def call(self, tiny: Callable[..., Any], ref: Callable[..., Any], *args: Any) -> Any:
+        """An op given in tinyfw's form (tiny) and torch's (ref): tiny(*args) here."""
+        return tiny(*args)
+
+    def index(self, values: IntArray) -> Tensor:
+        """A constant index tensor."""
+        return Tensor(values.array(), device=self.device)
+
 
 class TorchLib(TinyLib):
     """Runs program steps with PyTorch, floats in float32 or float64 (the default dtype)."""
@@ -303,6 +313,12 @@ class TorchLib(TinyLib):
     def round_trip(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
+    def call(self, tiny: Callable[..., Any], ref: Callable[..., Any], *args: Any) -> Any:
+        return ref(*args)
+
+    def index(self, values: IntArray) -> torch.Tensor:
+        return torch.tensor(values.array())
+
 
 def flat_padding(pairs: tuple) -> tuple[int, ...]:
     """((before, after), ...) per axis as torch's flat list, last axis first."""
@@ -343,6 +359,7 @@ class OpSpec:
     run: Callable[[TinyLib, list[Any], Any], Any]
     text: Callable[[list[str], Any], str]
     in_grad: bool = True   # used in gradient programs
+    kinds: str = "fib"  # the kinds of its first operand (the first input of programs on it)
 
 
 def pick(draw: Draw, metas: list[Meta], ok: Callable[[Meta], bool]) -> int | None:
@@ -396,7 +413,7 @@ def unary(kinds: str, result: Callable[[Meta], Meta | None], call: Callable[[Tin
         out = result(metas[i])
         return None if out is None else ((i,), None, out)
     return OpSpec(build, lambda L, xs, arg: call(L, xs[0]), lambda n, arg: text.format(*n),
-                  in_grad)
+                  in_grad, kinds)
 
 
 def _float_of(m: Meta, mag: float, exact: bool = False, frac: int = 0) -> Meta | None:
@@ -800,6 +817,8 @@ def _index_text(n: str, index: tuple) -> str:
         if isinstance(i, slice):
             return ":".join("" if v is None else str(v) for v in (i.start, i.stop, i.step))
         return "..." if i is Ellipsis else repr(i)
+    if not index:
+        return f"{n}[()]"
     return f"{n}[{', '.join(one(i) for i in index)}{',' if len(index) == 1 else ''}]"
 
 
@@ -862,6 +881,723 @@ def _matmul() -> OpSpec:
     return OpSpec(build, run, show)
 
 
+# ---------------------------------------------------------------------------------------------
+# issue 11's ops: math, activations, statistics, scans, sorting, gathers, shape ops, einsum.
+# Where tinyfw's form and torch's differ, an op gives both and L.call runs its library's.
+
+
+@dataclass(frozen=True)
+class IntArray:
+    """A constant int32 tensor an op takes as an argument (an index)."""
+    shape: tuple[int, ...]
+    values: tuple[int, ...]
+
+    def array(self) -> np.ndarray:
+        return np.array(self.values, dtype=np.int32).reshape(self.shape)
+
+    def __repr__(self) -> str:
+        return (f"Tensor(np.array({list(self.values)!r}, dtype=np.int32)"
+                f".reshape({self.shape!r}), device=dev)")
+
+
+def int_array(draw: Draw, shape: tuple[int, ...], low: int, high: int) -> IntArray:
+    """An IntArray of shape with random values in [low, high] (from a drawn seed: even the
+    simplest example has values other than low)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    return IntArray(tuple(shape), tuple(rng.integers(low, high + 1, shape).flatten().tolist()))
+
+
+def fits(a: Meta, m: Meta) -> bool:
+    """Whether m broadcasts with a into a shape the generator allows."""
+    out = broadcast(a.shape, m.shape)
+    return out is not None and len(out) <= MAX_NDIM and math.prod(out) <= MAX_NUMEL
+
+
+def op1(kinds: str, result: Callable[[Meta, tuple], Meta | None], tiny: Callable[..., Any],
+        ref: Callable[..., Any], text: str,
+        args: Callable[[Draw, Meta], tuple | None] = lambda draw, m: (),
+        ok: Callable[[Meta], bool] = lambda m: True, in_grad: bool = True,
+        needs_exact: bool = False) -> OpSpec:
+    """An op of one value of the given kinds (that ok accepts) and drawn arguments (args; None:
+    not possible): tiny(x, *args) in tinyfw, ref(x, *args) in torch; result gives its Meta,
+    text its repro ({0} the value, {1}... the arguments)."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind in kinds and (m.exact or not needs_exact)
+                 and ok(m))
+        if i is None:
+            return None
+        arg = args(draw, metas[i])
+        out = None if arg is None else result(metas[i], arg)
+        return None if out is None else ((i,), arg, out)
+    return OpSpec(build, lambda L, xs, arg: L.call(tiny, ref, xs[0], *arg),
+                  lambda n, arg: text.format(n[0], *arg), in_grad, kinds)
+
+
+def same_syntax(method: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """tinyfw's and torch's form of x.method(*args), for a method both spell alike."""
+    fn = lambda x, *a: getattr(x, method)(*a)  # noqa: E731
+    return fn, fn
+
+
+def _in_domain(name: str, pre: Callable[[Any], Any], pre_text: str,
+               mag: Callable[[Meta], float | None]) -> OpSpec:
+    """name of pre(x), an expression of x inside name's domain, away from its edges (finite
+    values and gradients): for gradient programs."""
+    def result(m: Meta) -> Meta | None:
+        bound = mag(m)
+        return None if bound is None else _float_of(m, bound)
+    return unary("f", result, lambda L, x: L.math(pre(x), name), f"{pre_text}.{name}()")
+
+
+_within_three_quarters = (lambda x: x.tanh() * 0.75, "({0}.tanh() * 0.75)")
+_above_one = (lambda x: x * x + 1.25, "({0} * {0} + 1.25)")  # at least 1.25
+
+
+def _square_bounded(m: Meta, f: Callable[[float], float]) -> float | None:
+    return f(m.mag * m.mag + 1.25) if m.mag < 1e15 else None
+
+
+MATH: dict[str, OpSpec] = {
+    "atan": _math("atan", lambda m: _float_of(m, 1.6), False),
+    "asinh": _math("asinh", lambda m: _float_of(m, math.log(2 * m.mag + 1) + 1), False),
+    "sinh": _math("sinh", _bounded_exp, False),
+    "cosh": _math("cosh", _bounded_exp, False),
+    "erf": _math("erf", lambda m: _float_of(m, 1.0), False),
+    # the domain-limited ops of exact values (nan outside the domain, infs at its edges, in
+    # both libraries), and of values kept inside it (in gradient programs)
+    "asin": _math("asin", lambda m: _float_of(m, 1.6), True, False),
+    "acos": _math("acos", lambda m: _float_of(m, 3.2), True, False),
+    # |atanh| of a finite value on a grid of 2**-frac: at most atanh(1 - 2**-frac)
+    "atanh": _math("atanh", lambda m: _float_of(m, 0.5 * m.frac + 2), True, False),
+    "acosh": _math("acosh", lambda m: _float_of(m, math.log(2 * m.mag + 2) + 1), True, False),
+    "log10": _math("log10", lambda m: _float_of(m, max(math.log(m.mag + 1), m.frac) + 1), True,
+                   False),
+    "asin_s": _in_domain("asin", *_within_three_quarters, lambda m: 0.9),
+    "acos_s": _in_domain("acos", *_within_three_quarters, lambda m: 2.5),
+    "atanh_s": _in_domain("atanh", *_within_three_quarters, lambda m: 1.0),
+    "acosh_s": _in_domain("acosh", *_above_one,
+                          lambda m: _square_bounded(m, lambda v: math.log(2 * v) + 1)),
+    "log10_s": _safe("log10", lambda m: _float_of(m, 2 * math.log(m.mag + 1) + 1)),
+    "isfinite": unary("fib", lambda m: meta(m.shape, BOOL, 1), lambda L, x: L.call(
+        Tensor.isfinite, torch.isfinite, x), "{}.isfinite()"),
+    "bitwise_not": unary("ib", lambda m: _same(m, m.mag + 1), lambda L, x: L.call(
+        Tensor.bitwise_not, torch.bitwise_not, x), "{}.bitwise_not()", False),
+}
+
+
+def _torch_number(x: torch.Tensor, b: Any) -> torch.Tensor:
+    """b, a tensor or a Python number, as a tensor (of x's dtype for a number)."""
+    return b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=x.dtype)
+
+
+def _fmod() -> OpSpec:
+    """a.fmod(d), exact for exact operands: ints by a nonzero int, floats by a nonzero number
+    or (value programs) by a value (its zeros give nan: the result counts as inexact)."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind in "fi" and m.exact)
+        if i is None:
+            return None
+        a = metas[i]
+        j = pick(draw, metas, lambda m: m.exact and m.kind in "fi" and FLOAT in (a.kind, m.kind)
+                 and fits(a, m)) if not grad and draw(st.booleans()) else None
+        s = None if j is not None else \
+            scalar_for(draw, a.kind if grad else draw(st.sampled_from([a.kind, FLOAT])), True)
+        b = metas[j] if j is not None else s.meta
+        out = meta(broadcast(a.shape, b.shape), promote(a.kind, b.kind), min(a.mag, b.mag),
+                   max(a.frac, b.frac), j is None)
+        return None if out is None else (((i, j) if j is not None else (i,)), s, out)
+
+    def run(L: TinyLib, xs: list[Any], s: Scalar | None) -> Any:
+        return xs[0].fmod(xs[1] if s is None else s.value)
+    return OpSpec(build, run, lambda n, s: f"{n[0]}.fmod({n[1] if s is None else s!r})",
+                  kinds="fi")
+
+
+def _isclose() -> OpSpec:
+    """a.isclose(b) of exact values (ints with a number), with tolerances that are powers of
+    two: exact thresholds, so no rounding decides."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind in "fi" and m.exact)
+        if i is None:
+            return None
+        a = metas[i]
+        j = pick(draw, metas, lambda m: m.kind == FLOAT and m.exact and fits(a, m)) \
+            if a.kind == FLOAT and draw(st.booleans()) else None
+        s = scalar_for(draw, a.kind) if j is None else None
+        tol = draw(st.sampled_from([(0.0625, 0.25), (0.0, 0.0), (0.25, 0.0)]))
+        out = meta(a.shape if j is None else broadcast(a.shape, metas[j].shape), BOOL, 1)
+        return None if out is None else (((i, j) if j is not None else (i,)), (s, tol), out)
+
+    def run(L: TinyLib, xs: list[Any], arg: tuple) -> Any:
+        s, (rtol, atol) = arg
+        return L.call(lambda a, b: a.isclose(b, rtol, atol),
+                      lambda a, b: torch.isclose(a, _torch_number(a, b), rtol, atol),
+                      xs[0], xs[1] if s is None else s.value)
+
+    def show(n: list[str], arg: tuple) -> str:
+        s, (rtol, atol) = arg
+        return f"{n[0]}.isclose({n[1] if s is None else s!r}, rtol={rtol}, atol={atol})"
+    return OpSpec(build, run, show, kinds="fi")
+
+
+def _shift(sym: str) -> OpSpec:
+    """x << k or x >> k for an int value and a small Python int."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind == INT)
+        if i is None:
+            return None
+        k, a = draw(st.sampled_from([1, 3, 0, 5])), metas[i]
+        out = meta(a.shape, INT, a.mag * 2 ** k if sym == "<<" else a.mag)
+        return None if out is None else ((i,), k, out)
+    return OpSpec(build, lambda L, xs, k: xs[0] << k if sym == "<<" else xs[0] >> k,
+                  lambda n, k: f"({n[0]} {sym} {k})", False, "i")
+
+
+def _div_rounded(mode: str) -> OpSpec:
+    """a.div(d, rounding_mode=mode) of an exact value: ints by a nonzero int or by b * b + 1 (an
+    int value b), floats by a power of two (an exact quotient)."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind in "fi" and m.exact)
+        if i is None:
+            return None
+        a = metas[i]
+        j = pick(draw, metas, lambda m: m.kind == INT and m.mag < 2 ** 11 and fits(a, m)) \
+            if a.kind == INT and draw(st.booleans()) else None
+        if j is not None:
+            out = meta(broadcast(a.shape, metas[j].shape), INT, a.mag + 1)
+            return None if out is None else ((i, j), None, out)
+        d = draw(st.sampled_from([2, 3, -2, -3] if a.kind == INT else [2.0, 0.5, -4.0, 2]))
+        out = meta(a.shape, a.kind, a.mag / min(abs(d), 1) + 1)
+        return None if out is None else ((i,), d, out)
+
+    def run(L: TinyLib, xs: list[Any], d: Any) -> Any:
+        return xs[0].div(xs[1] * xs[1] + 1 if d is None else d, rounding_mode=mode)
+
+    def show(n: list[str], d: Any) -> str:
+        divisor = f"{n[1]} * {n[1]} + 1" if d is None else repr(d)
+        return f"{n[0]}.div({divisor}, rounding_mode={mode!r})"
+    return OpSpec(build, run, show, False, "fi")
+
+
+_float_value = lambda m: m.kind == FLOAT  # noqa: E731
+
+BINARY_MATH: dict[str, OpSpec] = {
+    # + 0.0 turns -0.0 into 0.0: the sign of an exact zero may differ between the libraries
+    "copysign": binary(lambda a, b: meta((), FLOAT, a.mag, a.frac, a.exact),
+                       lambda L, a, b: L.call(Tensor.copysign, torch.copysign, a, b + 0.0),
+                       "{}.copysign({} + 0.0)", _any, lambda a, m: m.exact),
+    "fmod": _fmod(),
+    "logaddexp": binary(lambda a, b: meta((), FLOAT, max(a.mag, b.mag) + 1, 0, False),
+                        lambda L, a, b: L.call(Tensor.logaddexp, lambda x, y: torch.logaddexp(
+                            x, _torch_number(x, y)), a, b),
+                        "{}.logaddexp({})", _float_value, lambda a, m: _float_value(m)),
+    "isclose": _isclose(),
+    "lshift": _shift("<<"), "rshift": _shift(">>"),
+    "div_trunc": _div_rounded("trunc"), "div_floor": _div_rounded("floor"),
+}
+
+
+def _torch_gelu(x: torch.Tensor, approximate: str) -> torch.Tensor:
+    """torch's gelu, but gelu(inf) is inf, tinyfw's value (torch's erf form gives nan there, a
+    difference tests/test_api_elementwise.py documents)."""
+    out = F.gelu(x, approximate=approximate)
+    return out if approximate == "tanh" else torch.where(x == math.inf, x, out)
+
+
+def _axis_of(draw: Draw, m: Meta) -> int:
+    """An axis of m (negative half the time); 0 or -1 for a 0-d value, as torch allows."""
+    nd = max(len(m.shape), 1)
+    return draw(st.integers(-nd, nd - 1))
+
+
+ACTIVATIONS: dict[str, OpSpec] = {
+    "gelu": op1("f", lambda m, a: _float_of(m, m.mag + 1), lambda x, ap: x.gelu(ap),
+                _torch_gelu, "{0}.gelu(approximate={1!r})",
+                lambda draw, m: (draw(st.sampled_from(["none", "tanh"])),)),
+    "celu": op1("f", lambda m, a: _float_of(m, max(m.mag, a[0])), lambda x, a: x.celu(a),
+                F.celu, "{0}.celu({1!r})",
+                lambda draw, m: (draw(st.sampled_from([1.0, 0.5, 2.0])),)),
+    "selu": op1("f", lambda m, a: _float_of(m, 1.06 * m.mag + 1.8), Tensor.selu, F.selu,
+                "{0}.selu()"),
+    "softsign": op1("fi", lambda m, a: _float_of(m, 1.0), Tensor.softsign, F.softsign,
+                    "{0}.softsign()"),
+    "hardsigmoid": op1("f", lambda m, a: _float_of(m, 1.0), Tensor.hardsigmoid, F.hardsigmoid,
+                       "{0}.hardsigmoid()"),
+    "hardswish": op1("f", lambda m, a: _float_of(m, m.mag), Tensor.hardswish, F.hardswish,
+                     "{0}.hardswish()"),
+    "logsigmoid": op1("f", lambda m, a: _float_of(m, m.mag + 1), Tensor.logsigmoid,
+                      F.logsigmoid, "{0}.logsigmoid()"),
+    "softmin": op1("f", lambda m, a: _float_of(m, 1.0), Tensor.softmin,
+                   lambda x, axis: F.softmin(x, axis), "{0}.softmin({1})",
+                   lambda draw, m: (_axis_of(draw, m),)),
+}
+
+
+def draw_axes(draw: Draw, m: Meta) -> tuple[Any, bool]:
+    """The axis argument of a reduce of m (None, one axis, maybe negative, or several) and
+    keepdim."""
+    nd = len(m.shape)
+    how = draw(st.sampled_from(["one", "several", "one", "all"])) if nd else "all"
+    size = 1 if how == "one" else draw(st.integers(1, nd)) if how == "several" else 0
+    axes = sorted(draw(st.lists(st.integers(0, nd - 1), min_size=size, max_size=size,
+                                unique=True))) if size else []
+    axis: Any = None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
+    if isinstance(axis, int) and draw(st.booleans()):
+        axis -= nd  # a negative axis
+    return axis, draw(st.booleans())
+
+
+def reduced(m: Meta, axis: Any, keep: bool) -> tuple[tuple[int, ...], int]:
+    """The shape of a reduce of m over axis (keepdim keep) and how many values meet in each."""
+    axes_n = range(len(m.shape)) if axis is None else \
+        [a % len(m.shape) for a in ((axis,) if isinstance(axis, int) else axis)]
+    count = math.prod(m.shape[a] for a in axes_n)
+    shape = tuple(1 if k in axes_n else s for k, s in enumerate(m.shape)) if keep else \
+        tuple(s for k, s in enumerate(m.shape) if k not in axes_n)
+    return shape, count
+
+
+def torch_dims(x: torch.Tensor, axis: Any) -> tuple[int, ...]:
+    """axis (None, an int or a tuple) as torch's tuple of dims (every axis for None)."""
+    return tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else axis
+
+
+def _product_mag(m: Meta, count: int) -> float:
+    """A bound of the product of count values of m (inf when it would overflow the bound)."""
+    return math.inf if count * math.log2(max(m.mag, 1)) > 120 else max(m.mag, 1.0) ** count
+
+
+def _torch_prod(x: torch.Tensor, axis: Any, keep: bool) -> torch.Tensor:
+    """x.prod over axis as tinyfw's (torch's prod takes one dim: one at a time, last first)."""
+    if axis is None or x.ndim == 0:
+        out = x.prod()
+        return out.reshape((1,) * x.ndim) if keep else out
+    for a in sorted((a % x.ndim for a in torch_dims(x, axis)), reverse=True):
+        x = x.prod(a, keepdim=keep)
+    return x
+
+
+def _prod_result(m: Meta, arg: tuple) -> Meta | None:
+    shape, count = reduced(m, *arg)
+    return meta(shape, FLOAT if m.kind == FLOAT else INT, _product_mag(m, max(count, 1)),
+                m.frac * count, m.exact)
+
+
+def _torch_sum_dtype(x: torch.Tensor, axis: Any, keep: bool, dtype: str) -> torch.Tensor:
+    dt = torch.get_default_dtype() if dtype == "float32" else getattr(torch, dtype)
+    if x.ndim == 0:
+        return x.sum(dtype=dt)
+    return x.sum(torch_dims(x, axis), keepdim=keep, dtype=dt)
+
+
+def _sum_dtype_args(draw: Draw, m: Meta) -> tuple:
+    dtype = draw(st.sampled_from(["float32", "int32", "int64"] if m.exact else ["float32"]))
+    return (*draw_axes(draw, m), dtype)
+
+
+def _sum_dtype_result(m: Meta, arg: tuple) -> Meta | None:
+    axis, keep, dtype = arg
+    shape, count = reduced(m, axis, keep)
+    kind = FLOAT if dtype == "float32" else INT
+    return meta(shape, kind, (m.mag + 1) * max(count, 1), m.frac if kind == FLOAT else 0,
+                m.exact)
+
+
+def _std_mean_args(draw: Draw, m: Meta) -> tuple:
+    return (*draw_axes(draw, m), draw(st.sampled_from([1, 0])), draw(st.sampled_from([0, 1])))
+
+
+def _normalize_args(draw: Draw, m: Meta) -> tuple:
+    """p and dim; not the inf norm of an empty dim (a max of nothing: torch raises)."""
+    dim = _axis_of(draw, m)
+    return draw(st.sampled_from([2.0, 1.0, 3.0] + [math.inf] * (m.shape[dim] > 0))), dim
+
+
+def _torch_std_mean(x: torch.Tensor, axis: Any, keep: bool, correction: int,
+                    which: int) -> torch.Tensor:
+    """torch.std_mean(...)[which], quiet about its nan for too few values (tinyfw's too). The
+    mean is torch.mean's: std_mean's own (Welford's) is nan or inf for an inf among the values,
+    as their order happens to be ([inf, 1.0, 0.0]: nan, [1.0, inf]: inf); tinyfw's is inf."""
+    if which == 1:
+        return x.mean(torch_dims(x, axis), keepdim=keep) if x.ndim else x
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "std_mean\\(\\): degrees of freedom")
+        return torch.std_mean(x, axis, keepdim=keep, correction=correction)[0]
+
+
+STATS: dict[str, OpSpec] = {
+    "prod": op1("fib", _prod_result, lambda x, axis, keep: x.prod(axis, keepdim=keep),
+                _torch_prod, "{0}.prod({1!r}, keepdim={2})", draw_axes),
+    "std_mean": op1("f", lambda m, a: meta(reduced(m, a[0], a[1])[0], FLOAT, 2 * m.mag, 0,
+                                           False),
+                    lambda x, axis, keep, c, k: x.std_mean(axis, keep, c)[k],
+                    _torch_std_mean,
+                    "{0}.std_mean({1!r}, keepdim={2}, correction={3})[{4}]", _std_mean_args),
+    "normalize": op1("f", lambda m, a: _float_of(m, 1.0), lambda x, p, d: x.normalize(p, d),
+                     lambda x, p, d: F.normalize(x, p, d), "{0}.normalize({1!r}, {2})",
+                     _normalize_args, lambda m: len(m.shape) > 0),
+    "sum_dtype": op1("fib", _sum_dtype_result,
+                     lambda x, axis, keep, dt: x.sum(axis, keepdim=keep, dtype=dt),
+                     _torch_sum_dtype, "{0}.sum({1!r}, keepdim={2}, dtype={3!r})",
+                     _sum_dtype_args, in_grad=False),  # torch: "Autograd not support dtype"
+}
+
+
+def _scan_result(m: Meta, arg: tuple, name: str) -> Meta | None:
+    n = m.shape[arg[0] % len(m.shape)] if m.shape else 1
+    kind = FLOAT if m.kind == FLOAT else INT
+    if name == "cumsum":
+        return meta(m.shape, kind, m.mag * max(n, 1), m.frac, m.exact)
+    if name == "cumprod":
+        return meta(m.shape, kind, _product_mag(m, n), m.frac * n, m.exact)
+    if name == "logcumsumexp":
+        return meta(m.shape, FLOAT, m.mag + math.log(n + 1) + 1, 0, False)
+    if arg[1] == 1:  # cummax's or cummin's indices
+        return meta(m.shape, INT, n)
+    return meta(m.shape, m.kind, m.mag, m.frac, m.exact)
+
+
+def _scan(name: str, kinds: str) -> OpSpec:
+    """x.cumsum(axis) and the other scans; cummax and cummin give their values or (of exact
+    values: a tie is a tie in both libraries) their indices."""
+    def args(draw: Draw, m: Meta) -> tuple:
+        if name not in ("cummax", "cummin"):
+            return (_axis_of(draw, m),)
+        return _axis_of(draw, m), draw(st.sampled_from([0, 1] if m.exact else [0]))
+    if name in ("cummax", "cummin"):
+        fn = lambda x, axis, k: getattr(x, name)(axis)[k]  # noqa: E731
+        text = f"{{0}}.{name}({{1}})[{{2}}]"
+    else:
+        fn = lambda x, axis: getattr(x, name)(axis)  # noqa: E731
+        text = f"{{0}}.{name}({{1}})"
+    return op1(kinds, lambda m, a: _scan_result(m, a, name), fn, fn, text, args)
+
+
+SCANS: dict[str, OpSpec] = {
+    "cumsum": _scan("cumsum", "fib"), "cumprod": _scan("cumprod", "fib"),
+    "cummax": _scan("cummax", "fib"), "cummin": _scan("cummin", "fib"),
+    "logcumsumexp": _scan("logcumsumexp", "f"),
+}
+
+
+def _sort_args(draw: Draw, m: Meta) -> tuple:
+    """dim, descending and which output: the indices only of exact values (a tie is a tie in
+    both libraries, and both sort stably: torch with stable=True)."""
+    return _axis_of(draw, m), draw(st.booleans()), draw(st.sampled_from([0, 1] if m.exact
+                                                                         else [0]))
+
+
+def _sort_result(m: Meta, arg: tuple) -> Meta | None:
+    dim, _, k = arg
+    if k == 1:
+        return meta(m.shape, INT, m.shape[dim % len(m.shape)] if m.shape else 1)
+    return meta(m.shape, m.kind, m.mag, m.frac, m.exact)
+
+
+def _topk_args(draw: Draw, m: Meta) -> tuple:
+    dim = _axis_of(draw, m)
+    n = m.shape[dim % len(m.shape)] if m.shape else 1
+    return draw(st.sampled_from([min(2, n), n, 0, min(1, n)])), dim, draw(st.booleans())
+
+
+def _topk_result(m: Meta, arg: tuple) -> Meta | None:
+    k, dim, _ = arg
+    shape = list(m.shape)
+    if shape:
+        shape[dim % len(shape)] = k
+    return meta(tuple(shape), m.kind, m.mag, m.frac, m.exact)
+
+
+SORTS: dict[str, OpSpec] = {
+    "sort": op1("fib", _sort_result, lambda x, d, desc, k: x.sort(d, desc)[k],
+                lambda x, d, desc, k: x.sort(dim=d, descending=desc, stable=True)[k],
+                "{0}.sort({1}, descending={2})[{3}]", _sort_args),
+    "argsort": op1("fib", lambda m, a: _sort_result(m, (a[0], a[1], 1)),
+                   lambda x, d, desc: x.argsort(d, desc),
+                   lambda x, d, desc: torch.argsort(x, dim=d, descending=desc, stable=True),
+                   "{0}.argsort({1}, descending={2})", lambda draw, m: _sort_args(draw, m)[:2],
+                   needs_exact=True),
+    # torch leaves which of equal values topk picks open: values only, no gradients
+    "topk": op1("fi", _topk_result, lambda x, k, d, big: x.topk(k, d, big)[0],
+                lambda x, k, d, big: x.topk(k, d, big)[0], "{0}.topk({1}, {2}, {3})[0]",
+                _topk_args, in_grad=False),
+}
+
+
+def _gather() -> OpSpec:
+    """x.gather(dim, index): index a constant, or an int value v of a fitting shape as
+    v % size (in range)."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: len(m.shape) > 0 and m.numel > 0)
+        if i is None:
+            return None
+        x = metas[i]
+        dim = draw(st.integers(0, len(x.shape) - 1))
+        size = x.shape[dim]
+
+        def fitting(m: Meta) -> bool:
+            return m.kind == INT and len(m.shape) == len(x.shape) and all(
+                a <= b for d, (a, b) in enumerate(zip(m.shape, x.shape)) if d != dim)
+        j = pick(draw, metas, fitting) if draw(st.booleans()) else None
+        if j is not None:
+            return (i, j), (dim, None, size), _same(Meta(metas[j].shape, x.kind, x.mag, x.frac,
+                                                         x.exact))
+        shape = tuple(draw(st.sampled_from([2, 1, 3])) if d == dim else
+                      s - draw(st.integers(0, s)) for d, s in enumerate(x.shape))
+        index = int_array(draw, shape, 0, size - 1)
+        return (i,), (dim, index, size), _same(Meta(shape, x.kind, x.mag, x.frac, x.exact))
+
+    def run(L: TinyLib, xs: list[Any], arg: tuple) -> Any:
+        dim, index, size = arg
+        idx = L.index(index) if index is not None else xs[1] % size
+        return L.call(lambda x, i: x.gather(dim, i), lambda x, i: x.gather(dim, i.long()),
+                      xs[0], idx)
+
+    def show(n: list[str], arg: tuple) -> str:
+        dim, index, size = arg
+        return f"{n[0]}.gather({dim}, {index!r})" if index is not None else \
+            f"{n[0]}.gather({dim}, {n[1]} % {size})"
+    return OpSpec(build, run, show)
+
+
+def _take() -> OpSpec:
+    """x[...] with integer tensors (negative entries too) on some of the leading axes, mixed
+    with ints and whole slices; the tensors are constants, or an int value v as v % size."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: len(m.shape) > 0)
+        if i is None:
+            return None
+        x = metas[i]
+        count = draw(st.integers(1, len(x.shape)))
+        hows = [draw(st.sampled_from(["tensor", "slice", "int"])) if s else "slice"
+                for s in x.shape[:count]]
+        sized = [k for k, s in enumerate(x.shape[:count]) if s > 0]
+        if not sized:
+            return None
+        if "tensor" not in hows:
+            hows[draw(st.sampled_from(sized))] = "tensor"
+        j = pick(draw, metas, lambda m: m.kind == INT and len(m.shape) <= 2 and m.numel <= 12) \
+            if draw(st.booleans()) else None
+        shape = metas[j].shape if j is not None else \
+            tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+        entries: list[Any] = []
+        computed = j is not None
+        for how, s in zip(hows, x.shape):
+            if how == "tensor" and computed:
+                entries.append(("v", s))
+                computed = False  # the value once, constants for the other tensor entries
+            elif how == "tensor":
+                entries.append(int_array(draw, shape, -s, s - 1))
+            elif how == "int":
+                entries.append(draw(st.integers(-s, s - 1)))
+            else:
+                entries.append(slice(None))
+        probe = tuple(torch.zeros(shape, dtype=torch.long) if not isinstance(e, (int, slice))
+                      else e for e in entries)
+        out_shape = tuple(torch.zeros(x.shape)[probe].shape)
+        out = meta(out_shape, x.kind, x.mag, x.frac, x.exact)
+        if out is None:
+            return None
+        return ((i, j) if j is not None else (i,)), tuple(entries), out
+
+    def run(L: TinyLib, xs: list[Any], entries: tuple) -> Any:
+        index = tuple(xs[1] % e[1] if isinstance(e, tuple) else L.index(e)
+                      if isinstance(e, IntArray) else e for e in entries)
+        return L.call(lambda x, *ix: x[ix], lambda x, *ix: x[tuple(
+            e.long() if isinstance(e, torch.Tensor) else e for e in ix)], xs[0], *index)
+
+    def show(n: list[str], entries: tuple) -> str:
+        parts = [f"{n[1]} % {e[1]}" if isinstance(e, tuple) else ":" if isinstance(e, slice)
+                 else repr(e) for e in entries]
+        return f"{n[0]}[{', '.join(parts)}{',' if len(parts) == 1 else ''}]"
+    return OpSpec(build, run, show)
+
+
+def _masked_fill() -> OpSpec:
+    """x.masked_fill(mask, number): a bool value as the mask, broadcast with x, or (no such
+    value) x > 0.5 of an exact x."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: True)
+        if i is None:
+            return None
+        x = metas[i]
+        c = pick(draw, metas, lambda m: m.kind == BOOL and fits(x, m))
+        if c is None and not (x.exact and x.kind != BOOL):
+            return None
+        s = scalar_for(draw, x.kind)
+        shape = x.shape if c is None else broadcast(x.shape, metas[c].shape)
+        out = meta(shape, x.kind, max(x.mag, s.meta.mag), max(x.frac, s.meta.frac), x.exact)
+        return None if out is None else (((i,) if c is None else (i, c)), s, out)
+
+    def run(L: TinyLib, xs: list[Any], s: Scalar) -> Any:
+        return xs[0].masked_fill(xs[0] > 0.5 if len(xs) == 1 else xs[1], s.value)
+
+    def show(n: list[str], s: Scalar) -> str:
+        return f"{n[0]}.masked_fill({n[0] + ' > 0.5' if len(n) == 1 else n[1]}, {s!r})"
+    return OpSpec(build, run, show)
+
+
+GATHERS: dict[str, OpSpec] = {"gather": _gather(), "take": _take(),
+                              "masked_fill": _masked_fill()}
+
+
+def _diagonal_args(draw: Draw, m: Meta) -> tuple:
+    nd = len(m.shape)
+    d1, d2 = draw(st.lists(st.integers(0, nd - 1), min_size=2, max_size=2, unique=True))
+    return draw(st.integers(-2, 2)), d1 - nd * draw(st.integers(0, 1)), d2
+
+
+def _roll_args(draw: Draw, m: Meta) -> tuple:
+    nd = len(m.shape)
+    shifts = st.sampled_from([1, -2, 3, 0, -5])
+    if not nd or draw(st.integers(0, 2)) == 0:
+        return draw(shifts), None
+    dims = tuple(draw(st.lists(st.integers(-nd, nd - 1), min_size=1, max_size=2,
+                               unique_by=lambda d: d % nd)))
+    return tuple(draw(shifts) for _ in dims), dims
+
+
+def _repeat_interleave_args(draw: Draw, m: Meta) -> tuple:
+    """repeats, and dim: None (the flattened tensor) or an axis."""
+    dim = draw(st.one_of(st.none(), st.integers(-len(m.shape), len(m.shape) - 1))) \
+        if m.shape else None
+    return draw(st.sampled_from([2, 3, 1, 0])), dim
+
+
+def _repeat_interleave_result(m: Meta, arg: tuple) -> Meta | None:
+    repeats, dim = arg
+    if dim is None:
+        return _same(Meta((m.numel * repeats,), m.kind, m.mag, m.frac, m.exact))
+    shape = list(m.shape)
+    shape[dim % len(shape)] *= repeats
+    return _same(Meta(tuple(shape), m.kind, m.mag, m.frac, m.exact))
+
+
+def _pad_mode_args(draw: Draw, m: Meta) -> tuple | None:
+    """A flat padding of the last 1 to 3 axes and a mode, in the mode's domain (reflect: less
+    than the size, circular: at most the size)."""
+    mode = draw(st.sampled_from(["reflect", "replicate", "circular"] if m.kind != BOOL
+                                else ["circular"]))
+    axes = draw(st.integers(1, min(3, len(m.shape))))
+    flat: list[int] = []
+    for s in reversed(m.shape[-axes:]):
+        most = min(3, s - 1 if mode == "reflect" else s)
+        flat += [most - draw(st.integers(0, most)), most - draw(st.integers(0, most))]
+    return tuple(flat), mode
+
+
+def _pad_mode_result(m: Meta, arg: tuple) -> Meta | None:
+    flat, _ = arg
+    shape = list(m.shape)
+    for k in range(len(flat) // 2):
+        shape[-1 - k] += flat[2 * k] + flat[2 * k + 1]
+    return _same(Meta(tuple(shape), m.kind, m.mag, m.frac, m.exact))
+
+
+def _torch_pad_mode(x: torch.Tensor, flat: tuple[int, ...], mode: str) -> torch.Tensor:
+    """F.pad with a mode, which takes the padded axes and one or two more: the leading axes
+    flattened into one, and back."""
+    k = len(flat) // 2
+    lead = x.shape[:x.ndim - k]
+    out = F.pad(x.reshape((-1,) + x.shape[x.ndim - k:]), flat, mode=mode)
+    return out.reshape(lead + out.shape[1:])
+
+
+def _unfold_args(draw: Draw, m: Meta) -> tuple:
+    dim = _axis_of(draw, m)
+    s = m.shape[dim]
+    return dim, draw(st.sampled_from([min(2, s), 1, s])), draw(st.sampled_from([1, 2, 3]))
+
+
+def _unfold_result(m: Meta, arg: tuple) -> Meta | None:
+    dim, size, step = arg
+    shape = list(m.shape)
+    shape[dim] = (shape[dim] - size) // step + 1
+    return _same(Meta(tuple(shape) + (size,), m.kind, m.mag, m.frac, m.exact))
+
+
+def _diagonal_result(m: Meta, arg: tuple) -> Meta | None:
+    shape = np.zeros(m.shape).diagonal(*arg).shape
+    return _same(Meta(shape, m.kind, m.mag, m.frac, m.exact))
+
+
+def _einsum() -> OpSpec:
+    """Tensor.einsum of one value (float or int) or two floats: repeated labels in an operand
+    (a diagonal), labels shared by the two (sizes equal, or 1: broadcast), an explicit output
+    of some labels in any order, or the implicit one."""
+    def build(draw: Draw, metas: list[Meta], grad: bool) -> Built:
+        i = pick(draw, metas, lambda m: m.kind in "fi")
+        if i is None:
+            return None
+        a = metas[i]
+        j = pick(draw, metas, lambda m: m.kind == FLOAT) if a.kind == FLOAT and \
+            draw(st.booleans()) else None
+        size: dict[str, int] = {}
+        terms = []
+        for m in [a] if j is None else [a, metas[j]]:
+            term, own = "", {}  # this operand's labels and their sizes in it
+            for s in m.shape:
+                mine = [c for c in term if own[c] == s]
+                theirs = [c for c in size if c not in term and (size[c] == s or 1 in (size[c], s))]
+                how = draw(st.sampled_from(["shared", "new", "repeat"] if terms else
+                                           ["new", "repeat"]))
+                if how == "repeat" and mine:
+                    c = draw(st.sampled_from(mine))
+                elif how == "shared" and theirs:
+                    c = draw(st.sampled_from(theirs))
+                else:
+                    c = "abcdefghijkl"[len(size)]
+                term += c
+                own[c] = s
+                size[c] = s if size.get(c, 1) == 1 else size[c]
+            terms.append(term)
+        labels = "".join(terms)
+        if draw(st.booleans()):
+            order = draw(st.permutations(sorted(size)))
+            out_labels = "".join(order[:draw(st.integers(0, len(order)))])
+            formula = ",".join(terms) + "->" + out_labels
+        else:
+            out_labels = "".join(sorted(c for c in size if labels.count(c) == 1))
+            formula = ",".join(terms)
+        summed = math.prod(size[c] for c in size if c not in out_labels)
+        ms = [a] if j is None else [a, metas[j]]
+        out = meta(tuple(size[c] for c in out_labels), a.kind,
+                   math.prod(m.mag for m in ms) * max(summed, 1), sum(m.frac for m in ms),
+                   all(m.exact for m in ms))
+        return None if out is None else (((i,) if j is None else (i, j)), formula, out)
+
+    def run(L: TinyLib, xs: list[Any], formula: str) -> Any:
+        return L.call(lambda *t: Tensor.einsum(formula, *t),
+                      lambda *t: torch.einsum(formula, *t), *xs)
+    return OpSpec(build, run, lambda n, f: f"Tensor.einsum({f!r}, {', '.join(n)})",
+                  kinds="fi")
+
+
+_tril, _triu = same_syntax("tril"), same_syntax("triu")
+_at_least_2d = lambda m: len(m.shape) >= 2  # noqa: E731
+_some_axis = lambda m: len(m.shape) >= 1  # noqa: E731
+_same_meta = lambda m, a: _same(m)  # noqa: E731
+
+SHAPES: dict[str, OpSpec] = {
+    "tril": op1("fib", _same_meta, *_tril, "{0}.tril({1})",
+                lambda draw, m: (draw(st.integers(-2, 2)),), _at_least_2d),
+    "triu": op1("fib", _same_meta, *_triu, "{0}.triu({1})",
+                lambda draw, m: (draw(st.integers(-2, 2)),), _at_least_2d),
+    "diagonal": op1("fib", _diagonal_result, *same_syntax("diagonal"),
+                    "{0}.diagonal({1}, {2}, {3})", _diagonal_args, _at_least_2d),
+    "roll": op1("fib", _same_meta, *same_syntax("roll"), "{0}.roll({1!r}, {2!r})", _roll_args),
+    "repeat_interleave": op1("fib", _repeat_interleave_result,
+                             *same_syntax("repeat_interleave"),
+                             "{0}.repeat_interleave({1}, {2!r})", _repeat_interleave_args),
+    "pad_mode": op1("fib", _pad_mode_result, lambda x, flat, mode: x.pad(flat, mode=mode),
+                    _torch_pad_mode, "{0}.pad({1!r}, mode={2!r})", _pad_mode_args,
+                    lambda m: len(m.shape) >= 1 and m.numel > 0),
+    "unfold": op1("fib", _unfold_result, *same_syntax("unfold"), "{0}.unfold({1}, {2}, {3})",
+                  _unfold_args, lambda m: len(m.shape) >= 1 and min(m.shape) > 0),
+    "einsum": _einsum(),
+}
+
+
 OPS: dict[str, OpSpec] = {
     **UNARY, **BINARY,
     "float": cast_op(FLOAT), "int": cast_op(INT), "bool": cast_op(BOOL),
@@ -880,12 +1616,20 @@ OPS: dict[str, OpSpec] = {
     "index": _movement(_index_arg, lambda L, x, a: L.getitem(x, a), _index_text),
     "cat": _cat(),
     "matmul": _matmul(),
+    **MATH, **BINARY_MATH, **ACTIVATIONS, **STATS, **SCANS, **SORTS, **GATHERS, **SHAPES,
 }
 MOVEMENT_OPS = ("reshape", "permute", "expand", "pad", "shrink", "flip", "index", "cat")
 REDUCE_OPS = ("sum", "max", "min", "mean", "matmul")
 OTHER_OPS = ("float", "int", "bool", "where", "contiguous", "realize", "to_and_back")
 GROUPS = {"movement": MOVEMENT_OPS, "reduce": REDUCE_OPS, "other": OTHER_OPS,
-          "binary": tuple(BINARY), "unary": tuple(n for n in UNARY if n not in OTHER_OPS)}
+          "binary": tuple(BINARY), "unary": tuple(n for n in UNARY if n not in OTHER_OPS),
+          # issue 11's
+          "math": (*MATH, *BINARY_MATH), "activation": tuple(ACTIVATIONS), "stats": tuple(STATS),
+          "scan": tuple(SCANS), "sort": tuple(SORTS), "gather": tuple(GATHERS),
+          "shape": tuple(SHAPES)}
+OLD_GROUPS = ("binary", "movement", "other", "reduce", "unary")  # before issue 11
+NEW_OPS = tuple(n for g in ("math", "activation", "stats", "scan", "sort", "gather", "shape")
+                for n in GROUPS[g])
 
 
 def ops_of(group: str, grad: bool) -> list[str]:
@@ -894,30 +1638,50 @@ def ops_of(group: str, grad: bool) -> list[str]:
 
 
 @st.composite
-def programs(draw: Draw, grad: bool = False, max_steps: int = 8,
-             special: bool = False) -> Program:
+def programs(draw: Draw, grad: bool = False, max_steps: int = 8, special: bool = False,
+             focus: str | None = None) -> Program:
     """A random program: 1 to 3 inputs of broadcast-compatible shapes, then up to max_steps
     ops, each on earlier values (the last one is the result). With special, float inputs hold
     nan, infs and -0.0 too, and count as inexact (no comparisons, int casts or rounding ops of
-    them, whose results would hinge on them)."""
-    ndim = draw(st.integers(0, 3))
-    base = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
+    them, whose results would hinge on them). Without focus the ops are those before issue 11
+    (the programs these tests always drew); with focus, the first step and half the others
+    try that op (else they draw from every op), and the last step is that op."""
+    groups = tuple(sorted(GROUPS)) if focus else OLD_GROUPS
+    if focus:  # the simplest example (hypothesis' first) 2-D, of sizes above 1
+        ndim = draw(st.sampled_from([2, 3, 1, 0]))
+        base = tuple(draw(st.sampled_from([3, 2, 4, 5, 1])) for _ in range(ndim))
+    else:
+        ndim = draw(st.integers(0, 3))
+        base = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
     inputs = []
     for k in range(draw(st.integers(1, 3))):
         keep = draw(st.integers(0, ndim)) if k else 0
-        shape = tuple(1 if draw(st.integers(0, 3)) == 0 else s for s in base[keep:])
-        kind = FLOAT if grad else draw(st.sampled_from([FLOAT, FLOAT, INT, BOOL]))
+        ones = 3 if focus else 0  # which draw makes an axis 1 (not the simplest, with focus)
+        shape = tuple(1 if draw(st.integers(0, 3)) == ones else s for s in base[keep:])
+        kinds = [FLOAT, FLOAT, INT, BOOL]
+        if focus and k == 0:  # one the op takes
+            kinds = [kind for kind in kinds if kind in OPS[focus].kinds]
+        kind = FLOAT if grad else draw(st.sampled_from(kinds))
         inputs.append(Meta(shape, kind, {FLOAT: 4.0, INT: 5.0, BOOL: 1.0}[kind],
                            2 if kind == FLOAT and not special else 0,
                            not (special and kind == FLOAT)))
     metas, steps = list(inputs), []
-    for _ in range(draw(st.integers(2, max_steps))):
-        name = draw(st.sampled_from(ops_of(draw(st.sampled_from(sorted(GROUPS))), grad)))
-        built = OPS[name].build(draw, metas, grad)
+    for k in range(draw(st.integers(2, max_steps))):
+        name, built = focus, None
+        if focus and (k == 0 or draw(st.integers(0, 1)) == 0):  # then every other step
+            built = OPS[focus].build(draw, metas, grad)
+        if built is None:
+            name = draw(st.sampled_from(ops_of(draw(st.sampled_from(groups)), grad)))
+            built = OPS[name].build(draw, metas, grad)
         if built is not None:
             srcs, arg, out = built
             steps.append(Step(name, srcs, arg))
             metas.append(out)
+    built = OPS[focus].build(draw, metas, grad) if focus else None
+    if built is not None:  # the result is the op's (when it fits), not a value beside it
+        srcs, arg, out = built
+        steps.append(Step(focus, srcs, arg))
+        metas.append(out)
     if grad:  # the result is the last float value (later bools only fed a where, or nothing)
         last = max(i for i, m in enumerate(metas) if m.kind == FLOAT)
         steps, metas = steps[:max(last - len(inputs) + 1, 0)], metas[:last + 1]
@@ -1035,6 +1799,45 @@ def test_random_programs_special_values(prog: Program) -> None:
 @given(programs(grad=True))
 def test_random_programs_gradients(prog: Program) -> None:
     """A random float program has the same gradients on CPU, on NUMPY and in PyTorch."""
+    check_values(prog)
+    check_gradients(prog)
+
+
+# issue 11's ops: random programs in which most steps try the op, the others any op
+VALUE_OPS = [n for n in NEW_OPS if not n.endswith("_s")]
+# of exact values only, which hold no nan or inf: not in the special-value programs
+EXACT_ONLY = ("asin", "acos", "atanh", "acosh", "log10", "fmod", "isclose", "div_trunc",
+              "div_floor", "argsort", "lshift", "rshift", "bitwise_not")
+# ops that can end a gradient program: those with float results (not isfinite, isclose,
+# argsort, whose values reach a float result only through other ops)
+GRAD_OPS = [n for n in NEW_OPS if OPS[n].in_grad and n not in ("isfinite", "isclose",
+                                                                 "argsort")]
+
+
+@pytest.mark.parametrize("op", VALUE_OPS)
+@settings(DIFF_SETTINGS, max_examples=3)
+@given(st.data())
+def test_new_ops_in_random_programs(op: str, data: st.DataObject) -> None:
+    """Random programs using op compute the same on CPU, on NUMPY and in PyTorch."""
+    check_values(data.draw(programs(max_steps=5, focus=op), label="program"))
+
+
+@pytest.mark.parametrize("op", [n for n in VALUE_OPS if n not in EXACT_ONLY])
+@settings(DIFF_SETTINGS, max_examples=2)
+@given(st.data())
+def test_new_ops_in_random_programs_special_values(op: str, data: st.DataObject) -> None:
+    """Random programs using op, of inputs holding nan, inf, -inf and -0.0, compute the same
+    on CPU, on NUMPY and in PyTorch."""
+    check_values(data.draw(programs(max_steps=5, special=True, focus=op), label="program"))
+
+
+@pytest.mark.parametrize("op", GRAD_OPS)
+@settings(DIFF_SETTINGS, max_examples=2)
+@given(st.data())
+def test_new_ops_in_random_programs_gradients(op: str, data: st.DataObject) -> None:
+    """Random float programs using op have the same gradients on CPU, on NUMPY and in
+    PyTorch."""
+    prog = data.draw(programs(grad=True, max_steps=5, focus=op), label="program")
     check_values(prog)
     check_gradients(prog)
 

@@ -1284,7 +1284,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     @float32_inside
     def gelu(self, approximate: str = "none") -> Tensor:
-        """GELU: x Phi(x) from erf, or its tanh approximation (approximate="tanh"), as torch."""
+        """GELU: x Phi(x) from erf, or its tanh approximation (approximate="tanh"), as torch;
+        floats only, as torch (the tanh form cubed an int32 2000 past its range: gelu was 0)."""
+        self._float_only("gelu")
         if approximate == "tanh":
             inner = math.sqrt(2 / math.pi) * (self + 0.044715 * self ** 3)
             return 0.5 * self * (1 + inner.tanh())
