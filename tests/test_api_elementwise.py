@@ -360,18 +360,18 @@ def test_std_mean(axis: int | tuple[int, ...] | None, keepdim: bool, correction:
 
 
 @pytest.mark.filterwarnings("ignore:std.*degrees of freedom")
-def test_std_gradient_without_spread() -> None:
+@pytest.mark.parametrize("correction", [0, 1])
+def test_std_gradient_without_spread(correction: int) -> None:
     """Where the values are all equal (one value, or a constant row) std is 0 and its gradient
     0, as torch's (it was nan: sqrt's inf gradient at 0 times zero distances to the mean); a
     nan stays nan, and too few values for the correction give nan."""
     rows = np.array([[2.0, 2.0, 2.0], [1.0, 3.0, -0.5], [0.0, math.nan, 1.0]], np.float32)
-    for correction in (0, 1):
-        check([rows], lambda x: torch.std(x, 1, correction=correction),
-              lambda x: x.std(1, correction=correction))
-        check([rows], lambda x: torch.std_mean(x, 1, keepdim=True, correction=correction),
-              lambda x: x.std_mean(1, True, correction))
-        check([[3.0]], lambda x: torch.std(x, correction=correction),
-              lambda x: x.std(correction=correction))
+    check([rows], lambda x: torch.std(x, 1, correction=correction),
+          lambda x: x.std(1, correction=correction))
+    check([rows], lambda x: torch.std_mean(x, 1, keepdim=True, correction=correction),
+          lambda x: x.std_mean(1, True, correction))
+    check([[3.0]], lambda x: torch.std(x, correction=correction),
+          lambda x: x.std(correction=correction))
 
 
 @pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.5, math.inf, -math.inf])

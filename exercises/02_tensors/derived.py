@@ -60,8 +60,11 @@ class DerivedOps(TensorCore):
 
     def std(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
             correction: int = 1) -> Tensor:
-        """The standard deviation over axis."""
-        return self.var(axis, keepdim, correction).sqrt()
+        """The standard deviation over axis; where the values don't spread (all equal) its
+        gradient is 0, as torch's, not sqrt's inf at 0 times a zero (nan)."""
+        var = self.var(axis, keepdim, correction)
+        spread = var != 0
+        return spread.where(spread.where(var, 1.0).sqrt(), 0.0)
 
     def var_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
                  correction: int = 1) -> tuple[Tensor, Tensor]:
