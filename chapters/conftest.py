@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,22 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "(a GPU); elsewhere reported as not graded here")
     if not config.pluginmanager.has_plugin("tinyfw-grader"):
         config.pluginmanager.register(Grader(config), "tinyfw-grader")
+
+
+SPEED_CHAPTER = 11  # where kernels get optimizations (tinyfw/codegen/opt.py)
+_NOOPT_AS_GIVEN = os.environ.get("NOOPT")
+
+
+def without_optimizations(chapter: str | None) -> None:
+    """Chapters before 11 grade kernels as chapter 05 lowers them, with no optimizations
+    (NOOPT=1), so their listings and the learner's lowering are what runs; chapter 11 and
+    after get them, unless NOOPT was set to begin with."""
+    if chapter is not None and int(chapter) < SPEED_CHAPTER:
+        os.environ["NOOPT"] = "1"
+    elif _NOOPT_AS_GIVEN is None:
+        os.environ.pop("NOOPT", None)
+    else:
+        os.environ["NOOPT"] = _NOOPT_AS_GIVEN
 
 
 class ShortFailure:
@@ -164,6 +181,7 @@ class Grader:
         if chapter != self.current:
             learner.unuse()
             self.current, self.load_error = chapter, None
+            without_optimizations(chapter)
             if chapter is not None:
                 try:
                     learner.use(chapter, self.impl, self.layout)

@@ -1,16 +1,27 @@
 """A kernel ready to lower: its AST and the loops it runs over, which can be split."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, auto
+from typing import Any
 
 from tinyfw.uop.ops import Ops, UOp, find_reduce
 
 
 class AxisKind(Enum):
-    """What a loop of the kernel does. Later chapters add kinds (upcast, unroll, local)."""
+    """What a loop of the kernel does. Chapter 05 lowers the first two; the others are what an
+    optimization (chapter 11) makes of the inner part of a split loop."""
     GLOBAL = auto()   # one iteration per output element: a C loop, a GPU thread index
     REDUCE = auto()   # accumulated into one output element
+    UPCAST = auto()   # output elements unrolled: computed together, each its own register
+    UNROLL = auto()   # reduce iterations unrolled: one partial accumulator each
+    THREAD = auto()   # output elements shared out to the CPU's cores, one part each
+
+    @property
+    def reduces(self) -> bool:
+        """Whether iterations of this loop accumulate into one output element."""
+        return self in (AxisKind.REDUCE, AxisKind.UNROLL)
 
 
 @dataclass(frozen=True)
@@ -41,19 +52,35 @@ class Kernel:
     def full_shape(self) -> tuple[int, ...]:
         return tuple(a.size for a in self.axes)
 
-    def split(self, axis: int, amount: int, kind: AxisKind | None = None) -> Kernel:
+    def split(self, axis: int, amount: int, kind: AxisKind | None = None,
+              outer_kind: AxisKind | None = None) -> Kernel:
         """The same kernel with loop `axis` of size n split into n // amount outer iterations
-        and `amount` inner ones; the inner loop gets `kind` (by default, the axis's own). Every
-        view is reshaped to the new loops, so lower() needs no change to handle it."""
+        and `amount` inner ones; the inner loop gets `kind`, the outer `outer_kind` (by default,
+        the axis's own). Every view is reshaped to the new loops, so lower() needs no change to
+        handle it."""
         size = self.axes[axis].size
         if amount <= 0 or size % amount:
             raise ValueError(f"cannot split a loop of {size} into parts of {amount}")
-        outer = Axis(size // amount, self.axes[axis].kind)
+        outer = Axis(size // amount, outer_kind or self.axes[axis].kind)
         inner = Axis(amount, kind or self.axes[axis].kind)
         axes = self.axes[:axis] + (outer, inner) + self.axes[axis + 1:]
+        return self._with_views(axes, lambda view, shape: view.reshape(shape))
+
+    def swap(self, axis: int, other: int) -> Kernel:
+        """The same kernel with loops `axis` and `other` exchanged (which one runs outside the
+        other): every view is permuted, so each iteration still reads and writes what it did."""
+        order = list(range(len(self.axes)))
+        order[axis], order[other] = other, axis
+        axes = tuple(self.axes[i] for i in order)
+        return self._with_views(axes, lambda view, _: view.permute(tuple(order)))
+
+    def _with_views(self, axes: tuple[Axis, ...],
+                    change: Callable[[Any, tuple[int, ...]], Any]) -> Kernel:
+        """The kernel over these loops, each view changed by change(view, its new shape): the
+        full loops inside the reduce, the output's (reduced loops 1) outside it."""
         full = tuple(a.size for a in axes)
-        out = tuple(1 if a.kind is AxisKind.REDUCE else a.size for a in axes)
-        reduce_axes = tuple(i for i, a in enumerate(axes) if a.kind is AxisKind.REDUCE)
+        out = tuple(1 if a.kind.reduces else a.size for a in axes)
+        reduce_axes = tuple(i for i, a in enumerate(axes) if a.kind.reduces)
         reduce = self.reduce
         inside = set(reduce.src[0].toposort()) if reduce is not None else set()
         done: dict[UOp, UOp] = {}
@@ -63,8 +90,7 @@ class Kernel:
             srcs = []
             for s in node.src:
                 if s.op is Ops.VIEW:  # views inside the reduce see the full loops
-                    shape = full if node in inside else out
-                    s = UOp(Ops.VIEW, s.dtype, (), s.arg.reshape(shape))
+                    s = UOp(Ops.VIEW, s.dtype, (), change(s.arg, full if node in inside else out))
                 else:
                     s = done[s]
                 srcs.append(s)
@@ -72,9 +98,17 @@ class Kernel:
             done[node] = UOp(node.op, node.dtype, tuple(srcs), arg)
         return Kernel(done[self.ast], axes, self.name)
 
+    def with_kind(self, axis: int, kind: AxisKind) -> Kernel:
+        """The same kernel with loop `axis` given another kind that keeps it an output loop or
+        a reduce loop as it was (GLOBAL to THREAD): no view changes."""
+        assert kind.reduces == self.axes[axis].kind.reduces
+        axes = list(self.axes)
+        axes[axis] = Axis(axes[axis].size, kind)
+        return Kernel(self.ast, tuple(axes), self.name)
+
     @property
     def output_shape(self) -> tuple[int, ...]:
-        return tuple(1 if a.kind is AxisKind.REDUCE else a.size for a in self.axes)
+        return tuple(1 if a.kind.reduces else a.size for a in self.axes)
 
     @property
     def reduce(self) -> UOp | None:

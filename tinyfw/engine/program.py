@@ -14,6 +14,7 @@ needs a hook, and the same kernel asked for twice is built once.
 from __future__ import annotations
 
 import operator
+import os
 import time
 import weakref
 from dataclasses import dataclass
@@ -22,10 +23,14 @@ from typing import Any
 from collections.abc import Callable
 
 from tinyfw.codegen.emulate import emulate_dtypes
+from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import Kernel
+from tinyfw.codegen.lower_opts import lower_optimized
+from tinyfw.codegen.opt import apply_opts
 from tinyfw.codegen.lower import Program, lower
 from tinyfw.device import Device, Runtime
 from tinyfw.dtype import DType
+from tinyfw.engine.beam import beam_width, searched_opts
 from tinyfw.engine.debug import debug_level, print_pass
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.uop.ops import UOp
@@ -120,6 +125,11 @@ def _setting(value: Any) -> Any:
 _kernels: weakref.WeakKeyDictionary[UOp, dict[str, Kernel]] = weakref.WeakKeyDictionary()
 
 
+# The optimized kernel and its optimizations, per AST, kernel name and device.
+Chosen = dict[tuple[Any, ...], tuple[Kernel, tuple[Any, ...]]]
+_optimized: weakref.WeakKeyDictionary[UOp, Chosen] = weakref.WeakKeyDictionary()
+
+
 # --- the passes, in order ---
 def kernel_from_ast(build: Build) -> None:
     """build.kernel: the AST with its loops, one per axis of its full shape."""
@@ -132,8 +142,38 @@ def kernel_from_ast(build: Build) -> None:
 
 
 def optimize(build: Build) -> None:
-    """build.kernel as it will run and build.opts, the optimizations: none until chapter 11."""
-    build.opts = ()
+    """build.kernel as it will run and build.opts, its optimizations (chapter 11): the device's
+    hand-coded ones; with BEAM=n the fastest a search found (kept on disk); none with NOOPT=1."""
+    assert build.kernel is not None
+    if not optimizing():
+        return
+    width = beam_width()
+    chosen = _optimized.setdefault(build.kernel.ast, {})
+    key = (build.kernel.name, build.device.name, build.device.cores, width)
+    if key not in chosen:  # (chosen once per AST and device, like the kernel itself)
+        if width and build.device.name == "CPU":
+            opts = searched_opts(build.kernel, build.item, build.device,
+                                 lambda kernel, opts: _built(build.item, kernel, opts).runner)
+        else:
+            opts = hand_coded_optimizations(build.kernel, build.device.name, build.device.cores)
+        chosen[key] = (apply_opts(build.kernel, opts), opts)
+    build.kernel, build.opts = chosen[key]
+
+
+def optimizing() -> bool:
+    """Whether kernels get optimizations: not with NOOPT=1 (chapters 01 to 10 grade without)."""
+    return os.getenv("NOOPT", "0") in ("", "0")
+
+
+def _built(item: ScheduleItem, kernel: Kernel, opts: tuple[Any, ...]) -> CompiledKernel:
+    """The program of the kernel with these optimizations (a BEAM candidate): the passes after
+    optimize."""
+    build = Build(item, Device[item.device], kernel, opts)
+    for step in PASSES[PASSES.index(optimize) + 1:]:
+        step(build)
+        if build.result is not None:
+            return build.result
+    raise RuntimeError(f"the passes made no program of {item.name}")
 
 
 def find_built(build: Build) -> None:
@@ -143,16 +183,18 @@ def find_built(build: Build) -> None:
     # is found, the passes below do not run.
     device, kernel = build.device, build.kernel
     assert kernel is not None
-    build.key = (device.name, kernel.ast, kernel.name, build.opts, lower, emulate_dtypes,
+    build.key = (device.name, kernel.ast, kernel.name, build.opts, lower, lower_optimized,
+                 emulate_dtypes,
                  code_identity(device.renderer), code_identity(device.compiler_for(kernel)),
                  code_identity(device.program))
     build.result = cache.get(build.key)
 
 
 def lower_kernel(build: Build) -> None:
-    """build.program: the kernel as a linear program of loops, loads, ALU steps, a store."""
+    """build.program: the kernel as a linear program of loops, loads, ALU steps, a store
+    (chapter 05's lower; lower_optimized for a kernel with optimizations, chapter 11)."""
     assert build.kernel is not None
-    build.program = lower(build.kernel)
+    build.program = lower_optimized(build.kernel) if build.opts else lower(build.kernel)
 
 
 def emulate_types(build: Build) -> None:

@@ -274,6 +274,40 @@ class CStyleLanguage:
 C = CStyleLanguage()
 
 
+class ThreadedC(CStyleLanguage):
+    """C on the CPU device, whose THREAD loops (chapter 11) share the work out to its cores: a
+    kernel with one takes its core's number and the number of cores, and a THREAD loop runs
+    every tf_cores-th iteration from tf_core on. A kernel without one is chapter 05's C."""
+
+    cores: bool = False  # whether the kernel rendered now has THREAD loops
+
+    def render(self, prog: Program) -> str:
+        if prog.threaded != self.cores:
+            language = copy.copy(self)
+            language.cores = prog.threaded
+            return language.render(prog)
+        return super().render(prog)
+
+    def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
+        """C's header, with `int tf_core, int tf_cores` last when the kernel is threaded, and
+        then the library's mark that it is (the symbol tf_threaded, which CPUProgram looks
+        for)."""
+        header = super().kernel_header(name, params)
+        if not self.cores:
+            return header
+        return "const int tf_threaded = 1;\n" + header.removesuffix(") {") + \
+            ", int tf_core, int tf_cores) {"
+
+    def loop(self, var: str, size: int) -> str:
+        """A THREAD loop (core<i>) from this core's number on, by steps of the core count."""
+        if not var.startswith("core"):
+            return super().loop(var, size)
+        return f"for ({self.int_type} {var} = tf_core; {var} < {size}; {var} += tf_cores) {{"
+
+
+CPU_C = ThreadedC()
+
+
 def render(prog: Program) -> str:
     """The program as a C function `void name(T* restrict data0, const T* restrict data1, ...)`."""
     return C.render(prog)

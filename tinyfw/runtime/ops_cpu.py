@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import _ctypes
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -12,19 +13,20 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tinyfw.device import Buffer, Runtime
-from tinyfw.renderer.cstyle import C
+from tinyfw.renderer.cstyle import CPU_C
 from tinyfw.uop.ops import find_reduce
 from tinyfw.runtime.ops_numpy import NumpyAllocator
 
 # -ffp-contract=off: gcc would fuse a*b+c into one fma (rounded once) where it sees fit, so the same
 # expression could give different bits in two kernels (and differ from the NUMPY reference).
-COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
+COMPILE_FLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
                  "-x", "c"]
 # Kernels that reduce are compiled with no complete unrolling of loops, to avoid a bug of gcc
 # 12.2's loop vectorizer. Given a float sum whose inner loop walks memory backwards (a flip:
@@ -244,6 +246,7 @@ class CPUProgram:
         self.lib: ctypes.CDLL | None = None
         self.fn: Any = None    # the kernel's function; None while the library is unloaded
         self.running = 0       # calls under way (in any thread): never unloaded meanwhile
+        self.threaded = False  # takes (core, cores) after the buffers: run on every core
         self._acquire()  # load now: a missing function fails here, not at the first call
         self._release()
 
@@ -293,6 +296,7 @@ class CPUProgram:
                     raise
                 fn.restype = None
                 self.lib, self.fn = lib, fn
+                self.threaded = hasattr(lib, "tf_threaded")  # (ThreadedC's mark)
                 _loaded[self] = None
             _loaded.move_to_end(self)
             self.running += 1
@@ -323,9 +327,10 @@ class CPURuntime(Runtime):
     the system's C compiler (cached on disk) and called through ctypes."""
 
     def __init__(self) -> None:
-        super().__init__("CPU", NumpyAllocator(), renderer=C, compiler=ClangStyleCompiler(),
+        super().__init__("CPU", NumpyAllocator(), renderer=CPU_C, compiler=ClangStyleCompiler(),
                          program=CPUProgram)
         self.reduce_compiler = ClangStyleCompiler(REDUCE_FLAGS)  # see REDUCE_FLAGS: gcc's bug
+        self.cores = cores()
 
     def compiler_for(self, kernel: Any) -> ClangStyleCompiler:
         """Kernels with a reduce loop are compiled with REDUCE_FLAGS (gcc 12's vectorizer)."""
@@ -337,4 +342,29 @@ class CPURuntime(Runtime):
         # a numpy array already (NUMPY), a host copy otherwise
         arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == "CPU"
                                              else b.host_view() for b in inputs]
-        program(*arrays)
+        if not program.threaded:
+            program(*arrays)
+            return
+        # >>> exercise 11.threads #threads
+        pointers = [ctypes.c_void_p(a.ctypes.data) for a in arrays]
+        count = cores()
+        parts = [pool().submit(program.call, *pointers, ctypes.c_int(core), ctypes.c_int(count))
+                 for core in range(1, count)]
+        program.call(*pointers, ctypes.c_int(0), ctypes.c_int(count))  # this thread: core 0
+        for part in parts:
+            part.result()  # (raises what the part raised)
+        # <<< exercise
+
+
+def cores() -> int:
+    """How many cores this process may run on ($TINYFW_CORES caps it)."""
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    return max(1, min(available, int(os.getenv("TINYFW_CORES", available))))
+
+
+@functools.cache
+def pool() -> ThreadPoolExecutor:
+    """The threads that run the other cores' parts of a threaded kernel (ctypes lets go of
+    Python's lock during the call, so they run at once)."""
+    return ThreadPoolExecutor(max_workers=max(cores() - 1, 1), thread_name_prefix="tinyfw-core")

@@ -77,7 +77,7 @@ LEAVES = frozenset({Ops.DEVICE, Ops.BUFFER, Ops.CONST})
 KERNEL = frozenset({Ops.VIEW, Ops.LOAD, Ops.STORE})
 
 
-def _arg_key(arg: Any) -> Any:
+def arg_key(arg: Any) -> Any:
     """A hashable key for an arg that tells apart 0.0 from -0.0 and True from 1."""
     if isinstance(arg, float):
         return ("f", struct.pack("<d", arg)) if not math.isnan(arg) else ("f", "nan")
@@ -91,7 +91,7 @@ class _HashConsed(type):
     cache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
     def __call__(cls, op: Ops, dtype: DType, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
-        key = (op, dtype, src, _arg_key(arg))
+        key = (op, dtype, src, arg_key(arg))
         if (found := _HashConsed.cache.get(key)) is not None:
             return found
         node = super().__call__(op, dtype, src, arg)

@@ -1,0 +1,153 @@
+"""Kernel optimizations (chapter 11): every optimized kernel computes what the plain one does.
+
+UPCAST and THREAD only reorder which output is computed when: their results are the same bits.
+UNROLL adds a reduce's values in several partial sums, so a float sum may round differently:
+within the float64 error bound of the sum (and exact for ints and maxes)."""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from tinyfw import Tensor, dtypes
+from tinyfw.codegen.heuristic import hand_coded_optimizations
+from tinyfw.codegen.kernel import AxisKind, Kernel
+from tinyfw.codegen.lower_opts import lower_optimized
+from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
+from tinyfw.engine import program as engine_program
+from tinyfw.engine.program import get_program
+
+RNG = np.random.default_rng(0)
+
+
+def run_with(opts: tuple[Opt, ...] | None, build: Callable[[], Tensor]) -> np.ndarray:
+    """The value of build() with its (last) kernel optimized by opts (None: the heuristics';
+    () none at all)."""
+    original = engine_program.optimize
+
+    def optimize(b: engine_program.Build) -> None:
+        assert b.kernel is not None
+        if opts is None:
+            original(b)
+        elif b.item.ast is target:
+            b.kernel, b.opts = apply_opts(b.kernel, opts), opts
+
+    out = build()
+    target = out.schedule()[-1].ast
+    passes = engine_program.PASSES
+    engine_program.PASSES = tuple(optimize if p is original else p for p in passes)
+    try:
+        return out.numpy()
+    finally:
+        engine_program.PASSES = passes
+
+
+def kernel_of(t: Tensor) -> Kernel:
+    return Kernel.from_ast(t.schedule()[-1].ast, "k")
+
+
+# (name, the tensor to compute, opts to try on its kernel)
+U, R, T = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD
+A, B = RNG.normal(size=(12, 20)).astype(np.float32), RNG.normal(size=(20, 8)).astype(np.float32)
+CASES: list[tuple[str, Callable[[], Tensor], list[tuple[Opt, ...]]]] = [
+    ("matmul", lambda: Tensor(A) @ Tensor(B), [
+        (Opt(U, 2, 4),), (Opt(U, 0, 4),), (Opt(U, 2, 8), Opt(U, 0, 3)), (Opt(R, 1, 4),),
+        (Opt(R, 1, 20),), (Opt(U, 2, 4), Opt(U, 0, 2), Opt(R, 2, 5), Opt(T, 0, 6)),
+        (Opt(T, 0, 12),), (Opt(T, 2, 2),)]),
+    ("row max, odd size", lambda: Tensor(A).max(1), [(Opt(R, 1, 5),), (Opt(U, 0, 3),),
+                                                       (Opt(T, 0, 4), Opt(R, 2, 2))]),
+    ("int sum", lambda: Tensor((A * 100).astype(np.int32)).sum(0, dtype=dtypes.int32),
+     [(Opt(R, 0, 4),), (Opt(U, 1, 4), Opt(R, 0, 3))]),
+    ("elementwise", lambda: (Tensor(A).exp() * 2 + Tensor(A).sum(1).reshape(12, 1)),
+     [(Opt(U, 1, 4),), (Opt(T, 0, 3), Opt(U, 2, 5))]),
+    ("padded", lambda: Tensor(A).pad(((1, 2), (0, 3))).sum(1), [(Opt(R, 1, 23),),
+                                                                (Opt(U, 0, 3),)]),
+    ("float16 sum", lambda: Tensor(A.astype(np.float16)).sum(1), [(Opt(R, 1, 4),)]),
+    ("bfloat16 matmul", lambda: Tensor(A).bfloat16() @ Tensor(B).bfloat16(),
+     [(Opt(U, 2, 4), Opt(R, 1, 2))]),
+]
+
+
+@pytest.mark.parametrize("name, build, tries", CASES, ids=[c[0] for c in CASES])
+def test_optimized_kernels_compute_the_same(name: str, build: Callable[[], Tensor],
+                                            tries: list[tuple[Opt, ...]]) -> None:
+    plain = run_with((), build)
+    for opts in tries:
+        got = run_with(opts, build)
+        assert got.dtype == plain.dtype and got.shape == plain.shape, opts
+        unrolled = any(o.op is OptOps.UNROLL for o in opts)
+        if unrolled and plain.dtype.kind == "f" or plain.dtype == dtypes.bfloat16.np:
+            np.testing.assert_allclose(got.astype(np.float64), plain.astype(np.float64),
+                                       rtol=1e-2 if plain.dtype.itemsize == 2 else 1e-5,
+                                       atol=1e-5, err_msg=f"{name} with {opts}")
+        else:
+            np.testing.assert_array_equal(got, plain, err_msg=f"{name} with {opts}")
+
+
+def test_opts_that_do_not_apply_are_refused() -> None:
+    """An amount that does not divide, an UPCAST of a reduce loop, an UNROLL of an output loop,
+    a loop that is not there: KernelOptError, which the search skips."""
+    k = kernel_of(Tensor(A) @ Tensor(B))  # loops: 12 (output), 20 (reduce), 8 (output)
+    for bad in (Opt(U, 0, 5), Opt(U, 1, 4), Opt(R, 0, 2), Opt(R, 1, 3), Opt(T, 1, 2),
+                Opt(U, 3, 2), Opt(U, 0, 1)):
+        with pytest.raises(KernelOptError):
+            apply_opt(k, bad)
+
+
+def test_upcast_shares_loads_and_unroll_keeps_partials() -> None:
+    """A 4 x 8 tile of a matmul reads 4 + 8 values per reduce step, not 2 x 32, into 32
+    accumulators; an UNROLL by 4 keeps 4 partial sums per output, added after the loop."""
+    k = apply_opts(kernel_of(Tensor(A) @ Tensor(B)), (Opt(U, 2, 8), Opt(U, 0, 4)))
+    prog = lower_optimized(k)
+    loads = [s for s in prog.steps if s.op.name == "LOAD"]
+    accs = [s for s in prog.steps if s.op.name == "ACC"]
+    assert len(loads) == 12 and len(accs) == 32
+    k = apply_opts(kernel_of(Tensor(A) @ Tensor(B)), (Opt(R, 1, 4),))
+    prog = lower_optimized(k)
+    assert sum(s.op.name == "ACC" for s in prog.steps) == 4
+    assert sum(s.op.name == "UPDATE" for s in prog.steps) == 4
+
+
+def test_heuristics_tile_a_matmul_and_thread_it() -> None:
+    """On a 2-core CPU, a 256 x 256 matmul gets a tile of 4 rows by 16 columns, and its
+    outer loop is shared out to the cores."""
+    n = 256
+    k = kernel_of(Tensor(np.ones((n, n), np.float32)) @ Tensor(np.ones((n, n), np.float32)))
+    opts = hand_coded_optimizations(k, "CPU", cores=2)
+    assert Opt(U, 2, 16) in opts and any(o.op is U and o.axis == 0 for o in opts)
+    kinds = [a.kind for a in apply_opts(k, opts).axes]
+    assert kinds[0] is AxisKind.THREAD
+    assert hand_coded_optimizations(k, "NUMPY", cores=2) == ()
+    small = kernel_of(Tensor.ones(4, 4) @ Tensor.ones(4, 4))
+    assert hand_coded_optimizations(small, "CPU", cores=2) == ()
+
+
+def test_threaded_kernel_runs_on_every_core() -> None:
+    """A threaded kernel's parts cover the output once: a big matmul and a big sum, as numpy."""
+    a, b = RNG.random((300, 200), np.float32), RNG.random((200, 256), np.float32)
+    got = run_with(None, lambda: Tensor(a) @ Tensor(b))
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5)
+    x = RNG.random((1024, 512), np.float32)
+    np.testing.assert_allclose(run_with(None, lambda: Tensor(x).sum(1)), x.sum(1, np.float64),
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("opts", list(itertools.product([1, 2, 4], [1, 5])))
+def test_sources_are_built_once(opts: tuple[int, int]) -> None:
+    """The same kernel with the same optimizations is compiled once."""
+    up, unroll = opts
+    chosen = tuple(o for o in (Opt(U, 2, up) if up > 1 else None,
+                               Opt(R, 1, unroll) if unroll > 1 else None) if o is not None)
+    first = run_with(chosen, lambda: Tensor(A) @ Tensor(B))
+    built = len(engine_program.cache)
+    again = run_with(chosen, lambda: Tensor(A) @ Tensor(B))
+    assert len(engine_program.cache) == built
+    np.testing.assert_array_equal(first, again)
+
+
+def test_the_program_of_an_optimized_kernel_is_found_again() -> None:
+    t = Tensor(A) @ Tensor(B)
+    item = t.schedule()[-1]
+    assert get_program(item) is get_program(item)

@@ -1,0 +1,78 @@
+"""Kernel optimizations (chapter 11): every one is a split of a loop, whose inner (or outer)
+part gets a role. A list of them is what the heuristics choose and the search explores."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum, auto
+
+from tinyfw.codegen.kernel import AxisKind, Kernel
+
+
+class OptOps(Enum):
+    """What an optimization makes of the part of a loop it splits off."""
+    UPCAST = auto()  # inner part of an output loop: that many outputs per pass, in registers
+    UNROLL = auto()  # inner part of a reduce loop: that many partial accumulators
+    THREAD = auto()  # outer part of an output loop: that many parts, shared out to the cores
+    SWAP = auto()    # no split: output loop `axis` exchanged with output loop `amount`
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One optimization: split loop `axis` of the kernel (as it is when it is applied) by
+    `amount`, and give the part its role (SWAP: exchange loops `axis` and `amount`)."""
+    op: OptOps
+    axis: int
+    amount: int
+
+    def __repr__(self) -> str:
+        return f"{self.op.name}({self.axis}, {self.amount})"
+
+
+class KernelOptError(ValueError):
+    """An optimization that does not apply to the kernel (another kind of loop, a size that
+    it does not divide)."""
+
+
+ROLE = {OptOps.UPCAST: AxisKind.UPCAST, OptOps.UNROLL: AxisKind.UNROLL,
+        OptOps.THREAD: AxisKind.THREAD}
+SPLITS = {OptOps.UPCAST: AxisKind.GLOBAL, OptOps.UNROLL: AxisKind.REDUCE,
+          OptOps.THREAD: AxisKind.GLOBAL}  # the kind of loop each one splits
+
+
+def apply_opt(kernel: Kernel, opt: Opt) -> Kernel:
+    """The kernel with opt applied, or KernelOptError saying why it does not apply."""
+    if not 0 <= opt.axis < len(kernel.axes):
+        raise KernelOptError(f"{opt}: the kernel has {len(kernel.axes)} loops")
+    axis = kernel.axes[opt.axis]
+    if opt.op is OptOps.SWAP:
+        return _swap(kernel, opt)
+    if axis.kind is not SPLITS[opt.op]:
+        raise KernelOptError(f"{opt}: loop {opt.axis} is {axis.kind.name}, not "
+                             f"{SPLITS[opt.op].name}")
+    if opt.amount < 2 or axis.size % opt.amount:
+        raise KernelOptError(f"{opt}: {opt.amount} does not divide a loop of {axis.size}")
+    if opt.op is OptOps.THREAD:  # the outer part: `amount` parts, each a loop of the rest
+        if opt.amount == axis.size:  # the whole loop (no loop of 1 inside)
+            return kernel.with_kind(opt.axis, AxisKind.THREAD)
+        return kernel.split(opt.axis, axis.size // opt.amount, outer_kind=AxisKind.THREAD)
+    return kernel.split(opt.axis, opt.amount, ROLE[opt.op])
+
+
+def apply_opts(kernel: Kernel, opts: tuple[Opt, ...]) -> Kernel:
+    """The kernel with each of opts applied in turn."""
+    for opt in opts:
+        kernel = apply_opt(kernel, opt)
+    return kernel
+
+
+def _swap(kernel: Kernel, opt: Opt) -> Kernel:
+    """The kernel with output loops opt.axis < opt.amount exchanged: the loop order a cache
+    likes (a matmul walks the columns of its second matrix in the outer loop, so the strip of
+    them it reads stays in the cache while the rows of the first go by)."""
+    outputs = (AxisKind.GLOBAL, AxisKind.THREAD)
+    if not opt.axis < opt.amount < len(kernel.axes):
+        raise KernelOptError(f"{opt}: swaps loop {opt.axis} with a later one of the "
+                             f"{len(kernel.axes)}")
+    if kernel.axes[opt.axis].kind not in outputs or kernel.axes[opt.amount].kind not in outputs:
+        raise KernelOptError(f"{opt}: only output loops (GLOBAL, THREAD) are swapped")
+    return kernel.swap(opt.axis, opt.amount)
