@@ -9,7 +9,8 @@ import pytest
 
 PAGE = Path(__file__).resolve().parents[1] / "site" / "debug.md"
 BLOCK = r"<!-- {} -->\n```(?:\w+)?\n(.*?)```"
-TIMING = re.compile(r"tm\s+[\d.]+us(\s+[\d.]+ GFLOP/s\s+[\d.]+ GB/s)?")
+TIMING = re.compile(r"tm\s+[\d.]+us(\s+[\d.]+ GFLOP/s\s+[\d.]+ GB/s)?"
+                    r"(\s+of peak:\s+\d+% FLOP/s\s+\d+% GB/s)?")
 
 
 def page() -> str:
@@ -33,7 +34,8 @@ def example(level: int) -> list[str]:
 
 def normalize(text: str) -> list[str]:
     """Non-blank lines without trailing spaces, timings and rates replaced by placeholders."""
-    lines = [TIMING.sub(lambda m: "tm T" + (" R GFLOP/s R GB/s" if m.group(1) else ""), line)
+    lines = [TIMING.sub(lambda m: "tm T" + (" R GFLOP/s R GB/s" if m.group(1) else "")
+                        + (" of peak: P FLOP/s P GB/s" if m.group(2) else ""), line)
              for line in text.splitlines()]
     return [line.rstrip() for line in lines if line.strip()]
 

@@ -6,7 +6,9 @@ within the float64 error bound of the sum (and exact for ints and maxes)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,9 @@ from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import AxisKind, Kernel
 from tinyfw.codegen.lower_opts import lower_optimized
 from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
+from tinyfw.codegen.search import actions, beam_search
+from tinyfw.device import Device
+from tinyfw.engine import beam
 from tinyfw.engine import program as engine_program
 from tinyfw.engine.program import get_program
 
@@ -49,19 +54,22 @@ def kernel_of(t: Tensor) -> Kernel:
 
 
 # (name, the tensor to compute, opts to try on its kernel)
-U, R, T = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD
+U, R, T, S = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP
 A, B = RNG.normal(size=(12, 20)).astype(np.float32), RNG.normal(size=(20, 8)).astype(np.float32)
 CASES: list[tuple[str, Callable[[], Tensor], list[tuple[Opt, ...]]]] = [
     ("matmul", lambda: Tensor(A) @ Tensor(B), [
         (Opt(U, 2, 4),), (Opt(U, 0, 4),), (Opt(U, 2, 8), Opt(U, 0, 3)), (Opt(R, 1, 4),),
         (Opt(R, 1, 20),), (Opt(U, 2, 4), Opt(U, 0, 2), Opt(R, 2, 5), Opt(T, 0, 6)),
-        (Opt(T, 0, 12),), (Opt(T, 2, 2),)]),
+        (Opt(T, 0, 12),), (Opt(T, 2, 2),), (Opt(S, 0, 2),), (Opt(U, 2, 4), Opt(S, 0, 2)),
+        (Opt(U, 2, 4), Opt(U, 0, 2), Opt(S, 0, 3), Opt(T, 0, 2))]),
     ("row max, odd size", lambda: Tensor(A).max(1), [(Opt(R, 1, 5),), (Opt(U, 0, 3),),
                                                        (Opt(T, 0, 4), Opt(R, 2, 2))]),
     ("int sum", lambda: Tensor((A * 100).astype(np.int32)).sum(0, dtype=dtypes.int32),
      [(Opt(R, 0, 4),), (Opt(U, 1, 4), Opt(R, 0, 3))]),
     ("elementwise", lambda: (Tensor(A).exp() * 2 + Tensor(A).sum(1).reshape(12, 1)),
      [(Opt(U, 1, 4),), (Opt(T, 0, 3), Opt(U, 2, 5))]),
+    ("transposed copy", lambda: Tensor(A).T.contiguous() + 1, [(Opt(S, 0, 1),),
+                                                               (Opt(U, 1, 4), Opt(S, 0, 1))]),
     ("padded", lambda: Tensor(A).pad(((1, 2), (0, 3))).sum(1), [(Opt(R, 1, 23),),
                                                                 (Opt(U, 0, 3),)]),
     ("float16 sum", lambda: Tensor(A.astype(np.float16)).sum(1), [(Opt(R, 1, 4),)]),
@@ -91,7 +99,7 @@ def test_opts_that_do_not_apply_are_refused() -> None:
     a loop that is not there: KernelOptError, which the search skips."""
     k = kernel_of(Tensor(A) @ Tensor(B))  # loops: 12 (output), 20 (reduce), 8 (output)
     for bad in (Opt(U, 0, 5), Opt(U, 1, 4), Opt(R, 0, 2), Opt(R, 1, 3), Opt(T, 1, 2),
-                Opt(U, 3, 2), Opt(U, 0, 1)):
+                Opt(U, 3, 2), Opt(U, 0, 1), Opt(S, 0, 1), Opt(S, 2, 0), Opt(S, 0, 3)):
         with pytest.raises(KernelOptError):
             apply_opt(k, bad)
 
@@ -151,3 +159,50 @@ def test_the_program_of_an_optimized_kernel_is_found_again() -> None:
     t = Tensor(A) @ Tensor(B)
     item = t.schedule()[-1]
     assert get_program(item) is get_program(item)
+
+
+def test_search_keeps_the_fastest_and_stops_when_nothing_is_faster() -> None:
+    """beam_search with made-up timings (fewer loops of a kind = faster here): each round times
+    every extension of the beam once, it keeps the fastest, and stops when a round finds
+    nothing faster; a budget of 0 times only the kernel as it is."""
+    k = kernel_of(Tensor(A) @ Tensor(B))
+    timed: list[tuple[Opt, ...]] = []
+
+    def timings(candidates: Sequence[tuple[Opt, ...]]) -> list[float]:
+        timed.extend(candidates)
+        return [10.0 - 3 * sum(o.op is U for o in c) - (c[-1].amount / 100 if c else 0)
+                if len(c) <= 2 else 10.0 for c in candidates]
+    best = beam_search(k, timings, width=2, cores=1)
+    assert len(best) == 2 and all(o.op is U for o in best)
+    assert () in timed and all(len(c) <= 3 for c in timed)
+    timed.clear()
+    clock = iter([0.0, 5.0]).__next__
+    assert beam_search(k, timings, width=2, budget_s=1.0, clock=clock) == ()
+    assert timed == [()]
+
+
+def test_search_actions_apply() -> None:
+    """Every action the search tries applies to the kernel; THREAD only with several cores."""
+    k = kernel_of(Tensor(A) @ Tensor(B))
+    assert all(apply_opt(k, opt) is not None for opt in actions(k, cores=2))
+    assert any(o.op is T for o in actions(k, cores=2))
+    assert not any(o.op is T for o in actions(k, cores=1))
+
+
+def test_beam_finds_a_winner_and_keeps_it_on_disk(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    """BEAM=1 on a small matmul: the result is numpy's, the winner is written to beam.json,
+    and a second search of the same kernel reads it instead of timing anything."""
+    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
+    monkeypatch.setenv("BEAM", "1")
+    monkeypatch.setenv("BEAM_BUDGET", "5")
+    a, b = RNG.random((64, 48), np.float32), RNG.random((48, 32), np.float32)
+    np.testing.assert_allclose((Tensor(a) @ Tensor(b)).numpy(), a.astype(np.float64) @ b,
+                               rtol=1e-5)
+    saved = json.loads((tmp_path / "beam.json").read_text())
+    assert len(saved) == 1
+    item = (Tensor(a) @ Tensor(b)).schedule()[-1]
+    kernel = Kernel.from_ast(item.ast, item.name)
+    monkeypatch.setattr(beam, "beam_search", lambda *args, **kwargs: pytest.fail("searched"))
+    found = beam.searched_opts(kernel, item, Device["CPU"], lambda *a: None)
+    assert [[o.op.name, o.axis, o.amount] for o in found] == next(iter(saved.values()))

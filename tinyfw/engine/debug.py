@@ -26,15 +26,21 @@ def print_schedule(items: list[Any]) -> None:
 
 
 def print_kernel_run(number: int, item: Any, seconds: float, input_bytes: int) -> None:
-    """DEBUG>=2: one line per kernel: device, name, time, GFLOP/s and GB/s."""
+    """DEBUG>=2: one line per kernel: device, name, time, GFLOP/s and GB/s, and on the CPU the
+    share of this machine's peak of each (tinyfw/engine/peak.py)."""
     if item.ast is None:
         print(f"*** {item.device:<6} {number:4d} {item.name:<24} tm {seconds * 1e6:9.1f}us")
         return
     flops, moved = flops_and_bytes(Kernel.from_ast(item.ast, item.name), input_bytes)
     gflops = flops / max(seconds, 1e-9) / 1e9
     gbs = moved / max(seconds, 1e-9) / 1e9
+    share = ""
+    if item.device == "CPU":  # (the other devices' limits are not probed)
+        from tinyfw.engine.peak import cpu_peak
+        peak = cpu_peak()
+        share = f"  of peak: {gflops / peak.gflops:4.0%} FLOP/s {gbs / peak.gbs:4.0%} GB/s"
     print(f"*** {item.device:<6} {number:4d} {item.name:<24} tm {seconds * 1e6:9.1f}us "
-          f"{gflops:8.2f} GFLOP/s {gbs:8.2f} GB/s")
+          f"{gflops:8.2f} GFLOP/s {gbs:8.2f} GB/s" + share)
 
 
 def print_pass(name: str, seconds: float, note: str = "") -> None:
@@ -50,7 +56,8 @@ def print_kernel_details(compiled: Any) -> None:
     if level >= 3:
         loops = " ".join(f"{a.kind.name.lower()}:{a.size}" for a in kernel.axes)
         inputs = len(compiled.program.params) - 1
-        print(f"kernel {kernel.name}: loops {loops}; inputs {inputs}")
+        opts = ", ".join(map(repr, compiled.opts)) or "none"
+        print(f"kernel {kernel.name}: loops {loops}; inputs {inputs}; optimizations {opts}")
         for i, step in enumerate(compiled.program.steps):
             print(f"  {i:3d} {describe(step)}")
     if level >= 4:

@@ -49,6 +49,7 @@ class CompiledKernel:
     source: str | None      # the renderer's source (None on a device without one: NUMPY)
     binary: Any             # the compiler's output (the source where nothing compiles it)
     runner: Any             # the binary loaded by the device's program class
+    opts: tuple[Any, ...] = ()  # the optimizations applied (chapter 11)
 
     @property
     def name(self) -> str:
@@ -227,7 +228,7 @@ def _keep(build: Build, runner: Any) -> None:
     """build.result: the loaded runner with what made it, kept in the cache under its key."""
     assert build.kernel is not None and build.program is not None and build.key is not None
     build.result = CompiledKernel(build.key, build.device.name, build.kernel, build.program,
-                                  build.source, build.binary, runner)
+                                  build.source, build.binary, runner, build.opts)
     cache[build.key] = build.result
 
 
