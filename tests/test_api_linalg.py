@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.helpers import check, check_error
-from tinyfw import Device, Tensor, TinyJit, dtypes
+from tinyfw import Tensor, TinyJit, dtypes
 
 # On a backend device only the distinct cases of each parametrized test run (the device
 # subset, tests/conftest.py); CPU and NUMPY run them all.
@@ -39,16 +39,11 @@ def _qr(x: Tensor) -> tuple[Tensor, Tensor]:
 # qr
 
 
-# WebGPU binds at most 32 storage buffers to a kernel, and tinyfw's scheduler does not split a
-# kernel that reads more: the fused backward of three Householder steps reads 35 (a validation
-# error of wgpu, not a wrong value). Strict: the day the scheduler splits, this must be removed.
-WEBGPU_BUFFER_LIMIT = pytest.mark.xfail(Device.DEFAULT == "WEBGPU", strict=True,
-                                        reason="a backward kernel reads more than 32 buffers")
 
 
 @pytest.mark.parametrize("shape, grad", [
-    ((3, 3), False), pytest.param((5, 3), True, marks=WEBGPU_BUFFER_LIMIT), ((3, 5), True),
-    pytest.param((2, 3, 4), True, marks=WEBGPU_BUFFER_LIMIT), ((4, 1), False), ((1, 4), True)],
+    ((3, 3), False), ((5, 3), True), ((3, 5), True), ((2, 3, 4), True), ((4, 1), False),
+    ((1, 4), True)],
     ids=str)
 def test_qr_matches_torch(shape: tuple[int, ...], grad: bool) -> None:
     """Q and R are torch's (LAPACK's signs), square, tall, wide and batched, and so are the

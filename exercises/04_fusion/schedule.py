@@ -260,9 +260,44 @@ def _build_items(targets: list[UOp], materialized: set[UOp], is_loaded: Callable
             except NeedsBuffer as found:
                 extra.add(found.node)
                 continue
+            if len(builder.inputs) + 1 > max_buffers(node.device):
+                extra.add(split_point(node, is_input))  # too many buffers for the device
+                continue
             for reduce in dict.fromkeys(builder.computed):
                 computed[reduce] = computed.get(reduce, 0) + 1
             view = UOp(Ops.VIEW, dtypes.bool, (), ShapeTracker.from_shape(expr.shape))
             ast = UOp(Ops.STORE, node.dtype, (view, expr), 0)
             items.append(ScheduleItem(ast, node, tuple(builder.inputs), kernel_name(ast)))
     return items, extra, computed
+
+
+def max_buffers(device: str) -> int:
+    """The most buffers (output and inputs) one kernel may bind on the device: WEBGPU's
+    max_storage_buffers_per_shader_stage; no limit elsewhere."""
+    from tinyfw.device import Device  # (the device is started here only if it has a limit)
+    if device.split(":")[0] != "WEBGPU":
+        return 1 << 30
+    limit = getattr(Device[device], "max_buffers", None)
+    return limit if limit is not None else 1 << 30
+
+
+def split_point(root: UOp, is_input: Callable[[UOp], bool]) -> UOp:
+    """The node of root's kernel to compute into a buffer of its own, so that the kernel reads
+    fewer buffers: the one with the most of the kernel's inputs below it (they become its own
+    kernel's, and this kernel reads its one buffer instead). NotSupportedError if there is none
+    (a single node reading that many buffers)."""
+    below: dict[UOp, frozenset[UOp]] = {}
+    order = root.toposort(stop=lambda n: n is not root and is_input(n))
+    for node in order:
+        if node is not root and is_input(node):
+            below[node] = frozenset({node})
+        else:
+            below[node] = frozenset().union(*(below[s] for s in computed_sources(node)
+                                              if s in below))
+    inside = [n for n in order if n is not root and not is_input(n) and len(below[n]) > 1
+              and n.op not in MOVEMENT]
+    if not inside:
+        from tinyfw.renderer.cstyle import NotSupportedError
+        raise NotSupportedError(f"a kernel reads {len(below[root])} buffers, more than "
+                                f"{root.device} can bind, and cannot be split")
+    return max(inside, key=lambda n: len(below[n]))

@@ -145,9 +145,12 @@ class WebGPURuntime(Runtime):
     has_float64 = False
 
     def __init__(self) -> None:
-        wgpu_device()
+        device = wgpu_device()
         super().__init__("WEBGPU", WebGPUAllocator(), renderer=WGSL, compiler=None,
                          program=WebGPUProgram)
+        # a kernel binds its output and every input as a storage buffer: the scheduler keeps
+        # each kernel within this (tinyfw/engine/schedule.py, max_buffers)
+        self.max_buffers: int = device.limits["max-storage-buffers-per-shader-stage"]
 
     def load(self, name: str, binary: Any, buffers: int) -> WebGPUProgram:
         """The pipeline of a WGSL source (the binary: wgpu compiles it) binding `buffers`."""
