@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, dtypes
+from tinyfw.dtype import VectorDType
 from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import AxisKind, Kernel
-from tinyfw.codegen.lower_opts import lower_optimized
+from tinyfw.codegen.lower_opts import lower_optimized, vector_axis
 from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
 from tinyfw.codegen.search import actions, beam_search
 from tinyfw.device import Device
@@ -119,17 +120,41 @@ def test_upcast_shares_loads_and_unroll_keeps_partials() -> None:
 
 
 def test_heuristics_tile_a_matmul_and_thread_it() -> None:
-    """On a 2-core CPU, a 256 x 256 matmul gets a tile of 4 rows by 16 columns, and its
-    outer loop is shared out to the cores."""
+    """On a 2-core CPU with 8-lane SIMD, a 256 x 256 matmul gets a tile of 4 rows by 2 vectors
+    of 8 columns, its columns' vector lowered as one (vector_axis), and its outer loop is
+    shared out to the cores; on NUMPY, or for a tiny matmul, nothing."""
     n = 256
     k = kernel_of(Tensor(np.ones((n, n), np.float32)) @ Tensor(np.ones((n, n), np.float32)))
-    opts = hand_coded_optimizations(k, "CPU", cores=2)
-    assert Opt(U, 2, 16) in opts and any(o.op is U and o.axis == 0 for o in opts)
-    kinds = [a.kind for a in apply_opts(k, opts).axes]
-    assert kinds[0] is AxisKind.THREAD
+    opts = hand_coded_optimizations(k, "CPU", cores=2, lanes=8)
+    assert opts[:3] == (Opt(U, 2, 8), Opt(U, 0, 4), Opt(U, 3, 2)), opts
+    tiled = apply_opts(k, opts)
+    assert tiled.axes[0].kind is AxisKind.THREAD
+    assert [a.size for a in tiled.axes if a.kind is AxisKind.UPCAST] == [4, 2, 8]
+    vector = vector_axis(tiled, max_lanes=8)
+    assert vector is not None and tiled.axes[vector].size == 8
+    prog = lower_optimized(tiled, vector)
+    assert sum(s.op.name == "ACC" for s in prog.steps) == 8  # 4 x 2 vectors of 8
     assert hand_coded_optimizations(k, "NUMPY", cores=2) == ()
     small = kernel_of(Tensor.ones(4, 4) @ Tensor.ones(4, 4))
     assert hand_coded_optimizations(small, "CPU", cores=2) == ()
+
+
+def test_vectors_compute_what_scalars_do() -> None:
+    """A matmul, a row sum and an elementwise kernel with an UPCAST lowered as vectors give
+    numpy's values; a kernel vectors cannot express (a max, an exp, a column walk) has no
+    vector axis."""
+    a, b = RNG.random((32, 24), np.float32), RNG.random((24, 16), np.float32)
+    got = run_with((Opt(U, 2, 8), Opt(U, 0, 4)), lambda: Tensor(a) @ Tensor(b))
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5)
+    got = run_with((Opt(U, 1, 8),), lambda: Tensor(a) * 2 + Tensor(a))
+    np.testing.assert_array_equal(got, a * 2 + a)
+    k = apply_opts(kernel_of(Tensor(a) @ Tensor(b)), (Opt(U, 2, 8),))
+    assert vector_axis(k) == 3 and vector_axis(k, max_lanes=4) is None
+    assert any(isinstance(s.dtype, VectorDType) for s in lower_optimized(k, 3).steps)
+    for no in (lambda: Tensor(a).max(0), lambda: Tensor(a).exp(), lambda: Tensor(a).T + 1):
+        k = kernel_of(no())
+        last = len(k.axes) - 1
+        assert vector_axis(apply_opts(k, (Opt(U, last, 4),))) is None
 
 
 def test_threaded_kernel_runs_on_every_core() -> None:

@@ -43,6 +43,20 @@ class DType:
         return f"dtypes.{self.name}"
 
 
+@dataclass(frozen=True, order=False)
+class VectorDType(DType):
+    """count values of a scalar dtype held and computed together (chapter 11's UPCAST, on a
+    renderer with vector types): float32x8 is 8 float32s in one SIMD register."""
+    scalar: DType = None  # type: ignore[assignment]
+    count: int = 1
+
+    @staticmethod
+    def of(scalar: DType, count: int) -> VectorDType:
+        """The vector of count values of scalar."""
+        return VectorDType(f"{scalar.name}x{count}", scalar.itemsize * count, scalar.kind,
+                           scalar, count)
+
+
 class dtypes:
     """The dtypes tinyfw knows, and the defaults used when none is given."""
     bool: Final = DType("bool", 1, "b")

@@ -11,7 +11,7 @@ from tinyfw.helpers import prod
 from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import Ops
 
-MAX_REGISTERS = 64       # accumulators of an upcast tile: 4 x 16 floats fill 8 AVX registers
+MAX_REGISTERS = 64       # float32 accumulators of a tile on AVX2: 8 of its 16 registers
 THREAD_WORK = 1 << 17    # loop iterations below which starting the other cores costs more
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 
@@ -29,27 +29,57 @@ def load_indices(kernel: Kernel) -> list[set[str]]:
             if node.op is Ops.LOAD]
 
 
-def upcast_a_shared_axis(kernel: Kernel) -> Opt | None:
-    """A kernel that reduces (a matmul) computes a tile of outputs per pass: an output axis
-    that some load does not depend on is upcast (by 4, or 16 for the innermost such axis,
-    whose loads are contiguous), so that load is read once for the whole tile. At most two
-    axes, and MAX_REGISTERS accumulators."""
-    if kernel.reduce is None or prod(kernel.output_shape) < UPCAST_OUTPUTS:
-        return None
-    upcast = prod(a.size for a in kernel.axes if a.kind is AxisKind.UPCAST)
-    if sum(a.kind is AxisKind.UPCAST for a in kernel.axes) >= 2:
-        return None
+def shared_axes(kernel: Kernel) -> list[int]:
+    """The output loops that some load does not depend on (a matmul's rows and columns): an
+    upcast of one of them reads that load once for several outputs."""
     loads = load_indices(kernel)
-    upcast_already = [i + 1 < len(kernel.axes) and kernel.axes[i + 1].kind is AxisKind.UPCAST
-                      for i in range(len(kernel.axes))]  # the outer part of an upcast axis
-    candidates = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.GLOBAL
-                  and not upcast_already[i] and any(f"x{i}" not in used for used in loads)]
-    for i in reversed(candidates):  # the innermost first: its loads are the contiguous ones
-        for amount in (16, 8, 4) if i == candidates[-1] else (4, 2):
-            if kernel.axes[i].size % amount == 0 and kernel.axes[i].size > amount \
-                    and upcast * amount <= MAX_REGISTERS:
-                return Opt(OptOps.UPCAST, i, amount)
+    return [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.GLOBAL
+            and any(f"x{i}" not in used for used in loads)]
+
+
+def upcast_a_vector(kernel: Kernel, lanes: int) -> Opt | None:
+    """A kernel that reduces (a matmul) computes a tile of outputs per pass. First, the
+    innermost shared output loop is upcast by a SIMD register's lanes: its outputs are stored
+    side by side, so they become one vector (lower_opts.vector_axis), and a load it shares is
+    read once for all of them."""
+    if kernel.reduce is None or prod(kernel.output_shape) < UPCAST_OUTPUTS or \
+            any(a.kind is AxisKind.UPCAST for a in kernel.axes):
+        return None
+    shared = shared_axes(kernel)
+    if not shared or kernel.axes[shared[-1]].size % lanes or \
+            kernel.axes[shared[-1]].size <= lanes:
+        return None
+    return Opt(OptOps.UPCAST, shared[-1], lanes)
+
+
+def upcast_the_other_axis(kernel: Kernel, lanes: int) -> Opt | None:
+    """Then another shared output loop (a matmul's rows) by 4: 4 vectors of outputs per pass,
+    each load of the other matrix used 4 times; and, if the tile still holds few accumulators,
+    the vector's loop by 2 more (a 4 x 2-vector tile: 8 of the 16 registers of AVX2)."""
+    upcast = [a.size for a in kernel.axes if a.kind is AxisKind.UPCAST]
+    if kernel.reduce is None or len(upcast) != 1 or upcast[0] != lanes:
+        return None
+    vector = next(i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UPCAST)
+    others = [i for i in shared_axes(kernel) if i != vector - 1]
+    for i in reversed(others):
+        if kernel.axes[i].size % 4 == 0 and kernel.axes[i].size > 4:
+            return Opt(OptOps.UPCAST, i, 4)
     return None
+
+
+def widen_the_tile(kernel: Kernel, lanes: int) -> Opt | None:
+    """A tile of 4 rows gets its vector's loop upcast by 2 more (4 x 2 vector accumulators),
+    where the loop divides: more outputs per load of the rows."""
+    upcast = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UPCAST]
+    if kernel.reduce is None or len(upcast) != 2:
+        return None
+    vector = upcast[-1]  # (its outer part, the loop before it, is split again)
+    outer = vector - 1
+    if kernel.axes[outer].kind is not AxisKind.GLOBAL or kernel.axes[outer].size % 2 or \
+            kernel.axes[outer].size <= 2 or \
+            prod(kernel.axes[i].size for i in upcast) * 2 > MAX_REGISTERS * lanes // 8:
+        return None
+    return Opt(OptOps.UPCAST, outer, 2)
 
 
 def unroll_the_reduce(kernel: Kernel) -> Opt | None:
@@ -82,13 +112,16 @@ def thread_the_outer_axis(kernel: Kernel, cores: int) -> Opt | None:
 Rule = Callable[[Kernel], Opt | None]
 
 
-def hand_coded_optimizations(kernel: Kernel, device: str, cores: int = 1) -> tuple[Opt, ...]:
-    """The optimizations of the kernel on a device: on the CPU, a tile of outputs per pass,
-    unrolled reduces and threads. (The GPUs' own, LOCAL and GROUP, are still to come; NUMPY
-    runs the AST as it is.)"""
+def hand_coded_optimizations(kernel: Kernel, device: str, cores: int = 1,
+                             lanes: int = 8) -> tuple[Opt, ...]:
+    """The optimizations of the kernel on a device: on the CPU (of SIMD registers of `lanes`
+    float32s), a tile of outputs per pass, unrolled reduces and threads. (The GPUs' own,
+    LOCAL and GROUP, are still to come; NUMPY runs the AST as it is.)"""
     if device != "CPU":
         return ()
-    rules: list[Rule] = [upcast_a_shared_axis, upcast_a_shared_axis, unroll_the_reduce,
+    rules: list[Rule] = [lambda k: upcast_a_vector(k, lanes),
+                         lambda k: upcast_the_other_axis(k, lanes),
+                         lambda k: widen_the_tile(k, lanes), unroll_the_reduce,
                          lambda k: thread_the_outer_axis(k, cores)]
     opts: list[Opt] = []
     for rule in rules:

@@ -14,11 +14,12 @@ depend on the axis is computed once.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 from tinyfw.codegen.kernel import AxisKind, Kernel
 from tinyfw.codegen.lower import LOps, Program, accumulator_dtype, identity
-from tinyfw.dtype import DType, dtypes
+from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.shape.symbolic import Const, Expr, Var
 from tinyfw.uop.ops import Ops, UOp, arg_key
 
@@ -50,18 +51,20 @@ class ProgramBuilder:
         return step
 
 
-def lower_optimized(kernel: Kernel) -> Program:
+def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     """The kernel as loops, as lower() makes them, but with its UPCAST and UNROLL axes written
     out (one copy of the expression per iteration, steps shared where they are equal) and its
-    THREAD axes as loops over the parts of the output each core computes."""
+    THREAD axes as loops over the parts of the output each core computes. vector: an UPCAST
+    axis computed as the lanes of vector values instead (vector_axis says which one can be)."""
     # >>> exercise 11.lower_upcast #upcast-and-unroll
     b = ProgramBuilder(kernel.name)
     params = _params(kernel, b)
+    lanes = Lanes(vector, kernel.axes[vector].size) if vector is not None else None
     loops: dict[int, Expr] = {}
     for i, axis in enumerate(kernel.axes):
         if axis.kind in LOOP_PREFIX:
             loops[i] = Var(LOOP_PREFIX[axis.kind] + str(i), 0, max(axis.size - 1, 0))
-    upcast = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UPCAST]
+    upcast = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UPCAST and i != vector]
     unroll = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UNROLL]
     b.prog.global_size = tuple(a.size for a in kernel.axes
                                if a.kind in (AxisKind.GLOBAL, AxisKind.THREAD))
@@ -71,7 +74,7 @@ def lower_optimized(kernel: Kernel) -> Program:
         reduced axis is 0 in the output's view."""
         out: list[Expr] = []
         for i, axis in enumerate(kernel.axes):
-            if output and axis.kind.reduces:
+            if output and axis.kind.reduces or i == vector:  # (a vector: from its lane 0 on)
                 out.append(Const(0))
             else:
                 out.append(Const(fixed[i]) if i in fixed else loops[i])
@@ -88,7 +91,7 @@ def lower_optimized(kernel: Kernel) -> Program:
     results: dict[int, dict[UOp, int]] = {}  # per output copy: what is computed before the store
     outputs = copies(upcast)
     if reduce is not None:
-        op, acc_dtype = reduce.arg[0], accumulator_dtype(reduce.dtype)
+        op, acc_dtype = reduce.arg[0], widened(accumulator_dtype(reduce.dtype), lanes)
         partials = copies(unroll)
         accs = [[b.add(LOps.ACC, acc_dtype, (), identity(op, reduce.dtype)) for _ in partials]
                 for _ in outputs]
@@ -98,7 +101,8 @@ def lower_optimized(kernel: Kernel) -> Program:
         for out, acc_row in zip(outputs, accs):
             for part, acc in zip(partials, acc_row):
                 done: dict[UOp, int] = {}
-                value = _emit(b, reduce.src[0], indices({**out, **part}, False), params, done)
+                value = _emit(b, reduce.src[0], indices({**out, **part}, False), params, done,
+                              lanes)
                 b.add(LOps.UPDATE, acc_dtype, (acc, value), op)
         for _ in inner:
             b.add(LOps.ENDLOOP, dtypes.int32)
@@ -106,15 +110,15 @@ def lower_optimized(kernel: Kernel) -> Program:
             total = acc_row[0]
             for acc in acc_row[1:]:
                 total = b.add(LOps.ALU, acc_dtype, (total, acc), op)
-            if reduce.dtype != acc_dtype:
+            if widened(reduce.dtype, lanes) != acc_dtype:
                 total = b.add(LOps.ALU, reduce.dtype, (total,), Ops.CAST)
             results[k] = {reduce: total}
     for k, out in enumerate(outputs):
         done = results.get(k, {})
         idxs = indices(out, True)
-        value = _emit(b, kernel.ast.src[1], idxs, params, done)
+        value = _emit(b, kernel.ast.src[1], idxs, params, done, lanes)
         index, _ = kernel.ast.src[0].arg.to_indexed(idxs)
-        b.add(LOps.STORE, kernel.ast.dtype, (params[0], value), index)
+        b.add(LOps.STORE, widened(kernel.ast.dtype, lanes), (params[0], value), index)
     for _ in outer:
         b.add(LOps.ENDLOOP, dtypes.int32)
     return b.prog
@@ -133,14 +137,19 @@ def _params(kernel: Kernel, b: ProgramBuilder) -> dict[int, int]:
 
 
 def _emit(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int, int],
-          done: dict[UOp, int]) -> int:
+          done: dict[UOp, int], lanes: Lanes | None = None) -> int:
     """Steps computing node (its sources first) at the loop indices idxs; done holds what is
-    computed already (the reduce's result, after its loop)."""
+    computed already (the reduce's result, after its loop). With lanes, a load that walks the
+    vector axis reads a vector, and an op of a vector is one (vector_axis made sure they can)."""
+    def is_vector(step: int) -> bool:
+        return isinstance(b.prog.steps[step].dtype, VectorDType)
     for n in node.toposort(stop=lambda n: n in done or n.op is Ops.REDUCE):
         if n in done or n.op in (Ops.VIEW, Ops.REDUCE):
             continue
         if n.op is Ops.LOAD:
-            done[n] = b.add(LOps.LOAD, n.dtype, (params[n.arg],), n.src[0].arg.to_indexed(idxs))
+            walks = lanes is not None and lane_stride(n.src[0].arg, lanes.axis) == 1
+            done[n] = b.add(LOps.LOAD, widened(n.dtype, lanes if walks else None),
+                            (params[n.arg],), n.src[0].arg.to_indexed(idxs))
         elif n.op is Ops.CONST:
             _, valid = n.src[0].arg.to_indexed(idxs)
             value = b.add(LOps.CONST, n.dtype, (), n.arg)
@@ -150,5 +159,68 @@ def _emit(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int, int]
                 value = b.add(LOps.ALU, n.dtype, (cond, value, zero), Ops.WHERE)
             done[n] = value
         else:
-            done[n] = b.add(LOps.ALU, n.dtype, tuple(done[s] for s in n.src), n.op)
+            srcs = tuple(done[s] for s in n.src)
+            vector = any(is_vector(s) for s in srcs)
+            done[n] = b.add(LOps.ALU, widened(n.dtype, lanes if vector else None), srcs, n.op)
     return done[node]
+
+
+# --- vectors: an UPCAST axis as the lanes of SIMD values, on a renderer with vector types ---
+VECTOR_OPS = frozenset({Ops.ADD, Ops.MUL, Ops.NEG})
+VECTOR_SIZES = (2, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """The axis computed as a vector's lanes, and how many there are."""
+    axis: int
+    count: int
+
+
+def widened(dtype: DType, lanes: Lanes | None) -> DType:
+    """dtype, or the vector of lanes.count of it."""
+    return dtype if lanes is None else VectorDType.of(dtype, lanes.count)
+
+
+def lane_stride(st: Any, axis: int) -> int | None:
+    """How a view's element moves along loop `axis`: 0 when its index and validity do not
+    depend on it, 1 when consecutive iterations read consecutive elements (one view, stride 1,
+    no mask on it), else None."""
+    names = [Var(f"x{i}", 0, max(size - 1, 0)) for i, size in enumerate(st.shape)]
+    index, valid = st.to_indexed(names)
+    if f"x{axis}" not in index.vars() | valid.vars():
+        return 0
+    view = st.views[-1] if len(st.views) == 1 else None
+    if view is not None and view.strides[axis] == 1 and \
+            (view.mask is None or view.mask[axis] == (0, view.shape[axis])):
+        return 1
+    return None
+
+
+def vector_axis(kernel: Kernel, max_lanes: int = 16) -> int | None:
+    """The UPCAST axis the kernel can compute as vectors' lanes, or None: the last of 2 to
+    max_lanes outputs (the widest the processor computes at once) stored side by side, in a
+    float32 kernel of adds, multiplies and negations (and a sum), each load reading either one
+    value for all lanes or consecutive ones, some load (or the sum) giving each lane its own."""
+    nodes = [n for n in kernel.ast.toposort() if n.op is not Ops.VIEW]
+    if any(n.dtype != dtypes.float32 for n in nodes):
+        return None
+    for n in nodes:
+        if n.op is Ops.REDUCE and n.arg[0] is not Ops.ADD or \
+                n.op not in (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS:
+            return None
+    store = kernel.ast.src[0].arg
+    for i in reversed(range(len(kernel.axes))):
+        if kernel.axes[i].kind is not AxisKind.UPCAST or kernel.axes[i].size not in VECTOR_SIZES \
+                or kernel.axes[i].size > max_lanes:
+            continue
+        if lane_stride(store, i) != 1:
+            continue
+        views = [n.src[0].arg for n in nodes if n.op in (Ops.LOAD, Ops.CONST)]
+        strides = [lane_stride(v, i) for v in views]
+        consts = [lane_stride(n.src[0].arg, i) for n in nodes if n.op is Ops.CONST]
+        # (and the stored value is a vector: the sum's, or one of a load that walks the axis)
+        if None not in strides and all(c == 0 for c in consts) and \
+                (kernel.reduce is not None or 1 in strides):
+            return i
+    return None

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from tinyfw.codegen.emulate import emulate_dtypes
 from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import Kernel
-from tinyfw.codegen.lower_opts import lower_optimized
+from tinyfw.codegen.lower_opts import lower_optimized, vector_axis
 from tinyfw.codegen.opt import apply_opts
 from tinyfw.codegen.lower import Program, lower
 from tinyfw.device import Device, Runtime
@@ -143,8 +143,9 @@ def kernel_from_ast(build: Build) -> None:
 
 
 def optimize(build: Build) -> None:
-    """build.kernel as it will run and build.opts, its optimizations (chapter 11): the device's
-    hand-coded ones; with BEAM=n the fastest a search found (kept on disk); none with NOOPT=1."""
+    """build.kernel as it will run and build.opts, its optimizations (chapter 11)."""
+    # The device's hand-coded ones; with BEAM=n the fastest a search found (kept on disk);
+    # none with NOOPT=1.
     assert build.kernel is not None
     if not optimizing():
         return
@@ -156,7 +157,9 @@ def optimize(build: Build) -> None:
             opts = searched_opts(build.kernel, build.item, build.device,
                                  lambda kernel, opts: _built(build.item, kernel, opts).runner)
         else:
-            opts = hand_coded_optimizations(build.kernel, build.device.name, build.device.cores)
+            lanes = getattr(build.device.renderer, "vector_lanes", 4)
+            opts = hand_coded_optimizations(build.kernel, build.device.name, build.device.cores,
+                                            lanes)
         chosen[key] = (apply_opts(build.kernel, opts), opts)
     build.kernel, build.opts = chosen[key]
 
@@ -192,10 +195,16 @@ def find_built(build: Build) -> None:
 
 
 def lower_kernel(build: Build) -> None:
-    """build.program: the kernel as a linear program of loops, loads, ALU steps, a store
-    (chapter 05's lower; lower_optimized for a kernel with optimizations, chapter 11)."""
+    """build.program: the kernel as a linear program of loops, loads, ALU steps, a store."""
+    # chapter 05's lower; lower_optimized for a kernel with optimizations (chapter 11), with an
+    # UPCAST axis as vectors where the renderer has them
     assert build.kernel is not None
-    build.program = lower_optimized(build.kernel) if build.opts else lower(build.kernel)
+    if not build.opts:
+        build.program = lower(build.kernel)
+        return
+    lanes = getattr(build.device.renderer, "vector_lanes", 0)  # float32s in a SIMD register
+    vector = vector_axis(build.kernel, lanes) if lanes > 1 else None
+    build.program = lower_optimized(build.kernel, vector)
 
 
 def emulate_types(build: Build) -> None:
