@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tinyfw.codegen.kernel import AxisKind, Kernel
+from tinyfw.codegen.lower_opts import vector_axis
 from tinyfw.codegen.opt import Opt, OptOps, apply_opt
 from tinyfw.helpers import prod
 from tinyfw.shape.symbolic import Var
@@ -82,18 +83,40 @@ def widen_the_tile(kernel: Kernel, lanes: int) -> Opt | None:
     return Opt(OptOps.UPCAST, outer, 2)
 
 
-def unroll_the_reduce(kernel: Kernel) -> Opt | None:
-    """The innermost reduce loop is unrolled by 4 into partial accumulators, unless the tile
-    already holds enough: independent adds the processor runs at once, and a float sum
-    rounded in four shorter chains."""
+def unroll_the_reduce(kernel: Kernel, lanes: int) -> Opt | None:
+    """The innermost reduce loop, unless a tile of outputs already holds enough accumulators,
+    is unrolled into partial sums: by a SIMD register's lanes where its loads walk memory
+    one element at a time (a vector of partial sums, lower_opts.vector_axis), else by 4.
+    Independent adds the processor runs at once, and a float sum rounded in shorter chains."""
     reduces = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.REDUCE]
     if not reduces or any(a.kind is AxisKind.UNROLL for a in kernel.axes):
         return None
     upcast = prod(a.size for a in kernel.axes if a.kind is AxisKind.UPCAST)
     inner = reduces[-1]
-    if upcast >= 16 or kernel.axes[inner].size % 4 or kernel.axes[inner].size < 8:
+    size = kernel.axes[inner].size
+    if upcast >= 16:
         return None
-    return Opt(OptOps.UNROLL, inner, 4)
+    as_vector = Opt(OptOps.UNROLL, inner, lanes)
+    if size % lanes == 0 and size >= 2 * lanes and \
+            vector_axis(apply_opt(kernel, as_vector), lanes) == inner + 1:
+        return as_vector
+    amount = 4
+    if size % amount or size < 2 * amount:
+        return None
+    return Opt(OptOps.UNROLL, inner, amount)
+
+
+def unroll_the_vector_more(kernel: Kernel, lanes: int) -> Opt | None:
+    """A reduce unrolled into a vector of partial sums is unrolled by 4 more: 4 vectors of
+    them, independent adds in flight while each waits for the one before."""
+    unrolled = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UNROLL]
+    if len(unrolled) != 1 or unrolled[0] == 0 or vector_axis(kernel, lanes) != unrolled[0]:
+        return None
+    outer = unrolled[0] - 1
+    if kernel.axes[outer].kind is not AxisKind.REDUCE or kernel.axes[outer].size % 4 or \
+            kernel.axes[outer].size < 8:
+        return None
+    return Opt(OptOps.UNROLL, outer, 4)
 
 
 def thread_the_outer_axis(kernel: Kernel, cores: int) -> Opt | None:
@@ -121,7 +144,9 @@ def hand_coded_optimizations(kernel: Kernel, device: str, cores: int = 1,
         return ()
     rules: list[Rule] = [lambda k: upcast_a_vector(k, lanes),
                          lambda k: upcast_the_other_axis(k, lanes),
-                         lambda k: widen_the_tile(k, lanes), unroll_the_reduce,
+                         lambda k: widen_the_tile(k, lanes),
+                         lambda k: unroll_the_reduce(k, lanes),
+                         lambda k: unroll_the_vector_more(k, lanes),
                          lambda k: thread_the_outer_axis(k, cores)]
     opts: list[Opt] = []
     for rule in rules:

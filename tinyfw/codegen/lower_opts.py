@@ -55,7 +55,8 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     """The kernel as loops, as lower() makes them, but with its UPCAST and UNROLL axes written
     out (one copy of the expression per iteration, steps shared where they are equal) and its
     THREAD axes as loops over the parts of the output each core computes. vector: an UPCAST
-    axis computed as the lanes of vector values instead (vector_axis says which one can be)."""
+    or UNROLL axis computed as the lanes of vector values instead (vector_axis says which one
+    can be): outputs side by side, or partial sums added lane by lane at the end."""
     # >>> exercise 11.lower_upcast #upcast-and-unroll
     b = ProgramBuilder(kernel.name)
     params = _params(kernel, b)
@@ -65,7 +66,8 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         if axis.kind in LOOP_PREFIX:
             loops[i] = Var(LOOP_PREFIX[axis.kind] + str(i), 0, max(axis.size - 1, 0))
     upcast = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UPCAST and i != vector]
-    unroll = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UNROLL]
+    unroll = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UNROLL and i != vector]
+    across = vector is not None and kernel.axes[vector].kind is AxisKind.UNROLL
     b.prog.global_size = tuple(a.size for a in kernel.axes
                                if a.kind in (AxisKind.GLOBAL, AxisKind.THREAD))
 
@@ -110,15 +112,18 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
             total = acc_row[0]
             for acc in acc_row[1:]:
                 total = b.add(LOps.ALU, acc_dtype, (total, acc), op)
-            if widened(reduce.dtype, lanes) != acc_dtype:
+            if across:  # partial sums in the lanes: added together
+                total = lanes_summed(b, total, accumulator_dtype(reduce.dtype), op)
+            if accumulator_dtype(reduce.dtype) != reduce.dtype:
                 total = b.add(LOps.ALU, reduce.dtype, (total,), Ops.CAST)
             results[k] = {reduce: total}
     for k, out in enumerate(outputs):
         done = results.get(k, {})
         idxs = indices(out, True)
-        value = _emit(b, kernel.ast.src[1], idxs, params, done, lanes)
+        stored = None if across else lanes
+        value = _emit(b, kernel.ast.src[1], idxs, params, done, stored)
         index, _ = kernel.ast.src[0].arg.to_indexed(idxs)
-        b.add(LOps.STORE, widened(kernel.ast.dtype, lanes), (params[0], value), index)
+        b.add(LOps.STORE, widened(kernel.ast.dtype, stored), (params[0], value), index)
     for _ in outer:
         b.add(LOps.ENDLOOP, dtypes.int32)
     return b.prog
@@ -197,11 +202,29 @@ def lane_stride(st: Any, axis: int) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class Lane:
+    """The ALU op that reads lane `index` of a vector."""
+    index: int
+
+
+def lanes_summed(b: ProgramBuilder, vector: int, dtype: DType, op: Ops) -> int:
+    """The lanes of a vector of partial results combined by op (ADD), pairwise: each value
+    meets log2(lanes) roundings more."""
+    count = b.prog.steps[vector].dtype.count  # type: ignore[attr-defined]
+    parts = [b.add(LOps.ALU, dtype, (vector,), Lane(i)) for i in range(count)]
+    while len(parts) > 1:
+        parts = [b.add(LOps.ALU, dtype, (parts[i], parts[i + 1]), op)
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
 def vector_axis(kernel: Kernel, max_lanes: int = 16) -> int | None:
-    """The UPCAST axis the kernel can compute as vectors' lanes, or None: the last of 2 to
-    max_lanes outputs (the widest the processor computes at once) stored side by side, in a
-    float32 kernel of adds, multiplies and negations (and a sum), each load reading either one
-    value for all lanes or consecutive ones, some load (or the sum) giving each lane its own."""
+    """The UPCAST or UNROLL axis the kernel can compute as vectors' lanes, or None, in a float32
+    kernel of adds, multiplies and negations (and a sum) whose loads read either one value for
+    all lanes or consecutive ones along it, some load (or the sum) giving each lane its own:
+    the last UPCAST of 2 to max_lanes (the widest the processor computes at once) outputs
+    stored side by side, else the last such UNROLL (partial sums, one per lane)."""
     nodes = [n for n in kernel.ast.toposort() if n.op is not Ops.VIEW]
     if any(n.dtype != dtypes.float32 for n in nodes):
         return None
@@ -210,17 +233,21 @@ def vector_axis(kernel: Kernel, max_lanes: int = 16) -> int | None:
                 n.op not in (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS:
             return None
     store = kernel.ast.src[0].arg
-    for i in reversed(range(len(kernel.axes))):
-        if kernel.axes[i].kind is not AxisKind.UPCAST or kernel.axes[i].size not in VECTOR_SIZES \
-                or kernel.axes[i].size > max_lanes:
-            continue
-        if lane_stride(store, i) != 1:
-            continue
-        views = [n.src[0].arg for n in nodes if n.op in (Ops.LOAD, Ops.CONST)]
+    views = [n.src[0].arg for n in nodes if n.op in (Ops.LOAD, Ops.CONST)]
+    consts = [n.src[0].arg for n in nodes if n.op is Ops.CONST]
+
+    def fits(i: int) -> bool:
+        """Whether every load reads one value or consecutive ones along axis i (some the
+        latter, unless a sum's accumulator gives the lanes their own), no constant depends on
+        it (padding), and it is as long as a vector can be."""
+        if kernel.axes[i].size not in VECTOR_SIZES or kernel.axes[i].size > max_lanes:
+            return False
         strides = [lane_stride(v, i) for v in views]
-        consts = [lane_stride(n.src[0].arg, i) for n in nodes if n.op is Ops.CONST]
-        # (and the stored value is a vector: the sum's, or one of a load that walks the axis)
-        if None not in strides and all(c == 0 for c in consts) and \
-                (kernel.reduce is not None or 1 in strides):
-            return i
+        return None not in strides and all(lane_stride(c, i) == 0 for c in consts) and \
+            (kernel.reduce is not None or 1 in strides)
+    for kind in (AxisKind.UPCAST, AxisKind.UNROLL):
+        for i in reversed(range(len(kernel.axes))):
+            if kernel.axes[i].kind is kind and fits(i) and \
+                    (kind is AxisKind.UNROLL or lane_stride(store, i) == 1):
+                return i
     return None

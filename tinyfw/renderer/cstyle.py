@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from tinyfw.codegen.lower import LOps, Program, Step
+from tinyfw.codegen.lower_opts import Lane
 from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.uop.ops import Ops
 
@@ -337,7 +338,10 @@ class ThreadedC(CStyleLanguage):
         return f"*({dtype.name}_u*)({buf}+({index})) = {value};"
 
     def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
-        """An op; on vectors the scalar's template, applied lane by lane by the compiler."""
+        """An op; on vectors the scalar's template, applied lane by lane by the compiler; a
+        Lane of a vector (chapter 11) its element."""
+        if isinstance(op, Lane):
+            return f"{args[0]}[{op.index}]"
         return super().op(op, dtype.scalar if isinstance(dtype, VectorDType) else dtype, args)
 
     def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
