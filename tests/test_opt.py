@@ -140,9 +140,10 @@ def test_heuristics_tile_a_matmul_and_thread_it() -> None:
 
 
 def test_vectors_compute_what_scalars_do() -> None:
-    """A matmul, a row sum and an elementwise kernel with an UPCAST lowered as vectors give
-    numpy's values; a kernel vectors cannot express (a max, an exp, a column walk) has no
-    vector axis."""
+    """A matmul, a row sum and elementwise kernels with an UPCAST or UNROLL lowered as vectors
+    give the values of the kernel without (relu's and where's masks with nan, inf and -0.0
+    included); a kernel vectors cannot express (a max, an exp, a column walk) has no vector
+    axis."""
     a, b = RNG.random((32, 24), np.float32), RNG.random((24, 16), np.float32)
     got = run_with((Opt(U, 2, 8), Opt(U, 0, 4)), lambda: Tensor(a) @ Tensor(b))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5)
@@ -151,6 +152,22 @@ def test_vectors_compute_what_scalars_do() -> None:
     k = apply_opts(kernel_of(Tensor(a) @ Tensor(b)), (Opt(U, 2, 8),))
     assert vector_axis(k) == 3 and vector_axis(k, max_lanes=4) is None
     assert any(isinstance(s.dtype, VectorDType) for s in lower_optimized(k, 3).steps)
+    edges = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, -1.0, 1.0, 2.5] * 8, np.float32)
+    rows = np.concatenate([edges, RNG.standard_normal(64).astype(np.float32)]).reshape(4, 32)
+    for opts in [(Opt(U, 1, 8),), (Opt(R, 1, 8),), (Opt(R, 1, 8), Opt(R, 1, 2))]:
+        for build in (lambda: Tensor(rows).relu() * 3,
+                      lambda: Tensor(rows).where(Tensor(rows) != 1, -0.0) / 2,
+                      lambda: (Tensor(rows) * 2 + 1).relu().sum(1)):
+            try:
+                got = run_with(opts, build)
+            except KernelOptError:
+                continue  # (an UPCAST of a reduce, an UNROLL of an elementwise kernel)
+            plain = run_with((), build)
+            if got.ndim == 1:  # a sum: partial sums round differently
+                np.testing.assert_allclose(got, plain, rtol=1e-6)
+                continue
+            np.testing.assert_array_equal(got, plain)
+            assert np.array_equal(np.signbit(got), np.signbit(plain)), opts  # -0.0 kept
     for no in (lambda: Tensor(a).max(0), lambda: Tensor(a).exp(), lambda: Tensor(a).T + 1):
         k = kernel_of(no())
         last = len(k.axes) - 1

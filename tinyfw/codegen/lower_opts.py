@@ -165,13 +165,19 @@ def _emit(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int, int]
             done[n] = value
         else:
             srcs = tuple(done[s] for s in n.src)
-            vector = any(is_vector(s) for s in srcs)
+            vector = lanes is not None and any(is_vector(s) for s in srcs)
+            if vector and n.op in COMPARES | {Ops.WHERE}:  # (their templates want vectors)
+                srcs = tuple(s if is_vector(s) else b.add(
+                    LOps.ALU, widened(b.prog.steps[s].dtype, lanes), (s,), Broadcast())
+                    for s in srcs)
             done[n] = b.add(LOps.ALU, widened(n.dtype, lanes if vector else None), srcs, n.op)
     return done[node]
 
 
 # --- vectors: an UPCAST axis as the lanes of SIMD values, on a renderer with vector types ---
-VECTOR_OPS = frozenset({Ops.ADD, Ops.MUL, Ops.NEG})
+VECTOR_OPS = frozenset({Ops.ADD, Ops.MUL, Ops.NEG, Ops.FDIV, Ops.RECIPROCAL, Ops.CMPLT,
+                        Ops.CMPNE, Ops.WHERE})
+COMPARES = frozenset({Ops.CMPLT, Ops.CMPNE})  # float32 vectors to a mask (bool lanes)
 VECTOR_SIZES = (2, 4, 8, 16)
 
 
@@ -203,6 +209,11 @@ def lane_stride(st: Any, axis: int) -> int | None:
 
 
 @dataclass(frozen=True)
+class Broadcast:
+    """The ALU op that puts a scalar in every lane of a vector."""
+
+
+@dataclass(frozen=True)
 class Lane:
     """The ALU op that reads lane `index` of a vector."""
     index: int
@@ -221,13 +232,15 @@ def lanes_summed(b: ProgramBuilder, vector: int, dtype: DType, op: Ops) -> int:
 
 def vector_axis(kernel: Kernel, max_lanes: int = 16) -> int | None:
     """The UPCAST or UNROLL axis the kernel can compute as vectors' lanes, or None, in a float32
-    kernel of adds, multiplies and negations (and a sum) whose loads read either one value for
+    kernel of VECTOR_OPS (and a sum; a WHERE of a comparison) whose loads read either one value for
     all lanes or consecutive ones along it, some load (or the sum) giving each lane its own:
     the last UPCAST of 2 to max_lanes (the widest the processor computes at once) outputs
     stored side by side, else the last such UNROLL (partial sums, one per lane)."""
     nodes = [n for n in kernel.ast.toposort() if n.op is not Ops.VIEW]
-    if any(n.dtype != dtypes.float32 for n in nodes):
-        return None
+    if any(n.dtype != dtypes.float32 and n.op not in COMPARES for n in nodes) or \
+            any(n.op in COMPARES and n.src[0].dtype != dtypes.float32 for n in nodes) or \
+            any(n.op is Ops.WHERE and n.src[0].op not in COMPARES for n in nodes):
+        return None  # (masks only from comparing float32s: their lanes are 32 bits too)
     for n in nodes:
         if n.op is Ops.REDUCE and n.arg[0] is not Ops.ADD or \
                 n.op not in (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from tinyfw.codegen.lower import LOps, Program, Step
-from tinyfw.codegen.lower_opts import Lane
+from tinyfw.codegen.lower_opts import Broadcast, Lane
 from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.uop.ops import Ops
 
@@ -310,6 +310,8 @@ class ThreadedC(CStyleLanguage):
         """The vector type of dtype and its unaligned twin, for loads and stores at any
         element (GCC's vector extensions: operators work lane by lane, and a scalar operand
         is used in every lane)."""
+        if dtype.scalar == dtypes.bool:  # a mask: what comparing float32 vectors gives
+            return f"typedef int {dtype.name} __attribute__((vector_size({4 * dtype.count})));\n"
         scalar = self.type_of(dtype.scalar)
         return (f"typedef {scalar} {dtype.name} __attribute__((vector_size({dtype.itemsize})));\n"
                 f"typedef {scalar} {dtype.name}_u __attribute__((vector_size({dtype.itemsize}), "
@@ -342,7 +344,16 @@ class ThreadedC(CStyleLanguage):
         Lane of a vector (chapter 11) its element."""
         if isinstance(op, Lane):
             return f"{args[0]}[{op.index}]"
-        return super().op(op, dtype.scalar if isinstance(dtype, VectorDType) else dtype, args)
+        if not isinstance(dtype, VectorDType):
+            return super().op(op, dtype, args)
+        if isinstance(op, Broadcast):  # (a bool's lanes: all ones for true, as a compare's)
+            lane = f"-({args[0]})" if dtype.scalar == dtypes.bool else args[0]
+            return f"(({dtype.name}){{{', '.join([lane] * dtype.count)}}})"
+        if op is Ops.WHERE:  # (C has no ?: on vectors: the mask picks bits)
+            mask = f"boolx{dtype.count}"
+            cond, a, b = args
+            return f"(({dtype.name})((({mask}){a}&{cond})|(({mask}){b}&~{cond})))"
+        return super().op(op, dtype.scalar, args)
 
     def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
         """C's header, with `int tf_core, int tf_cores` last when the kernel is threaded, and
