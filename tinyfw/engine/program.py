@@ -264,27 +264,33 @@ def get_program(item: ScheduleItem) -> CompiledKernel:
     raise RuntimeError(f"the passes made no program of {item.name}")
 
 
-def build_programs(items: list[ScheduleItem]) -> None:
-    """Builds the programs of a schedule's kernels not built before, each device's together
-    (Runtime.load_many: CL builds them all as one OpenCL program, paying the platform's cost
-    per program once); get_program then finds them. PASSES as get_program runs them, with
-    load_program done for all the kernels of a device at once."""
+def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
+    """The program of each of a schedule's kernels (None for a copy or an empty output): found,
+    or built with the others of its device together (Runtime.load_many: CL builds them all as
+    one OpenCL program, paying the platform's cost per program once). PASSES as get_program
+    runs them, with load_program done for all the kernels of a device at once."""
+    builds: list[Build | None] = []
     waiting: dict[str, list[Build]] = {}
     for item in items:
         if item.ast is None or item.output.numel == 0:
+            builds.append(None)
             continue
         build = Build(item, Device[item.device])
+        builds.append(build)
         for step in PASSES[:PASSES.index(load_program)]:
             step(build)
             if build.result is not None:
                 break
         if build.result is None and all(b.key != build.key for b in waiting.get(item.device, [])):
             waiting.setdefault(item.device, []).append(build)
-    for device, builds in waiting.items():
-        kernels = [(b.kernel.name, b.binary, len(b.program.params)) for b in builds
+    for device, loading in waiting.items():
+        kernels = [(b.kernel.name, b.binary, len(b.program.params)) for b in loading
                    if b.kernel is not None and b.program is not None]
-        for build, runner in zip(builds, Device[device].load_many(kernels)):
+        for build, runner in zip(loading, Device[device].load_many(kernels)):
             _keep(build, runner)
+    # (a kernel twice in the schedule was built once: the second finds it in the cache now)
+    return [b.result or cache.get(b.key) if b is not None and b.key is not None else None
+            for b in builds]
 
 
 def linear_program(item: ScheduleItem) -> Program:

@@ -210,8 +210,8 @@ def run_schedule(items: list[ScheduleItem]) -> None:
     level = debug_level()
     if level >= 1 and items:
         print_schedule(items)
-    if level < 3:  # (DEBUG>=3 shows each kernel's passes as get_program runs them one by one)
-        build_programs(items)
+    # (DEBUG>=3 shows each kernel's passes as get_program runs them, one kernel at a time)
+    built = build_programs(items) if level < 3 else [None] * len(items)
     for number, item in enumerate(items):
         inputs = [buffer_of(n) for n in item.inputs]
         out = Buffer(item.device, item.output.numel, item.output.dtype)
@@ -219,7 +219,7 @@ def run_schedule(items: list[ScheduleItem]) -> None:
             _computed[item.output] = out
             continue
         # build (or find) the program now, so the time below is the kernel's alone
-        compiled = get_program(item) if item.ast is not None else None
+        compiled = built[number] or get_program(item) if item.ast is not None else None
         if level >= 3 and compiled is not None:
             print_kernel_details(compiled)
         start = time.perf_counter()
