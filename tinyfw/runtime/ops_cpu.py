@@ -26,7 +26,7 @@ from tinyfw.runtime.ops_numpy import NumpyAllocator
 
 # -ffp-contract=off: gcc would fuse a*b+c into one fma (rounded once) where it sees fit, so the same
 # expression could give different bits in two kernels (and differ from the NUMPY reference).
-COMPILE_FLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
+COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
                  "-x", "c"]
 # Kernels that reduce are compiled with no complete unrolling of loops, to avoid a bug of gcc
 # 12.2's loop vectorizer. Given a float sum whose inner loop walks memory backwards (a flip:
