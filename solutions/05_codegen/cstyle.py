@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from tinyfw.codegen.lower import LOps, Program, Step
-from tinyfw.dtype import DType, dtypes
+from tinyfw.codegen.lower_opts import Broadcast, Lane
+from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.uop.ops import Ops
 
 Template = Callable[[DType, list[str]], str]
@@ -275,6 +276,106 @@ class CStyleLanguage:
 
 
 C = CStyleLanguage()
+
+
+def simd_lanes() -> int:
+    """float32s in the widest SIMD register this processor has: 16 with AVX-512, 8 with AVX,
+    else 4 (SSE; Arm's NEON likewise)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((line for line in info if line.startswith("flags")), "").split()
+    except OSError:
+        flags = []
+    return 16 if "avx512f" in flags else 8 if "avx" in flags else 4
+
+
+class ThreadedC(CStyleLanguage):
+    """C on the CPU device, whose THREAD loops (chapter 11) share the work out to its cores: a
+    kernel with one takes its core's number and the number of cores, and a THREAD loop runs
+    every tf_cores-th iteration from tf_core on. A kernel without one is chapter 05's C."""
+
+    cores: bool = False  # whether the kernel rendered now has THREAD loops
+    # float32s in the widest SIMD register of this processor (-march=native), for vectors of
+    # GCC's and Clang's vector extensions (VectorDType); wider ones GCC splits poorly
+    vector_lanes: ClassVar[int] = simd_lanes()
+
+    def render(self, prog: Program) -> str:
+        if prog.threaded != self.cores:
+            language = copy.copy(self)
+            language.cores = prog.threaded
+            return language.render(prog)
+        source = super().render(prog)
+        vectors = {s.dtype for s in prog.steps if isinstance(s.dtype, VectorDType)}
+        typedefs = "".join(self.vector_typedefs(v) for v in sorted(vectors, key=str))
+        return source.replace(self.prelude, self.prelude + typedefs, 1)
+
+    def vector_typedefs(self, dtype: VectorDType) -> str:
+        """The vector type of dtype and its unaligned twin, for loads and stores at any
+        element (GCC's vector extensions: operators work lane by lane, and a scalar operand
+        is used in every lane)."""
+        if dtype.scalar == dtypes.bool:  # a mask: what comparing float32 vectors gives
+            return f"typedef int {dtype.name} __attribute__((vector_size({4 * dtype.count})));\n"
+        scalar = self.type_of(dtype.scalar)
+        return (f"typedef {scalar} {dtype.name} __attribute__((vector_size({dtype.itemsize})));\n"
+                f"typedef {scalar} {dtype.name}_u __attribute__((vector_size({dtype.itemsize}), "
+                f"aligned({dtype.scalar.itemsize})));\n")
+
+    def type_of(self, dtype: DType) -> str:
+        return dtype.name if isinstance(dtype, VectorDType) else super().type_of(dtype)
+
+    def const(self, value: Any, dtype: DType) -> str:
+        """A literal; of a vector type, every lane the value."""
+        if not isinstance(dtype, VectorDType):
+            return super().const(value, dtype)
+        lane = super().const(value, dtype.scalar)
+        return f"(({dtype.name}){{{', '.join([lane] * dtype.count)}}})"
+
+    def load(self, buf: str, index: str, dtype: DType) -> str:
+        """An element, or (a vector type) that many consecutive elements from index on."""
+        if not isinstance(dtype, VectorDType):
+            return super().load(buf, index, dtype)
+        return f"(*(const {dtype.name}_u*)({buf}+({index})))"
+
+    def store(self, buf: str, index: str, value: str, dtype: DType) -> str:
+        """An element written, or (a vector type) consecutive elements from index on."""
+        if not isinstance(dtype, VectorDType):
+            return super().store(buf, index, value, dtype)
+        return f"*({dtype.name}_u*)({buf}+({index})) = {value};"
+
+    def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
+        """An op; on vectors the scalar's template, applied lane by lane by the compiler; a
+        Lane of a vector (chapter 11) its element."""
+        if isinstance(op, Lane):
+            return f"{args[0]}[{op.index}]"
+        if not isinstance(dtype, VectorDType):
+            return super().op(op, dtype, args)
+        if isinstance(op, Broadcast):  # (a bool's lanes: all ones for true, as a compare's)
+            lane = f"-({args[0]})" if dtype.scalar == dtypes.bool else args[0]
+            return f"(({dtype.name}){{{', '.join([lane] * dtype.count)}}})"
+        if op is Ops.WHERE:  # (C has no ?: on vectors: the mask picks bits)
+            mask = f"boolx{dtype.count}"
+            cond, a, b = args
+            return f"(({dtype.name})((({mask}){a}&{cond})|(({mask}){b}&~{cond})))"
+        return super().op(op, dtype.scalar, args)
+
+    def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
+        """C's header, with `int tf_core, int tf_cores` last when the kernel is threaded, and
+        then the library's mark that it is (the symbol tf_threaded, which CPUProgram looks
+        for)."""
+        header = super().kernel_header(name, params)
+        if not self.cores:
+            return header
+        return "const int tf_threaded = 1;\n" + header.removesuffix(") {") + \
+            ", int tf_core, int tf_cores) {"
+
+    def loop(self, var: str, size: int) -> str:
+        """A THREAD loop (core<i>) from this core's number on, by steps of the core count."""
+        if not var.startswith("core"):
+            return super().loop(var, size)
+        return f"for ({self.int_type} {var} = tf_core; {var} < {size}; {var} += tf_cores) {{"
+
+
+CPU_C = ThreadedC()
 
 
 def render(prog: Program) -> str:

@@ -50,6 +50,11 @@ class Program:
         return len(self.steps) - 1
 
     @property
+    def threaded(self) -> bool:
+        """Whether a THREAD loop (named core<i>) shares the work out to the CPU's cores."""
+        return any(s.op is LOps.LOOP and s.arg[0].startswith("core") for s in self.steps)
+
+    @property
     def index_dtype(self) -> DType:
         """int32 where every loop variable, thread index and index expression (every part of
         one, as C evaluates it) stays within int32; else int64, since a 32-bit index would

@@ -1,0 +1,40 @@
+"""Helpers of chapter 11's tests: kernels of small tensors, run with chosen optimizations."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from tinyfw import Tensor
+from tinyfw.codegen.kernel import Kernel
+from tinyfw.codegen.opt import Opt, apply_opts
+from tinyfw.engine import program as engine_program
+
+
+def kernel_of(t: Tensor) -> Kernel:
+    """The kernel of t's last scheduled step."""
+    item = t.schedule()[-1]
+    return Kernel.from_ast(item.ast, item.name)
+
+
+@contextmanager
+def optimized_with(opts: tuple[Opt, ...] | None) -> Iterator[None]:
+    """Inside the block, every kernel gets exactly opts (None: no optimization at all)."""
+    def optimize(build: engine_program.Build) -> None:
+        assert build.kernel is not None
+        if opts:
+            build.kernel, build.opts = apply_opts(build.kernel, opts), opts
+    passes = engine_program.PASSES
+    engine_program.PASSES = tuple(optimize if p is engine_program.optimize else p
+                                  for p in passes)
+    try:
+        yield
+    finally:
+        engine_program.PASSES = passes
+
+
+def value_with(opts: tuple[Opt, ...] | None, build: Callable[[], Tensor]) -> np.ndarray:
+    """build()'s value with its kernels optimized by opts (None: not at all)."""
+    with optimized_with(opts):
+        return build().numpy()

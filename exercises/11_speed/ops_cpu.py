@@ -1,0 +1,367 @@
+# Exercises of chapter 11, generated from tinyfw/runtime/ops_cpu.py by `python -m tools.generate`.
+# Fill in each part marked TODO, then grade your work with:
+#   python -m pytest chapters/11_speed
+"""The CPU device: kernels rendered as C, compiled by the system's C compiler, run with ctypes."""
+from __future__ import annotations
+
+import _ctypes
+import ctypes
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.cstyle import CPU_C
+from tinyfw.uop.ops import find_reduce
+from tinyfw.runtime.ops_numpy import NumpyAllocator
+
+# -ffp-contract=off: gcc would fuse a*b+c into one fma (rounded once) where it sees fit, so the same
+# expression could give different bits in two kernels (and differ from the NUMPY reference).
+COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
+                 "-x", "c"]
+# Kernels that reduce are compiled with no complete unrolling of loops, to avoid a bug of gcc
+# 12.2's loop vectorizer. Given a float sum whose inner loop walks memory backwards (a flip:
+# `acc += data1[ridx0*2 - ridx1 + 1]`), gcc unrolls the 2-iteration inner loop completely, sees
+# the two adds as an in-order ("fold-left") reduction chain with the load permutation {1 0},
+# adds both lanes of the vector load and keeps one of the scalar adds it replaced: every element
+# but one per row is counted twice (80 instead of 55 for a flipped 5x2 sum, at -O2 and -O3, with
+# or without -march=native; -fdump-tree-vect-details says "using an in-order (fold-left)
+# reduction"). tinyfw's lowering emits one update of an accumulator per innermost iteration, so
+# without gcc's unrolling no chain forms. -fno-tree-loop-vectorize avoids the bug too, but makes
+# a 512x512 matmul about 5x slower (gcc vectorizes its output loop around the reduce).
+# tests/test_movement_exhaustive.py runs every small movement chain, made contiguous and reduced
+# over each axis, on every device: it finds 13 wrong values without this.
+REDUCE_FLAGS = [*COMPILE_FLAGS, "--param=max-completely-peel-times=1"]
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels are kept: $TINYFW_CACHE, else ~/.cache/tinyfw/kernels."""
+    base = os.getenv("TINYFW_CACHE") or os.path.join(
+        os.getenv("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "tinyfw")
+    path = Path(base) / "kernels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def find_compiler() -> str:
+    """The C compiler: $CC, else cc, gcc or clang, whichever is installed."""
+    for name in (os.getenv("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return name
+    raise RuntimeError("the CPU device needs a C compiler: install gcc (apt-get install gcc) "
+                       "or set CC")
+
+
+# How many kernel libraries one process keeps loaded at once. Each loaded library holds a few
+# memory maps, and Linux allows a process about 65,530 (vm.max_map_count): with every library
+# kept, a process failed to load any kernel after about 13,000 ("failed to map segment"). The
+# least recently called library is unloaded past this many; its program loads it again when
+# it is next called.
+MAX_LOADED_LIBRARIES = 1000
+
+
+# --- the cache on disk ---
+# An entry is two files named by a hash of the source and flags: <key>.so, the library, and
+# <key>.json, its record: the exact source and flags it was compiled from and the SHA-256 of the
+# library's bytes. The name alone proves nothing (a file may be truncated by a full disk or a
+# killed process, or replaced by hand), so every load reads the library, checks its bytes
+# against the record and the record against the source wanted, and compiles the entry again if
+# anything is off. A library is loaded only from bytes just checked (see _open_library).
+def _entry(source: str, flags: list[str]) -> tuple[Path, Path]:
+    """The library and record paths of the cache entry for source compiled with flags."""
+    key = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:24]
+    directory = cache_dir()
+    return directory / f"{key}.so", directory / f"{key}.json"
+
+
+def _read_record(record: Path) -> dict[str, Any] | None:
+    """The record of an entry, or None if it is missing or not a record."""
+    try:
+        meta = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing, unreadable, not UTF-8, not JSON
+        return None
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), t) for k, t in (
+            ("source", str), ("flags", list), ("sha256", str))):
+        return None
+    return meta
+
+
+def _verified_bytes(lib: Path, record: Path, source: str, flags: list[str]) -> bytes | None:
+    """The library's bytes if its entry is sound: a record of this very source and these flags,
+    and a library whose SHA-256 is the recorded one. None if anything is off."""
+    meta = _read_record(record)
+    if meta is None or meta["source"] != source or meta["flags"] != flags:
+        return None
+    try:
+        data = lib.read_bytes()
+    except OSError:
+        return None
+    if not data or hashlib.sha256(data).hexdigest() != meta["sha256"]:
+        return None
+    return data
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write path whole or not at all: into a temporary file beside it, then renamed over it (a
+    rename within one directory is atomic; readers see the old file or the new one)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _remove(path: str | Path) -> None:
+    """Delete a file if it is there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _build(source: str, compiler: str, flags: list[str], lib: Path, record: Path) -> bytes:
+    """Compile source into the entry (lib, record), replacing whatever was there; the library's
+    bytes. The compiler writes a temporary file in the cache directory itself, never in the
+    temp dir: a rename from another filesystem fails (EXDEV), and only a rename within one
+    directory is atomic. The record is written after the library, so a process that dies in
+    between leaves an entry that fails its check and is built again."""
+    lib.parent.mkdir(parents=True, exist_ok=True)  # (the cache may have been cleared meanwhile)
+    fd, tmp = tempfile.mkstemp(dir=lib.parent, prefix=f".{lib.stem}.", suffix=".so")
+    os.close(fd)
+    try:
+        cmd = [compiler, *flags, "-", "-o", tmp, "-lm"]
+        done = subprocess.run(cmd, input=source.encode(), capture_output=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"the compiler failed ({compiler}):\n" + done.stderr.decode() +
+                               "\n--- source ---\n" + source)
+        data = Path(tmp).read_bytes()
+        os.replace(tmp, lib)  # atomic: another process may build the same entry meanwhile
+    except BaseException:
+        _remove(tmp)
+        raise
+    meta = {"source": source, "flags": flags, "compiler": cmd[0],
+            "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    _write_atomically(record, json.dumps(meta, indent=1).encode())
+    return data
+
+
+class ClangStyleCompiler:
+    """Source in, shared library out; libraries are cached on disk, verified on every load.
+    flags name the language too (`-x c`); compiler finds the compiler when one must run."""
+
+    def __init__(self, flags: list[str] | None = None,
+                 compiler: Callable[[], str] | None = None):
+        self.flags = COMPILE_FLAGS if flags is None else flags
+        self.find_compiler = compiler or find_compiler
+
+    def compile(self, source: str) -> Path:
+        """The path of a sound cache entry's library for source, compiled if need be."""
+        lib, record = _entry(source, self.flags)
+        if _verified_bytes(lib, record, source, self.flags) is None:
+            _build(source, self.find_compiler(), self.flags, lib, record)
+        _made_by[lib] = self
+        return lib
+
+    def library_bytes(self, lib: Path, source: str | None = None) -> bytes:
+        """The checked bytes of the library at lib, an entry's (compiled from source: the
+        record's if not given); a damaged entry is compiled again first."""
+        record = lib.with_suffix(".json")
+        if source is None:
+            meta = _read_record(record)
+            if meta is None:
+                raise RuntimeError(f"{lib} has no readable record ({record.name}), so it cannot "
+                                   "be checked: compile the source again (ClangStyleCompiler"
+                                   "().compile) or pass it to CPUProgram")
+            source = meta["source"]
+        data = _verified_bytes(lib, record, source, self.flags)
+        if data is None:
+            data = _build(source, self.find_compiler(), self.flags, lib, record)
+        return data
+
+
+# The compiler that made each entry in this process (a library's name is a hash of its source and
+# flags, so a path has one compiler's flags): a CPUProgram given only a library checks it with
+# them when it loads it.
+_made_by: dict[Path, ClangStyleCompiler] = {}
+
+
+# --- libraries loaded in this process ---
+def _open_library(data: bytes, directory: Path) -> ctypes.CDLL:
+    """Load a library from bytes just verified. They are written to a private file (a fresh
+    name in the cache directory, deleted once loaded): dlopen maps a file, and the cache's own
+    file could be truncated or replaced by another process between the check and the map."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".loaded-", suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return ctypes.CDLL(tmp)  # a unique name: dlopen never hands back another's handle
+    finally:
+        _remove(tmp)  # the mapping outlives the name
+
+
+# Loaded programs, least recently called first. Guarded by _lock: threads call kernels at once.
+_loaded: OrderedDict[CPUProgram, None] = OrderedDict()
+_lock = threading.Lock()
+
+
+def loaded_libraries() -> int:
+    """How many kernel libraries this process has loaded now."""
+    with _lock:
+        return len(_loaded)
+
+
+def _evict_beyond_limit(keep: CPUProgram) -> None:
+    """Unload the least recently called libraries (not keep, none mid-call) past the limit."""
+    excess = len(_loaded) - max(MAX_LOADED_LIBRARIES, 1)
+    for program in list(_loaded):
+        if excess <= 0:
+            break
+        if program is not keep and program.running == 0:
+            program._close()
+            excess -= 1
+
+
+class CPUProgram:
+    """A compiled kernel: a function in a shared library, called with the buffers' addresses.
+    The library is loaded while the program is among the MAX_LOADED_LIBRARIES most recently
+    called; unloaded, it is loaded again (its entry verified again) by the next call."""
+
+    def __init__(self, name: str, lib_path: Path | str, source: str | None = None,
+                 compiler: ClangStyleCompiler | None = None):
+        self.name, self.path, self.source = name, Path(lib_path), source
+        # the flags it was compiled with: the compiler's that made it, if it was made here
+        self.compiler = compiler or _made_by.get(self.path) or ClangStyleCompiler()
+        self.lib: ctypes.CDLL | None = None
+        self.fn: Any = None    # the kernel's function; None while the library is unloaded
+        self.running = 0       # calls under way (in any thread): never unloaded meanwhile
+        self.threaded = False  # takes (core, cores) after the buffers: run on every core
+        self._acquire()  # load now: a missing function fails here, not at the first call
+        self._release()
+
+    def __repr__(self) -> str:
+        """The kernel's name, its library and whether it is loaded."""
+        return f"<CPUProgram {self.name} {self.path.name} loaded={self.loaded}>"
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the library is loaded now."""
+        return self.fn is not None
+
+    def __call__(self, *buffers: np.ndarray) -> None:
+        """Run the kernel on the buffers (the output first), loading its library if need be."""
+        self.call(*[ctypes.c_void_p(b.ctypes.data) for b in buffers])
+
+    def call(self, *args: Any) -> None:
+        """Call the kernel's function with these ctypes arguments, loading it if need be."""
+        fn = self._acquire()
+        try:
+            fn(*args)
+        finally:
+            self._release()
+
+    def unload(self) -> None:
+        """Unload the library now (the next call loads it again)."""
+        with _lock:
+            if self.running == 0:
+                self._close()
+
+    def _acquire(self) -> Any:
+        """The kernel's function, loaded if need be, marked in use until _release: another
+        thread's load cannot unload it mid-call (calling into an unloaded library crashes)."""
+        with _lock:
+            if self.fn is not None:
+                _loaded.move_to_end(self)
+                self.running += 1
+                return self.fn
+        data = self.compiler.library_bytes(self.path, self.source)  # may compile: unlocked
+        with _lock:
+            if self.fn is None:  # (unless another thread loaded it meanwhile)
+                lib = _open_library(data, self.path.parent)
+                try:
+                    fn = getattr(lib, self.name)
+                except AttributeError:
+                    _dlclose(lib)
+                    raise
+                fn.restype = None
+                self.lib, self.fn = lib, fn
+                self.threaded = hasattr(lib, "tf_threaded")  # (ThreadedC's mark)
+                _loaded[self] = None
+            _loaded.move_to_end(self)
+            self.running += 1
+            _evict_beyond_limit(keep=self)
+            return self.fn
+
+    def _release(self) -> None:
+        """The call that _acquire allowed is done."""
+        with _lock:
+            self.running -= 1
+
+    def _close(self) -> None:
+        """Unload the library (with _lock held, no call under way)."""
+        if self.lib is not None:
+            lib, self.lib, self.fn = self.lib, None, None
+            _loaded.pop(self, None)
+            _dlclose(lib)
+
+
+def _dlclose(lib: ctypes.CDLL) -> None:
+    """Unload a library ctypes loaded (ctypes itself never does). Its functions must not be
+    called again: their code is no longer mapped."""
+    _ctypes.dlclose(lib._handle)
+
+
+class CPURuntime(Runtime):
+    """The compiled CPU device: memory is numpy arrays; kernels are rendered as C, compiled by
+    the system's C compiler (cached on disk) and called through ctypes."""
+
+    def __init__(self) -> None:
+        super().__init__("CPU", NumpyAllocator(), renderer=CPU_C, compiler=ClangStyleCompiler(),
+                         program=CPUProgram)
+        self.reduce_compiler = ClangStyleCompiler(REDUCE_FLAGS)  # see REDUCE_FLAGS: gcc's bug
+        self.cores = cores()
+
+    def compiler_for(self, kernel: Any) -> ClangStyleCompiler:
+        """Kernels with a reduce loop are compiled with REDUCE_FLAGS (gcc 12's vectorizer)."""
+        reduces = find_reduce(kernel.ast) is not None
+        return self.reduce_compiler if reduces else self.compiler
+
+    def run(self, program: CPUProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        # an input on another device is read through a host view: no copy where its memory is
+        # a numpy array already (NUMPY), a host copy otherwise
+        arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == "CPU"
+                                             else b.host_view() for b in inputs]
+        if not program.threaded:
+            program(*arrays)
+            return
+        # TODO 11.threads: write this part. The chapter explains it:
+        #   chapters/11_speed/README.md#threads
+        raise NotImplementedError("not done yet: 11.threads")
+
+
+def cores() -> int:
+    """How many cores this process may run on ($TINYFW_CORES caps it)."""
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    return max(1, min(available, int(os.getenv("TINYFW_CORES", available))))
+
+
+@functools.cache
+def pool() -> ThreadPoolExecutor:
+    """The threads that run the other cores' parts of a threaded kernel (ctypes lets go of
+    Python's lock during the call, so they run at once)."""
+    return ThreadPoolExecutor(max_workers=max(cores() - 1, 1), thread_name_prefix="tinyfw-core")

@@ -1,0 +1,269 @@
+# Solutions of chapter 11, generated from tinyfw/codegen/lower_opts.py by `python -m tools.generate`.
+# Edit tinyfw/codegen/lower_opts.py rather than this copy. Grade these solutions with:
+#   python -m pytest chapters/11_speed --impl=solutions
+"""Lowering an optimized kernel: chapter 05's loops, with UPCAST and UNROLL axes unrolled into
+registers and THREAD axes shared out to the CPU's cores.
+
+An UPCAST axis is no loop: each of its iterations is another output element computed in the same
+pass, with an accumulator of its own, so a value that does not depend on it (a load of the other
+matrix in a matmul) is loaded once and used by all. An UNROLL axis is a reduce loop written out:
+each of its iterations adds into a partial accumulator of its own, and the partials are added
+together after the loop, which shortens the chain of dependent adds (and so lets the compiler
+vectorize without reordering a float sum, and makes float32 sums more exact). Both are written
+by emitting the kernel's expression once per iteration with the axis's index a constant; the
+program's steps are shared where they are the same (ProgramBuilder.add), so whatever does not
+depend on the axis is computed once.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from tinyfw.codegen.kernel import AxisKind, Kernel
+from tinyfw.codegen.lower import LOps, Program, accumulator_dtype, identity
+from tinyfw.dtype import DType, VectorDType, dtypes
+from tinyfw.shape.symbolic import Const, Expr, Var
+from tinyfw.uop.ops import Ops, UOp, arg_key
+
+REUSABLE = frozenset({LOps.CONST, LOps.LOAD, LOps.VALID, LOps.ALU})
+LOOP_PREFIX = {AxisKind.GLOBAL: "gidx", AxisKind.THREAD: "core", AxisKind.REDUCE: "ridx"}
+
+
+class ProgramBuilder:
+    """A Program being written, whose add() gives back an earlier step for the same value
+    (same op, dtype, operands and argument) in a loop that is still open, instead of a copy."""
+
+    def __init__(self, name: str):
+        self.prog = Program(name)
+        self.scopes: list[dict[tuple[Any, ...], int]] = [{}]  # per open loop: value -> step
+
+    def add(self, op: LOps, dtype: DType, src: tuple[int, ...] = (), arg: Any = None) -> int:
+        key = (op, dtype, src, arg_key(arg))  # (0.0 and -0.0 are other constants)
+        if op in REUSABLE:
+            for scope in self.scopes:
+                if key in scope:
+                    return scope[key]
+        step = self.prog.add(op, dtype, src, arg)
+        if op in REUSABLE:
+            self.scopes[-1][key] = step
+        elif op is LOps.LOOP:
+            self.scopes.append({})
+        elif op is LOps.ENDLOOP:
+            self.scopes.pop()
+        return step
+
+
+def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
+    """The kernel as loops, as lower() makes them, but with its UPCAST and UNROLL axes written
+    out (one copy of the expression per iteration, steps shared where they are equal) and its
+    THREAD axes as loops over the parts of the output each core computes. vector: an UPCAST
+    or UNROLL axis computed as the lanes of vector values instead (vector_axis says which one
+    can be): outputs side by side, or partial sums added lane by lane at the end."""
+    # >>> exercise 11.lower_upcast #upcast-and-unroll
+    b = ProgramBuilder(kernel.name)
+    params = _params(kernel, b)
+    lanes = Lanes(vector, kernel.axes[vector].size) if vector is not None else None
+    loops: dict[int, Expr] = {}
+    for i, axis in enumerate(kernel.axes):
+        if axis.kind in LOOP_PREFIX:
+            loops[i] = Var(LOOP_PREFIX[axis.kind] + str(i), 0, max(axis.size - 1, 0))
+    upcast = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UPCAST and i != vector]
+    unroll = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UNROLL and i != vector]
+    across = vector is not None and kernel.axes[vector].kind is AxisKind.UNROLL
+    b.prog.global_size = tuple(a.size for a in kernel.axes
+                               if a.kind in (AxisKind.GLOBAL, AxisKind.THREAD))
+
+    def indices(fixed: dict[int, int], output: bool) -> list[Expr]:
+        """Each axis's index: its loop's variable, or the constant of an unrolled copy; a
+        reduced axis is 0 in the output's view."""
+        out: list[Expr] = []
+        for i, axis in enumerate(kernel.axes):
+            if output and axis.kind.reduces or i == vector:  # (a vector: from its lane 0 on)
+                out.append(Const(0))
+            else:
+                out.append(Const(fixed[i]) if i in fixed else loops[i])
+        return out
+
+    def copies(axes: list[int]) -> list[dict[int, int]]:
+        ranges = [range(kernel.axes[i].size) for i in axes]
+        return [dict(zip(axes, values)) for values in itertools.product(*ranges)]
+
+    outer = [i for i, a in enumerate(kernel.axes) if a.kind in (AxisKind.THREAD, AxisKind.GLOBAL)]
+    for i in outer:
+        b.add(LOps.LOOP, dtypes.int32, (), (loops[i].render(), kernel.axes[i].size))
+    reduce = kernel.reduce
+    results: dict[int, dict[UOp, int]] = {}  # per output copy: what is computed before the store
+    outputs = copies(upcast)
+    if reduce is not None:
+        op, acc_dtype = reduce.arg[0], widened(accumulator_dtype(reduce.dtype), lanes)
+        partials = copies(unroll)
+        accs = [[b.add(LOps.ACC, acc_dtype, (), identity(op, reduce.dtype)) for _ in partials]
+                for _ in outputs]
+        inner = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.REDUCE]
+        for i in inner:
+            b.add(LOps.LOOP, dtypes.int32, (), (loops[i].render(), kernel.axes[i].size))
+        for out, acc_row in zip(outputs, accs):
+            for part, acc in zip(partials, acc_row):
+                done: dict[UOp, int] = {}
+                value = _emit(b, reduce.src[0], indices({**out, **part}, False), params, done,
+                              lanes)
+                b.add(LOps.UPDATE, acc_dtype, (acc, value), op)
+        for _ in inner:
+            b.add(LOps.ENDLOOP, dtypes.int32)
+        for k, acc_row in enumerate(accs):
+            total = acc_row[0]
+            for acc in acc_row[1:]:
+                total = b.add(LOps.ALU, acc_dtype, (total, acc), op)
+            if across:  # partial sums in the lanes: added together
+                total = lanes_summed(b, total, accumulator_dtype(reduce.dtype), op)
+            if accumulator_dtype(reduce.dtype) != reduce.dtype:
+                total = b.add(LOps.ALU, reduce.dtype, (total,), Ops.CAST)
+            results[k] = {reduce: total}
+    for k, out in enumerate(outputs):
+        done = results.get(k, {})
+        idxs = indices(out, True)
+        stored = None if across else lanes
+        value = _emit(b, kernel.ast.src[1], idxs, params, done, stored)
+        index, _ = kernel.ast.src[0].arg.to_indexed(idxs)
+        b.add(LOps.STORE, widened(kernel.ast.dtype, stored), (params[0], value), index)
+    for _ in outer:
+        b.add(LOps.ENDLOOP, dtypes.int32)
+    return b.prog
+    # <<< exercise
+
+
+def _params(kernel: Kernel, b: ProgramBuilder) -> dict[int, int]:
+    """A PARAM step per buffer the kernel reads or writes, the output (0) first."""
+    dtypes_of: dict[int, DType] = {0: kernel.ast.dtype}
+    for node in kernel.ast.toposort():
+        if node.op is Ops.LOAD:
+            dtypes_of.setdefault(node.arg, node.dtype)
+    params = {n: b.add(LOps.PARAM, dtypes_of[n], (), (n, n == 0)) for n in sorted(dtypes_of)}
+    b.prog.params = [params[n] for n in sorted(params)]
+    return params
+
+
+def _emit(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int, int],
+          done: dict[UOp, int], lanes: Lanes | None = None) -> int:
+    """Steps computing node (its sources first) at the loop indices idxs; done holds what is
+    computed already (the reduce's result, after its loop). With lanes, a load that walks the
+    vector axis reads a vector, and an op of a vector is one (vector_axis made sure they can)."""
+    def is_vector(step: int) -> bool:
+        return isinstance(b.prog.steps[step].dtype, VectorDType)
+    for n in node.toposort(stop=lambda n: n in done or n.op is Ops.REDUCE):
+        if n in done or n.op in (Ops.VIEW, Ops.REDUCE):
+            continue
+        if n.op is Ops.LOAD:
+            walks = lanes is not None and lane_stride(n.src[0].arg, lanes.axis) == 1
+            done[n] = b.add(LOps.LOAD, widened(n.dtype, lanes if walks else None),
+                            (params[n.arg],), n.src[0].arg.to_indexed(idxs))
+        elif n.op is Ops.CONST:
+            _, valid = n.src[0].arg.to_indexed(idxs)
+            value = b.add(LOps.CONST, n.dtype, (), n.arg)
+            if not (valid.is_const and valid.vmin == 1):  # a padded constant
+                zero = b.add(LOps.CONST, n.dtype, (), identity(Ops.ADD, n.dtype))
+                cond = b.add(LOps.VALID, dtypes.bool, (), valid)
+                value = b.add(LOps.ALU, n.dtype, (cond, value, zero), Ops.WHERE)
+            done[n] = value
+        else:
+            srcs = tuple(done[s] for s in n.src)
+            vector = lanes is not None and any(is_vector(s) for s in srcs)
+            if vector and n.op in COMPARES | {Ops.WHERE}:  # (their templates want vectors)
+                srcs = tuple(s if is_vector(s) else b.add(
+                    LOps.ALU, widened(b.prog.steps[s].dtype, lanes), (s,), Broadcast())
+                    for s in srcs)
+            done[n] = b.add(LOps.ALU, widened(n.dtype, lanes if vector else None), srcs, n.op)
+    return done[node]
+
+
+# --- vectors: an UPCAST axis as the lanes of SIMD values, on a renderer with vector types ---
+VECTOR_OPS = frozenset({Ops.ADD, Ops.MUL, Ops.NEG, Ops.FDIV, Ops.RECIPROCAL, Ops.CMPLT,
+                        Ops.CMPNE, Ops.WHERE})
+COMPARES = frozenset({Ops.CMPLT, Ops.CMPNE})  # float32 vectors to a mask (bool lanes)
+VECTOR_SIZES = (2, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """The axis computed as a vector's lanes, and how many there are."""
+    axis: int
+    count: int
+
+
+def widened(dtype: DType, lanes: Lanes | None) -> DType:
+    """dtype, or the vector of lanes.count of it."""
+    return dtype if lanes is None else VectorDType.of(dtype, lanes.count)
+
+
+def lane_stride(st: Any, axis: int) -> int | None:
+    """How a view's element moves along loop `axis`: 0 when its index and validity do not
+    depend on it, 1 when consecutive iterations read consecutive elements (one view, stride 1,
+    no mask on it), else None."""
+    names = [Var(f"x{i}", 0, max(size - 1, 0)) for i, size in enumerate(st.shape)]
+    index, valid = st.to_indexed(names)
+    if f"x{axis}" not in index.vars() | valid.vars():
+        return 0
+    view = st.views[-1] if len(st.views) == 1 else None
+    if view is not None and view.strides[axis] == 1 and \
+            (view.mask is None or view.mask[axis] == (0, view.shape[axis])):
+        return 1
+    return None
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    """The ALU op that puts a scalar in every lane of a vector."""
+
+
+@dataclass(frozen=True)
+class Lane:
+    """The ALU op that reads lane `index` of a vector."""
+    index: int
+
+
+def lanes_summed(b: ProgramBuilder, vector: int, dtype: DType, op: Ops) -> int:
+    """The lanes of a vector of partial results combined by op (ADD), pairwise: each value
+    meets log2(lanes) roundings more."""
+    count = b.prog.steps[vector].dtype.count  # type: ignore[attr-defined]
+    parts = [b.add(LOps.ALU, dtype, (vector,), Lane(i)) for i in range(count)]
+    while len(parts) > 1:
+        parts = [b.add(LOps.ALU, dtype, (parts[i], parts[i + 1]), op)
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
+def vector_axis(kernel: Kernel, max_lanes: int = 16) -> int | None:
+    """The UPCAST or UNROLL axis the kernel can compute as vectors' lanes, or None, in a float32
+    kernel of VECTOR_OPS (and a sum; a WHERE of a comparison) whose loads read either one value for
+    all lanes or consecutive ones along it, some load (or the sum) giving each lane its own:
+    the last UPCAST of 2 to max_lanes (the widest the processor computes at once) outputs
+    stored side by side, else the last such UNROLL (partial sums, one per lane)."""
+    nodes = [n for n in kernel.ast.toposort() if n.op is not Ops.VIEW]
+    if any(n.dtype != dtypes.float32 and n.op not in COMPARES for n in nodes) or \
+            any(n.op in COMPARES and n.src[0].dtype != dtypes.float32 for n in nodes) or \
+            any(n.op is Ops.WHERE and n.src[0].op not in COMPARES for n in nodes):
+        return None  # (masks only from comparing float32s: their lanes are 32 bits too)
+    for n in nodes:
+        if n.op is Ops.REDUCE and n.arg[0] is not Ops.ADD or \
+                n.op not in (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS:
+            return None
+    store = kernel.ast.src[0].arg
+    views = [n.src[0].arg for n in nodes if n.op in (Ops.LOAD, Ops.CONST)]
+    consts = [n.src[0].arg for n in nodes if n.op is Ops.CONST]
+
+    def fits(i: int) -> bool:
+        """Whether every load reads one value or consecutive ones along axis i (some the
+        latter, unless a sum's accumulator gives the lanes their own), no constant depends on
+        it (padding), and it is as long as a vector can be."""
+        if kernel.axes[i].size not in VECTOR_SIZES or kernel.axes[i].size > max_lanes:
+            return False
+        strides = [lane_stride(v, i) for v in views]
+        return None not in strides and all(lane_stride(c, i) == 0 for c in consts) and \
+            (kernel.reduce is not None or 1 in strides)
+    for kind in (AxisKind.UPCAST, AxisKind.UNROLL):
+        for i in reversed(range(len(kernel.axes))):
+            if kernel.axes[i].kind is kind and fits(i) and \
+                    (kind is AxisKind.UNROLL or lane_stride(store, i) == 1):
+                return i
+    return None

@@ -1,0 +1,82 @@
+# Solutions of chapter 11, generated from tinyfw/codegen/search.py by `python -m tools.generate`.
+# Edit tinyfw/codegen/search.py rather than this copy. Grade these solutions with:
+#   python -m pytest chapters/11_speed --impl=solutions
+"""BEAM search (chapter 11): the optimizations of a kernel found by trying them.
+
+Every optimization is a split of a loop (tinyfw/codegen/opt.py), so the search space is the
+sequences of splits. A beam search keeps the `width` fastest sequences found so far; each round
+tries every one of them with one more split, and it stops when a round finds nothing faster (or
+its time is up). What "faster" means comes from a `timings` function given to it: the engine
+times candidates on the device (tinyfw/engine/beam.py), a test gives made-up times, so the search
+itself is the same plain loop either way.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from tinyfw.codegen.kernel import AxisKind, Kernel
+from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
+from tinyfw.helpers import prod
+
+UPCAST_AMOUNTS = (2, 3, 4, 8, 16)
+UNROLL_AMOUNTS = (2, 4, 8, 16)
+MAX_UPCAST = 256  # outputs computed together: a register tile, not a copy of the whole loop
+MAX_UNROLL = 32   # partial accumulators per output
+
+Timings = Callable[[Sequence[tuple[Opt, ...]]], list[float]]
+
+
+def actions(kernel: Kernel, cores: int = 1) -> list[Opt]:
+    """Every split that applies to the kernel as it is: UPCAST of an output loop, UNROLL of a
+    reduce loop (by the amounts above, where they divide it) and, with several cores, THREAD
+    of a whole output loop."""
+    found: list[Opt] = []
+    upcast = prod(a.size for a in kernel.axes if a.kind is AxisKind.UPCAST)
+    unroll = prod(a.size for a in kernel.axes if a.kind is AxisKind.UNROLL)
+    threaded = any(a.kind is AxisKind.THREAD for a in kernel.axes)
+    for i, axis in enumerate(kernel.axes):
+        if axis.kind is AxisKind.GLOBAL:
+            found += [Opt(OptOps.UPCAST, i, n) for n in UPCAST_AMOUNTS
+                      if upcast * n <= MAX_UPCAST]
+            if cores > 1 and not threaded and axis.size >= cores:
+                found.append(Opt(OptOps.THREAD, i, axis.size))
+        elif axis.kind is AxisKind.REDUCE:
+            found += [Opt(OptOps.UNROLL, i, n) for n in UNROLL_AMOUNTS
+                      if unroll * n <= MAX_UNROLL]
+    return [opt for opt in found if _applies(kernel, opt)]
+
+
+def _applies(kernel: Kernel, opt: Opt) -> bool:
+    """Whether opt applies to the kernel (a size it divides, a loop of its kind)."""
+    try:
+        apply_opt(kernel, opt)
+    except KernelOptError:
+        return False
+    return True
+
+
+def beam_search(kernel: Kernel, timings: Timings, width: int, cores: int = 1,
+                budget_s: float = 30.0,
+                clock: Callable[[], float] = time.perf_counter) -> tuple[Opt, ...]:
+    """The fastest sequence of splits found: from no split at all, each round extends every
+    sequence of the beam by each of its actions, times all the new ones at once (timings, in
+    seconds each) and keeps the `width` fastest; it ends when a round finds none faster than the
+    best so far, or when budget_s has passed."""
+    # >>> exercise 11.search #searching
+    start = clock()
+    best_opts: tuple[Opt, ...] = ()
+    best_time = timings([best_opts])[0]
+    beam = [best_opts]
+    while clock() - start < budget_s:
+        candidates = list(dict.fromkeys(
+            opts + (opt,) for opts in beam for opt in actions(apply_opts(kernel, opts), cores)))
+        if not candidates:
+            break
+        ranked = sorted(zip(timings(candidates), candidates), key=lambda pair: pair[0])
+        if ranked[0][0] >= best_time:
+            break
+        best_time, best_opts = ranked[0]
+        beam = [opts for _, opts in ranked[:width]]
+    return best_opts
+    # <<< exercise
