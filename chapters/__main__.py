@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chapters import learner
+from chapters.grade_cache import cached_run
 from chapters.grading import NOT_GRADED
 from chapters.tasks import (Layout, TaskError, chapter_dirs, chapter_title, default_layout,
                             discover, normalize_chapter)
@@ -42,7 +44,17 @@ class ChapterProgress:
 
 
 def run_chapter(folder: Path, impl: str | None, layout: Layout) -> tuple[int, dict | None, str]:
-    """Runs one chapter's tests in a subprocess: (exit code, progress json or None, output)."""
+    """Runs one chapter's tests in a subprocess: (exit code, progress json or None, output).
+    Within a test session that sets TINYFW_GRADE_CACHE, a run on the same files happens once."""
+    try:
+        impl_dir: Path | None = learner.resolve_impl(impl, layout)
+    except learner.LearnerLoadError:
+        impl_dir = None
+    return cached_run(folder, impl_dir, layout, lambda: _run_chapter(folder, impl, layout))
+
+
+def _run_chapter(folder: Path, impl: str | None, layout: Layout) -> tuple[int, dict | None, str]:
+    """Runs one chapter's tests in a subprocess, always."""
     with tempfile.TemporaryDirectory(prefix="tinyfw-progress-") as scratch:
         progress_path = Path(scratch) / "progress.json"
         command = [sys.executable, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import tempfile
+import uuid
 from collections.abc import Hashable
+from pathlib import Path
 from types import TracebackType
 
 import numpy as np
 import pytest
 
+from chapters.grade_cache import CACHE_ENV
 from tinyfw import DType, dtypes
 from tinyfw.device import Device
 from tinyfw.renderer.cstyle import NotSupportedError
@@ -84,12 +89,27 @@ def needs_dtypes() -> type[NeedsDtypes]:
 # TINYFW_DEVICE_SUBSET=0 runs every case on every device.
 
 DEVICES_RUNNING_EVERY_CASE = frozenset({"CPU", "NUMPY"})
+_GRADE_CACHE = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Registers the device_subset marker."""
+    """Registers the device_subset marker; gives the session a folder of chapter grading runs
+    (chapters/grade_cache.py) that its workers share, so that the course graded by
+    test_grading, test_progress and test_capstone on the same files runs once."""
     config.addinivalue_line("markers", "device_subset: on a backend device, run only the "
                             "distinct cases of each parametrized test (tests/conftest.py)")
+    if CACHE_ENV not in os.environ:
+        run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
+        folder = Path(tempfile.gettempdir()) / f"tinyfw-grades-{run_id}"
+        os.environ[CACHE_ENV] = str(folder)
+        config.stash[_GRADE_CACHE] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Removes the session's folder of grading runs, where this process made it."""
+    folder = config.stash.get(_GRADE_CACHE, None)
+    if folder is not None and not hasattr(config, "workerinput"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _number_kind(x: float) -> str:
