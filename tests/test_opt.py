@@ -5,6 +5,7 @@ UNROLL adds a reduce's values in several partial sums, so a float sum may round 
 within the float64 error bound of the sum (and exact for ints and maxes)."""
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Callable, Sequence
@@ -20,7 +21,7 @@ from tinyfw.codegen.kernel import AxisKind, Kernel
 from tinyfw.codegen.lower_opts import lower_optimized, vector_axis
 from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
 from tinyfw.codegen.search import actions, beam_search
-from tinyfw.device import Device
+from tinyfw.device import Device, probe
 from tinyfw.engine import beam
 from tinyfw.engine import program as engine_program
 from tinyfw.engine.program import get_program
@@ -137,6 +138,42 @@ def test_heuristics_tile_a_matmul_and_thread_it() -> None:
     assert hand_coded_optimizations(k, "NUMPY", cores=2) == ()
     small = kernel_of(Tensor.ones(4, 4) @ Tensor.ones(4, 4))
     assert hand_coded_optimizations(small, "CPU", cores=2) == ()
+
+
+GPU_CASES: list[tuple[str, Callable[[str], Tensor]]] = [
+    ("matmul 64", lambda d: Tensor(A[:8].repeat(8, 0)[:64], device=d) @
+     Tensor(B.repeat(8, 1), device=d)),
+    ("matmul odd", lambda d: Tensor(A, device=d)[:, :7] @ Tensor(B, device=d)[:7, :5]),
+    ("int matmul", lambda d: Tensor((A[:8] * 10).astype(np.int32), device=d) @
+     Tensor((B * 10).astype(np.int32), device=d)),
+    ("row sum", lambda d: Tensor(A, device=d).sum(1)),
+    ("where sum", lambda d: (Tensor(A, device=d) < 0.5).where(Tensor(A, device=d), -0.0).sum(1)),
+    ("padded", lambda d: Tensor(A, device=d).pad(((1, 2), (0, 3))).sum(1)),
+    ("row max", lambda d: Tensor(A, device=d).max(1)),
+]
+
+
+@pytest.mark.parametrize("device", ["CL", "WEBGPU", "CUDAEMU"])
+def test_gpu_heuristics_compute_the_same(device: str) -> None:
+    """On a GPU device each thread computes a 4 x 4 tile of a matmul (on CL, the tile's rows
+    as float4 vectors) and a reduce is unrolled into 4 partial sums: every kernel gives the
+    values of the plain one (a float sum within rounding), odd sizes included."""
+    if not probe(device)[0]:
+        pytest.skip(f"not graded here: no {device}")
+    for name, build in GPU_CASES:
+        plain = run_with((), functools.partial(build, device))
+        got = run_with(None, functools.partial(build, device))
+        assert got.dtype == plain.dtype and got.shape == plain.shape, name
+        np.testing.assert_allclose(got, plain, rtol=1e-6, atol=1e-6, err_msg=name)
+    a = Tensor(np.ones((64, 64), np.float32), device=device)
+    k = kernel_of(a @ a)
+    assert hand_coded_optimizations(k, device) == (Opt(U, 2, 4), Opt(U, 0, 4))
+    assert hand_coded_optimizations(kernel_of(a.sum(1)), device) == (Opt(R, 1, 4),)
+    source = get_program((a @ a).schedule()[-1]).source or ""
+    if device == "CL":  # a row of 4 outputs is one float4: 4 accumulators, vector loads/stores
+        assert source.count("float4 acc") == 4 and "vload4" in source and "vstore4" in source
+    else:
+        assert source.count(" acc") >= 16
 
 
 def test_vectors_compute_what_scalars_do() -> None:

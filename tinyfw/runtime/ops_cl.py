@@ -8,7 +8,8 @@ import numpy as np
 
 from tinyfw.device import Buffer, Runtime, launch_size
 from tinyfw.dtype import DType
-from tinyfw.renderer.opencl_c import BITCAST_HELPERS, OPENCL
+from tinyfw.renderer.opencl_c import BITCAST_HELPERS
+from tinyfw.renderer.opencl_vector import OPENCL_VECTORS as OPENCL
 
 FIX_CL = ("install an OpenCL platform and pyopencl: `apt-get install pocl-opencl-icd "
           "ocl-icd-libopencl1` and `pip install -e '.[cl]'`")

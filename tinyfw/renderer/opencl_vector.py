@@ -1,0 +1,58 @@
+"""OpenCL C with vector types, for chapter 11's optimized kernels: what the CL device renders
+with. Without an UPCAST or UNROLL axis lowered as vectors it is chapter 06's OpenCL C."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from tinyfw.codegen.lower_opts import Broadcast, Lane
+from tinyfw.dtype import DType, VectorDType
+from tinyfw.renderer.opencl_c import OpenCLLanguage
+from tinyfw.uop.ops import Ops
+
+
+class VectorOpenCL(OpenCLLanguage):
+    """OpenCL C with its vector types (chapter 11): an UPCAST or UNROLL axis of 4 float32s is
+    one float4, read with vload4 and written with vstore4 (any element, no alignment asked),
+    computed lane by lane by OpenCL's own operators; comparing float4s gives an int4 mask
+    (every bit of a true lane set), which select() reads."""
+
+    vector_lanes: ClassVar[int] = 4  # float4: what PoCL (SSE to AVX-512) and GPUs all have
+
+    def type_of(self, dtype: DType) -> str:
+        if not isinstance(dtype, VectorDType):
+            return super().type_of(dtype)
+        return f"int{dtype.count}" if dtype.scalar.is_bool else f"float{dtype.count}"
+
+    def const(self, value: Any, dtype: DType) -> str:
+        """A literal; of a vector type, every lane the value."""
+        if not isinstance(dtype, VectorDType):
+            return super().const(value, dtype)
+        return f"(({self.type_of(dtype)})({super().const(value, dtype.scalar)}))"
+
+    def load(self, buf: str, index: str, dtype: DType) -> str:
+        if not isinstance(dtype, VectorDType):
+            return super().load(buf, index, dtype)
+        return f"vload{dtype.count}(0, {buf}+({index}))"
+
+    def store(self, buf: str, index: str, value: str, dtype: DType) -> str:
+        if not isinstance(dtype, VectorDType):
+            return super().store(buf, index, value, dtype)
+        return f"vstore{dtype.count}({value}, 0, {buf}+({index}));"
+
+    def op(self, op: Any, dtype: DType, args: list[str]) -> str:
+        """An op; on vectors the scalar's template (OpenCL's operators work lane by lane), a
+        where as select(), a Lane as its component .s0 to .sf."""
+        if isinstance(op, Lane):
+            return f"{args[0]}.s{op.index:x}"
+        if not isinstance(dtype, VectorDType):
+            return super().op(op, dtype, args)
+        if isinstance(op, Broadcast):  # (a bool's lanes: all ones for true, as a compare's)
+            lane = f"-(int)({args[0]})" if dtype.scalar.is_bool else args[0]
+            return f"(({self.type_of(dtype)})({lane}))"
+        if op is Ops.WHERE:
+            cond, a, b = args
+            return f"select({b}, {a}, {cond})"
+        return OpenCLLanguage.op(self, op, dtype.scalar, args)
+
+
+OPENCL_VECTORS = VectorOpenCL()
