@@ -140,6 +140,25 @@ def test_heuristics_tile_a_matmul_and_thread_it() -> None:
     assert hand_coded_optimizations(small, "CPU", cores=2) == ()
 
 
+def test_a_big_matmul_gets_the_big_tile() -> None:
+    """On an 8-lane CPU a matmul of 512 x 512 outputs and more computes 8 rows by 32 columns
+    per pass, with the values of numpy's; sizes the tile does not divide, and 16-lane SIMD,
+    keep the 4 x 2-vector tile."""
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((512, 96), np.float32), rng.standard_normal((96, 544), np.float32)
+    k = kernel_of(Tensor(a) @ Tensor(b))
+    opts = hand_coded_optimizations(k, "CPU", cores=2, lanes=8)
+    assert opts == (Opt(U, 2, 16), Opt(U, 0, 8), Opt(U, 3, 2), Opt(OptOps.THREAD, 0, 64)), opts
+    assert [a.size for a in apply_opts(k, opts).axes if a.kind is AxisKind.UPCAST] == [8, 2, 16]
+    got = run_with(opts, lambda: Tensor(a) @ Tensor(b))
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    assert hand_coded_optimizations(k, "CPU", cores=2, lanes=16)[:2] == (Opt(U, 2, 16),
+                                                                          Opt(U, 0, 4))
+    odd = kernel_of(Tensor(a[:, :90]) @ Tensor(b[:90, :520]))  # 520 columns: not 32 a pass
+    assert hand_coded_optimizations(odd, "CPU", cores=2, lanes=8)[:2] == (Opt(U, 2, 8),
+                                                                           Opt(U, 0, 4))
+
+
 GPU_CASES: list[tuple[str, Callable[[str], Tensor]]] = [
     ("matmul 64", lambda d: Tensor(A[:8].repeat(8, 0)[:64], device=d) @
      Tensor(B.repeat(8, 1), device=d)),
