@@ -325,3 +325,17 @@ def test_webgpu_runs_a_kernel_of_more_inputs_than_it_binds() -> None:
         total = total + p
     assert all(len(item.inputs) < 32 for item in total.schedule())
     np.testing.assert_array_equal(total.numpy(), np.full((4,), sum(range(40)), np.float32))
+
+
+def test_an_expensive_value_a_reduce_repeats_is_stored_first() -> None:
+    """exp of a (128, 10) matrix read by a matmul that repeats each element for 128 outputs is
+    computed once, in a kernel of its own, not 128 times inside the matmul's; a cheap value
+    (x * 2), or an expensive one repeated too few times in all, stays fused."""
+    a, h = data(128, 10), data(128, 128)
+    out = Tensor(h).T @ Tensor(a).exp()
+    items = run(out)
+    assert names(items) == ["E_128_10", "r_128_128_10"], names(items)
+    np.testing.assert_allclose(out.numpy(), h.T.astype(np.float64) @ np.exp(a), rtol=1e-4,
+                               atol=1e-4)
+    assert len(run(Tensor(h).T @ (Tensor(a) * 2))) == 1
+    assert len(run(Tensor(h[:8, :8]).T @ Tensor(a[:8]).exp())) == 1  # 80 values x 8: 640
