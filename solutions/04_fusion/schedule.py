@@ -68,6 +68,39 @@ def reduce_would_be_recomputed(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
     # <<< exercise
 
 
+# Ops that cost many instructions each: a value computed with them is not recomputed for
+# every repeat of a reduce (expensive_value_repeated).
+EXPENSIVE = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.FDIV})
+REPEATS = 16  # the repeats from which such a value is stored first,
+RECOMPUTED = 1 << 16  # when it would be computed that many times more (a kernel costs more)
+
+
+def expensive_value_repeated(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
+    """An elementwise value computed with EXPENSIVE ops, that a reduce reads through an expand
+    repeating it REPEATS times or more, is stored first: fused, the reduce's kernel would
+    compute it again for every repeat. (The MNIST MLP's cross-entropy backward, fused into the
+    second layer's weight gradient, was computed 128 times over: 40% of a training step.) Not
+    where that is fewer than RECOMPUTED evaluations in all (a scalar, say): a kernel of its own
+    would cost more than they do."""
+    frontier = [(user, 1) for user in users.get(node, []) if user.op in MOVEMENT]
+    seen: set[tuple[UOp, int]] = set()
+    while frontier:
+        user, repeats = frontier.pop()
+        if (user, repeats) in seen:
+            continue
+        seen.add((user, repeats))
+        if user.op is Ops.REDUCE:
+            if repeats >= REPEATS and node.numel * repeats >= RECOMPUTED:
+                return True
+            continue
+        if user.op is Ops.EXPAND:
+            repeats *= user.numel // max(user.src[0].numel, 1)
+        elif user.op not in MOVEMENT and user.op not in ALU:
+            continue
+        frontier.extend((after, repeats) for after in users.get(user, []))
+    return False
+
+
 def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> set[UOp]:
     """Every node below targets that will be a kernel's output (buffers already held excluded)."""
     order: list[UOp] = []
@@ -85,11 +118,17 @@ def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> s
             users.setdefault(s, []).append(node)
     wanted = set(targets)
     out: set[UOp] = set()
+    costly: set[UOp] = set()  # values computed (not stored) with an EXPENSIVE op, and views
     for node in order:
         if is_loaded(node) or node.op in (Ops.DEVICE, Ops.BUFFER):
             continue
-        if is_realized_explicitly(node, wanted) or reduce_would_be_recomputed(node, users):
+        if node.op in EXPENSIVE or (node.op in ALU or node.op in MOVEMENT) and \
+                any(s in costly for s in node.src):
+            costly.add(node)
+        if is_realized_explicitly(node, wanted) or reduce_would_be_recomputed(node, users) or \
+                node.op in ALU and node in costly and expensive_value_repeated(node, users):
             out.add(node)
+            costly.discard(node)  # (stored: what reads it loads it)
         if node.op is Ops.PAD and (src := pad_source_to_materialize(node)) is not None:
             out.add(src)
         if node.op is Ops.COPY and not is_loaded(node.src[0]) and \
