@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up, lints (ruff and mypy), then runs every test: tests/ (the framework on the
-# CPU device, every chapter's grading, the site build and the browser test), then the op,
-# accuracy and edge-input suites on each backend device of TINYFW_DEVICES (default: CL WEBGPU
-# CUDAEMU; all run on the CPU here), and the Tensor API suites (tests/test_api_*.py) on NUMPY
-# and each device (there the larger suites run a subset of their cases: tests/conftest.py).
+# CPU device, every chapter's grading, the site build and the browser test), then the Tensor
+# API suites (tests/test_api_*.py) on NUMPY, then on each backend device of TINYFW_DEVICES
+# (default: CL WEBGPU CUDAEMU; all run on the CPU here) the op, accuracy, edge-input and Tensor
+# API suites (there the larger API suites run a subset of their cases: tests/conftest.py).
 # Extra arguments go to the first pytest run only, and then the device runs are left out.
 # Exits non-zero when anything fails.
 set -euo pipefail
@@ -58,19 +58,19 @@ lint
 # loadfile: its fixtures, like the built site, are made once); the op suite's tests spread.
 workers=(-n "${TINYFW_WORKERS:-2}")
 run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --dist loadfile "$@"
+# Every Tensor API suite of issue 11 on NUMPY, then on each device together with the op,
+# accuracy and edge-input suites: one pytest run per device (its start and its last tests, when
+# one worker waits for the other, paid once). NUMPY runs every case. On a backend device the
+# suites marked device_subset (scans, shape, creation, nn, elementwise) run only the distinct
+# cases of each parametrized test: every method, dtype, mode and argument value and every empty
+# or 0-d shape, not each size again (tests/conftest.py says how; TINYFW_DEVICE_SUBSET=0 runs
+# them all). The other suites run in full.
+run "Tensor API suites (tests/test_api_*.py) on NUMPY" env DEVICE=NUMPY \
+  .venv/bin/python -m pytest tests/test_api_*.py -q -ra "${workers[@]}" --dist load
 for device in $devices; do
-  run "op, accuracy and edge-input suites on $device" env DEVICE="$device" \
+  run "op, accuracy, edge-input and Tensor API suites on $device" env DEVICE="$device" \
     .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py tests/test_edge_inputs.py \
-    tests/test_reduce_accuracy.py -q -ra "${workers[@]}" --dist load
-done
-# Every Tensor API suite of issue 11 on NUMPY and each device, one pytest run per device. NUMPY
-# runs every case. On a backend device the suites marked device_subset (scans, shape, creation,
-# nn, elementwise) run only the distinct cases of each parametrized test: every method, dtype,
-# mode and argument value and every empty or 0-d shape, not each size again (tests/conftest.py
-# says how; TINYFW_DEVICE_SUBSET=0 runs them all). The other API suites run in full.
-for device in NUMPY $devices; do
-  run "Tensor API suites (tests/test_api_*.py) on $device" env DEVICE="$device" \
-    .venv/bin/python -m pytest tests/test_api_*.py -q -ra "${workers[@]}" --dist load
+    tests/test_reduce_accuracy.py tests/test_api_*.py -q -ra "${workers[@]}" --dist load
 done
 
 echo
