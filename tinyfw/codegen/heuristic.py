@@ -45,9 +45,9 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     outputs per pass (BIG_TILE): 256 accumulators, more than the registers hold, yet each
     element of the first matrix read serves 32 outputs and each of the second 8, and the
     second matrix's slab of 32 columns is read from cache 8 rows at a time. BEAM=2 found this
-    tile on an AMD EPYC (1024 x 1024: 47 to 78 GFLOP/s; measured 1.2x at 512, 1.4x at 1024, 2x
-    at 2048 against the 4 x 16 tile below, and slower at 256). Not measured with AVX-512 (16
-    lanes), where this rule is left out. () when the kernel is not such a matmul."""
+    tile on an AMD EPYC (1024 x 1024: 47 to 78 GFLOP/s, bench/beam.py); at 256 it was slower
+    than the 4 x 16 tile below, hence BIG_OUTPUTS. Not measured with AVX-512 (16 lanes), where
+    this rule is left out. () when the kernel is not such a matmul."""
     rows, cols, more = BIG_TILE
     shared = shared_axes(kernel)
     if lanes != 8 or kernel.reduce is None or prod(kernel.output_shape) < BIG_OUTPUTS or \
