@@ -327,3 +327,20 @@ def test_inputs_read_through_values_computed_before_the_capture() -> None:
     h.realize()
     step(x2)
     assert step(Tensor(np.full(3, 3.0, np.float32))).item() == 21.0
+
+
+def test_replays_launch_the_captured_programs_without_the_passes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay launches the programs the capture ran: it does not find them again through the
+    passes (a key of the AST, the optimizations and the code per kernel was most of a jitted
+    MNIST step's time)."""
+    from tinyfw.engine import realize
+    step = TinyJit(lambda x: ((x * 2).relu() + 1).sum())
+    for i in range(2):
+        step(Tensor(np.full(8, float(i), np.float32)))
+
+    def no_passes(item: Any) -> Any:
+        raise AssertionError(f"the passes ran again for {item.name}")
+    monkeypatch.setattr(realize, "get_program", no_passes)
+    for i in range(2, 5):
+        assert step(Tensor(np.full(8, float(i), np.float32))).item() == 8 * (2 * i + 1)

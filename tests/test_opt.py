@@ -159,6 +159,43 @@ def test_a_big_matmul_gets_the_big_tile() -> None:
                                                                            Opt(U, 0, 4))
 
 
+def test_a_dot_product_matmul_keeps_partial_sums_in_vectors() -> None:
+    """`x @ w.T` (a Linear layer's forward) reads both matrices along the reduce: its tile is
+    8 rows of vector partial sums (the reduce unrolled by the lanes, added up after the loop),
+    not vectors of outputs, whose loads would be 8 strided reads each; the values are numpy's,
+    also for a width of 10 and where the rows or the reduce do not divide."""
+    rng = np.random.default_rng(2)
+    for m, k, n in ((128, 784, 128), (128, 128, 10), (12, 40, 16), (24, 20, 9)):
+        x, w = rng.standard_normal((m, k), np.float32), rng.standard_normal((n, k), np.float32)
+        kernel = kernel_of(Tensor(x) @ Tensor(w).T)
+        opts = hand_coded_optimizations(kernel, "CPU", cores=1, lanes=8)
+        if m % 8 == 0 and k % 8 == 0 and k > 8:
+            assert opts == (Opt(R, 1, 8), Opt(U, 0, 8)), (m, k, n, opts)
+            tiled = apply_opts(kernel, opts)
+            vector = vector_axis(tiled, max_lanes=8)
+            assert vector is not None and tiled.axes[vector].kind is AxisKind.UNROLL
+            prog = lower_optimized(tiled, vector)
+            accs = [s for s in prog.steps if s.op.name == "ACC"]
+            assert len(accs) == 8 and all(isinstance(s.dtype, VectorDType) for s in accs)
+        got = run_with(None, lambda x=x, w=w: Tensor(x) @ Tensor(w).T)
+        np.testing.assert_allclose(got, x.astype(np.float64) @ w.T.astype(np.float64),
+                                   rtol=1e-4, atol=1e-4, err_msg=f"{m}x{k}x{n} with {opts}")
+
+
+def test_an_elementwise_kernel_reading_a_transposed_matrix_is_tiled() -> None:
+    """An elementwise kernel that reads a matrix transposed (Adam's update of a weight whose
+    gradient a matmul stored the other way round) has the loop along which that read is
+    contiguous upcast by the lanes; the values are the same bits, odd sizes left alone."""
+    rng = np.random.default_rng(3)
+    m, g = rng.standard_normal((128, 784), np.float32), rng.standard_normal((784, 128), np.float32)
+    build = lambda: 0.9 * Tensor(m) + 0.1 * Tensor(g).T  # noqa: E731
+    opts = hand_coded_optimizations(kernel_of(build()), "CPU", cores=1, lanes=8)
+    assert opts == (Opt(U, 0, 8),), opts
+    np.testing.assert_array_equal(run_with(None, build), run_with((), build))
+    odd = kernel_of(0.9 * Tensor(m[:127]) + 0.1 * Tensor(g[:, :127]).T)
+    assert hand_coded_optimizations(odd, "CPU", cores=1, lanes=8) == ()
+
+
 GPU_CASES: list[tuple[str, Callable[[str], Tensor]]] = [
     ("matmul 64", lambda d: Tensor(A[:8].repeat(8, 0)[:64], device=d) @
      Tensor(B.repeat(8, 1), device=d)),

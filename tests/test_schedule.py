@@ -339,3 +339,16 @@ def test_an_expensive_value_a_reduce_repeats_is_stored_first() -> None:
                                atol=1e-4)
     assert len(run(Tensor(h).T @ (Tensor(a) * 2))) == 1
     assert len(run(Tensor(h[:8, :8]).T @ Tensor(a[:8]).exp())) == 1  # 80 values x 8: 640
+
+
+def test_an_expensive_scalar_broadcast_to_a_big_kernel_is_stored_first() -> None:
+    """Adam's bias correction, a scalar of a power of the step count (through a DETACH), is
+    computed once in a kernel of its own, not once per element of the (128, 784) update that
+    reads it; broadcast to 16 elements it stays fused."""
+    t = Tensor(np.array(3, np.int32))
+    m = data(128, 784)
+    out = Tensor(m) / (1 - 0.9 ** t)
+    items = run(out)
+    assert names(items) == ["E_1", "E_128_784"], names(items)
+    np.testing.assert_allclose(out.numpy(), m / (1 - 0.9 ** 3), rtol=1e-5)
+    assert len(run(Tensor(m[:4, :4]) / (1 - 0.9 ** t))) == 1

@@ -369,10 +369,14 @@ class ThreadedC(CStyleLanguage):
             ", int tf_core, int tf_cores) {"
 
     def loop(self, var: str, size: int) -> str:
-        """A THREAD loop (core<i>) from this core's number on, by steps of the core count."""
+        """A THREAD loop (core<i>) over this core's block of the iterations: core c of n runs
+        those from c * size / n up to (c + 1) * size / n, one contiguous stretch of memory per
+        core (every n-th iteration instead would share each cache line between the cores)."""
         if not var.startswith("core"):
             return super().loop(var, size)
-        return f"for ({self.int_type} {var} = tf_core; {var} < {size}; {var} += tf_cores) {{"
+        start, end = (f"({self.int_type})((long long)({core}) * {size} / tf_cores)"
+                      for core in ("tf_core", "tf_core + 1"))  # (no int overflow)
+        return f"for ({self.int_type} {var} = {start}; {var} < {end}; {var}++) {{"
 
 
 CPU_C = ThreadedC()

@@ -6,17 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tinyfw.codegen.kernel import AxisKind, Kernel
-from tinyfw.codegen.lower_opts import vector_axis
+from tinyfw.codegen.lower_opts import lane_stride, vector_axis
 from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
 from tinyfw.helpers import prod
 from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import Ops
 
 MAX_REGISTERS = 64       # float32 accumulators of a tile on AVX2: 8 of its 16 registers
-THREAD_WORK = 1 << 17    # loop iterations below which starting the other cores costs more
+THREAD_WORK = 1 << 20    # loop iterations below which starting the other cores costs more
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 BIG_OUTPUTS = 1 << 18    # a matmul of at least 512 x 512 outputs gets the big tile
 BIG_TILE = (8, 16, 2)    # its rows, then columns by 16 and by 2 more: 8 x 32 outputs a pass
+DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
 
 
 def iterations(kernel: Kernel) -> int:
@@ -52,7 +53,7 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     shared = shared_axes(kernel)
     if lanes != 8 or kernel.reduce is None or prod(kernel.output_shape) < BIG_OUTPUTS or \
             len(shared) != 2 or kernel.axes[shared[0]].size % rows or \
-            kernel.axes[shared[1]].size % (cols * more):
+            kernel.axes[shared[1]].size % (cols * more) or not outputs_vectorize(kernel, lanes):
         return ()
     opts = (Opt(OptOps.UPCAST, shared[1], cols), Opt(OptOps.UPCAST, shared[0], rows),
             Opt(OptOps.UPCAST, shared[1] + 1, more))
@@ -61,6 +62,45 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     except KernelOptError:
         return ()
     return opts
+
+
+def dot_product_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
+    """A matmul whose loads all walk memory along the reduce, as `x @ w.T` does (a Linear
+    layer's forward pass), has no output loop along which a load reads consecutive elements,
+    so its tile cannot be vectors of outputs. Its vectors hold partial sums instead: the reduce
+    unrolled by a SIMD register's lanes, and a tile of DOT_TILE rows by columns of such
+    accumulators, each load of a row used for every column and the other way round; the lanes
+    are added together after the loop. () when the kernel is not such a matmul, or when the
+    rules below would vectorize it anyway."""
+    shared = shared_axes(kernel)
+    reduces = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.REDUCE]
+    if kernel.reduce is None or len(shared) != 2 or not reduces or \
+            prod(kernel.output_shape) < UPCAST_OUTPUTS:
+        return ()
+    if outputs_vectorize(kernel, lanes):
+        return ()
+    (rows, cols), inner = DOT_TILE, reduces[-1]
+    splits = {shared[0]: (OptOps.UPCAST, rows), shared[1]: (OptOps.UPCAST, cols),
+              inner: (OptOps.UNROLL, lanes)}
+    splits = {i: split for i, split in splits.items() if split[1] > 1}
+    if any(kernel.axes[i].size % amount or kernel.axes[i].size <= amount
+           for i, (_, amount) in splits.items()):
+        return ()
+    # the last axis first: a split inserts an axis after the one it splits
+    opts = tuple(Opt(op, i, amount) for i, (op, amount) in sorted(splits.items(), reverse=True))
+    try:
+        tiled = apply_opts(kernel, opts)
+    except KernelOptError:
+        return ()
+    unrolled = next(i for i, a in enumerate(tiled.axes) if a.kind is AxisKind.UNROLL)
+    return opts if vector_axis(tiled, lanes) == unrolled else ()
+
+
+def outputs_vectorize(kernel: Kernel, lanes: int) -> bool:
+    """Whether the kernel's outputs can be computed a vector at a time (upcast_a_vector): a
+    shared output loop along which every load reads consecutive elements or one for all."""
+    usual = upcast_a_vector(kernel, lanes)
+    return usual is not None and vector_axis(apply_opt(kernel, usual), lanes) is not None
 
 
 def upcast_a_vector(kernel: Kernel, lanes: int) -> Opt | None:
@@ -97,7 +137,8 @@ def widen_the_tile(kernel: Kernel, lanes: int) -> Opt | None:
     """A tile of 4 rows gets its vector's loop upcast by 2 more (4 x 2 vector accumulators),
     where the loop divides: more outputs per load of the rows."""
     upcast = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UPCAST]
-    if kernel.reduce is None or len(upcast) != 2:
+    if kernel.reduce is None or len(upcast) != 2 or \
+            any(a.kind is AxisKind.UNROLL for a in kernel.axes):
         return None
     vector = upcast[-1]  # (its outer part, the loop before it, is split again)
     outer = vector - 1
@@ -144,6 +185,24 @@ def unroll_the_vector_more(kernel: Kernel, lanes: int) -> Opt | None:
     return Opt(OptOps.UNROLL, outer, 4)
 
 
+def tile_a_transposed_read(kernel: Kernel, lanes: int) -> Opt | None:
+    """An elementwise kernel that reads a transposed matrix (a gradient stored the other way
+    round) walks it a column at a time, a cache line per element. Its output loop along which
+    that load reads consecutive elements is upcast by a SIMD register's lanes: each pass reads
+    `lanes` neighbours of the transposed matrix and writes them into as many rows."""
+    outputs = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.GLOBAL]
+    if kernel.reduce is not None or len(outputs) < 2 or \
+            prod(kernel.output_shape) < UPCAST_OUTPUTS or \
+            any(a.kind is AxisKind.UPCAST for a in kernel.axes):
+        return None
+    views = [node.src[0].arg for node in kernel.ast.toposort() if node.op is Ops.LOAD]
+    for i in outputs[:-1]:
+        if kernel.axes[i].size % lanes == 0 and kernel.axes[i].size > lanes and \
+                any(lane_stride(view, i) == 1 for view in views):
+            return Opt(OptOps.UPCAST, i, lanes)
+    return None
+
+
 def thread_the_outer_axis(kernel: Kernel, cores: int) -> Opt | None:
     """A big kernel shares its outermost output loop out to the cores, whole (each core takes
     every cores-th iteration): only past THREAD_WORK iterations, where starting the other
@@ -178,6 +237,7 @@ def hand_coded_optimizations(kernel: Kernel, device: str, cores: int = 1,
                  lambda k: widen_the_tile(k, lanes),
                  lambda k: unroll_the_reduce(k, lanes),
                  lambda k: unroll_the_vector_more(k, lanes),
+                 lambda k: tile_a_transposed_read(k, lanes),
                  lambda k: thread_the_outer_axis(k, cores)]
     elif device in GPUS:
         rules = [lambda k: upcast_a_vector(k, GPU_TILE),
@@ -186,9 +246,10 @@ def hand_coded_optimizations(kernel: Kernel, device: str, cores: int = 1,
     else:
         return ()
     opts: list[Opt] = []
-    if device == "CPU":  # (a big matmul's tile first: the rules after it then leave it)
-        opts += big_matmul_tile(kernel, lanes)
+    if device == "CPU":  # a matmul's special tile, if it is one, instead of the tile rules
+        opts += big_matmul_tile(kernel, lanes) or dot_product_tile(kernel, lanes)
         kernel = apply_opts(kernel, tuple(opts))
+        rules = rules[-1:] if opts else rules
     for rule in rules:
         opt = rule(kernel)
         if opt is not None:

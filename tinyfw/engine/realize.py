@@ -10,7 +10,8 @@ from typing import Any
 from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
 from tinyfw.device import Buffer, Device
 from tinyfw.engine.program import CompiledKernel, build_programs, get_program
-from tinyfw.engine.schedule import ScheduleItem, create_schedule
+from tinyfw.engine.schedule import ScheduleItem
+from tinyfw.engine.schedule_cache import cached_schedule
 from tinyfw.uop.ops import Ops, UOp
 
 # Lazy nodes already computed, with the buffer holding their value. Nodes are immutable and
@@ -147,9 +148,20 @@ def forget_readers(buffers: set[Buffer]) -> None:
     if not buffers:
         return
     for node in list(_computed.keys()):
-        if _computed.get(node) in buffers or any(
-                n.op is Ops.BUFFER and n.arg in buffers for n in node.toposort()):
+        if _computed.get(node) in buffers or not buffers.isdisjoint(buffers_read(node)):
             _computed.pop(node, None)
+
+
+def buffers_read(node: UOp) -> frozenset[Buffer]:
+    """The buffers node's value is computed from (found once per node: a TinyJit asks after
+    every replay, for every value computed so far)."""
+    if (found := _buffers_read.get(node)) is None:
+        found = frozenset(n.arg for n in node.toposort() if n.op is Ops.BUFFER)
+        _buffers_read[node] = found
+    return found
+
+
+_buffers_read: weakref.WeakKeyDictionary[UOp, frozenset[Buffer]] = weakref.WeakKeyDictionary()
 
 
 class Listener:
@@ -202,7 +214,7 @@ def schedule(*nodes: UOp) -> list[ScheduleItem]:
     """The kernels that realizing nodes would run, in order."""
     wanted = [n for n in nodes if not is_realized(n)]
     checks = [n for c in pending_checks(wanted) for n in c.nodes() if not is_loaded(n)]
-    return create_schedule(wanted + list(dict.fromkeys(checks)), is_loaded)
+    return cached_schedule(wanted + list(dict.fromkeys(checks)), is_loaded)
 
 
 def run_schedule(items: list[ScheduleItem]) -> None:
@@ -241,8 +253,14 @@ def launch(item: ScheduleItem, out: Buffer, inputs: list[Buffer],
     if item.ast is None:
         out.copyin(inputs[0].numpy())
     else:
-        compiled = compiled or get_program(item)
+        compiled = compiled or _launched.get(item) or get_program(item)
+        _launched[item] = compiled
         Device[item.device].run(compiled.runner, item, out, inputs)
+
+
+# The program each scheduled kernel last ran, kept while the item lives: a TinyJit replay
+# launches its captured items again and finds their programs here, without the passes.
+_launched: weakref.WeakKeyDictionary[ScheduleItem, CompiledKernel] = weakref.WeakKeyDictionary()
 
 
 def realize(node: UOp) -> UOp:

@@ -98,6 +98,25 @@ def expensive_value_repeated(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
     return False
 
 
+def expensive_value_broadcast(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
+    """An elementwise value computed with EXPENSIVE ops and broadcast, through views alone, to
+    REPEATS copies or more (RECOMPUTED evaluations in all) is stored first: fused, every
+    element of the kernel that reads the broadcast would compute it again. (Adam's step size,
+    a scalar of powers of the step count, was computed for each of a weight's 100352
+    elements.) The last value before the views is the one stored, so a chain of expensive
+    scalar ops becomes one small kernel."""
+    frontier = [(user, 1) for user in users.get(node, []) if user.op in MOVEMENT]
+    while frontier:
+        user, repeats = frontier.pop()
+        if user.op is Ops.EXPAND:
+            repeats *= user.numel // max(user.src[0].numel, 1)
+            if repeats >= REPEATS and node.numel * repeats >= RECOMPUTED:
+                return True
+        frontier.extend((after, repeats) for after in users.get(user, [])
+                        if after.op in MOVEMENT)
+    return False
+
+
 def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> set[UOp]:
     """Every node below targets that will be a kernel's output (buffers already held excluded)."""
     order: list[UOp] = []
@@ -120,10 +139,12 @@ def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> s
         if is_loaded(node) or node.op in (Ops.DEVICE, Ops.BUFFER):
             continue
         if node.op in EXPENSIVE or (node.op in ALU or node.op in MOVEMENT) and \
-                any(s in costly for s in node.src):
+                any(s in costly for s in node.src) or node.op is Ops.DETACH and \
+                node.src[0] in costly:
             costly.add(node)
         if is_realized_explicitly(node, wanted) or reduce_would_be_recomputed(node, users) or \
-                node.op in ALU and node in costly and expensive_value_repeated(node, users):
+                node.op in ALU and node in costly and (expensive_value_repeated(node, users)
+                                                       or expensive_value_broadcast(node, users)):
             out.add(node)
             costly.discard(node)  # (stored: what reads it loads it)
         if node.op is Ops.PAD and (src := pad_source_to_materialize(node)) is not None:

@@ -103,14 +103,23 @@ class UOp(metaclass=_HashConsed):
     """One node of the lazy graph: an op applied to source nodes, with a dtype and an argument.
     Nodes are immutable and compared by identity, which hash-consing makes structural."""
     __slots__ = ("op", "dtype", "src", "arg", "device", "shape", "__weakref__")
+    op: Ops
+    dtype: DType
+    src: tuple[UOp, ...]
+    arg: Any
+    device: str  # where its value lives (worked out once: graphs can be very deep)
+    shape: tuple[int, ...]
 
     def __init__(self, op: Ops, dtype: DType, src: tuple[UOp, ...] = (), arg: Any = None):
-        self.op, self.dtype, self.src, self.arg = op, dtype, src, arg
-        # the device this node's value lives on, worked out once (graphs can be very deep)
-        self.device: str = (arg if op in (Ops.DEVICE, Ops.COPY) else
-                            arg.device if op is Ops.BUFFER else
-                            src[0].device if src else "")
-        self.shape: tuple[int, ...] = infer_shape(op, src, arg)
+        # (set through object.__setattr__: this class's own refuses once the node is made)
+        init = object.__setattr__
+        init(self, "op", op)
+        init(self, "dtype", dtype)
+        init(self, "src", src)
+        init(self, "arg", arg)
+        init(self, "device", arg if op is Ops.DEVICE or op is Ops.COPY else
+             arg.device if op is Ops.BUFFER else src[0].device if src else "")
+        init(self, "shape", infer_shape(op, src, arg))
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "shape"):  # set last in __init__, after which the node is frozen
@@ -257,7 +266,12 @@ class UOp(metaclass=_HashConsed):
 
 def find_reduce(ast: UOp) -> UOp | None:
     """The first REDUCE in ast's graph (a kernel holds at most one), or None."""
-    return next((node for node in ast.toposort() if node.op is Ops.REDUCE), None)
+    if ast not in _reduce_of:  # (asked for each kernel launched: looked for once per AST)
+        _reduce_of[ast] = next((node for node in ast.toposort() if node.op is Ops.REDUCE), None)
+    return _reduce_of[ast]
+
+
+_reduce_of: weakref.WeakKeyDictionary[UOp, UOp | None] = weakref.WeakKeyDictionary()
 
 
 def device_node(device: str) -> UOp:

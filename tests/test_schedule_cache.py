@@ -1,0 +1,78 @@
+"""The schedule cache (tinyfw/engine/schedule_cache.py): a graph of a structure scheduled before
+is not scheduled again, and what comes back computes the new graph's values."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tinyfw import Tensor
+from tinyfw.engine import schedule as engine_schedule
+from tinyfw.engine import schedule_cache
+
+RNG = np.random.default_rng(0)
+
+
+def chain(x: Tensor, w: Tensor) -> Tensor:
+    return ((x * 2 + 1).relu() @ w).sum(1)
+
+
+def counts() -> tuple[int, int]:
+    return schedule_cache.hits, schedule_cache.misses
+
+
+def test_the_same_structure_over_new_buffers_is_scheduled_once() -> None:
+    """Three graphs of one structure over new buffers: one miss, then hits, each with its own
+    values."""
+    schedule_cache.clear()
+    before = counts()
+    for _ in range(3):
+        x, w = RNG.standard_normal((6, 5), np.float32), RNG.standard_normal((5, 4), np.float32)
+        got = chain(Tensor(x), Tensor(w)).numpy()
+        np.testing.assert_allclose(got, (np.maximum(x * 2 + 1, 0) @ w).sum(1), rtol=1e-5,
+                                   atol=1e-5)
+    hits, misses = counts()
+    assert misses - before[1] >= 1 and hits - before[0] >= 2
+
+
+def test_another_shape_dtype_or_view_is_another_structure() -> None:
+    """A change of shape, dtype or view is scheduled anew, and right."""
+    x = RNG.standard_normal((6, 5), np.float32)
+    w = RNG.standard_normal((5, 4), np.float32)
+    chain(Tensor(x), Tensor(w)).numpy()
+    _, misses = counts()
+    variants = [(Tensor(x[:4]), Tensor(w), x[:4]),
+                (Tensor(x.astype(np.float64)), Tensor(w.astype(np.float64)), x),
+                (Tensor(x), Tensor(np.ascontiguousarray(w.T)).T, x)]  # w read through a permute
+    for a, b, x_np in variants:
+        np.testing.assert_allclose(chain(a, b).numpy(), (np.maximum(x_np * 2 + 1, 0) @ w).sum(1),
+                                   rtol=1e-5, atol=1e-5)
+    assert counts()[1] - misses >= len(variants)
+
+
+def test_a_value_computed_before_is_loaded_not_recomputed() -> None:
+    """The same graph where one node was computed already (so it is loaded, not computed) is
+    another structure: its kernel reads that node's buffer instead of computing the exp, and
+    both give the same values."""
+    from tinyfw.uop.ops import Ops
+    x = Tensor(RNG.standard_normal((8, 8), np.float32))
+    h = (x * 3).exp()
+
+    def exps(t: Tensor) -> int:
+        return sum(n.op is Ops.EXP2 for item in t.schedule() for n in item.ast.toposort())
+    assert exps(h.sum(0)) > 0
+    expected = np.exp(x.numpy().astype(np.float64) * 3).sum(0)
+    np.testing.assert_allclose(h.sum(0).numpy(), expected, rtol=1e-5)
+    h.realize()
+    assert exps(h.sum(0)) == 0
+    np.testing.assert_allclose(h.sum(0).numpy(), expected, rtol=1e-5)
+
+
+def test_a_swapped_scheduler_function_schedules_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function of the scheduler replaced (a learner's exercise, a test's patch) is part of
+    the key: the graph is scheduled again with it."""
+    x, w = Tensor(np.ones((6, 5), np.float32)), Tensor(np.ones((5, 4), np.float32))
+    names = [item.name for item in chain(x, w).schedule()]
+    monkeypatch.setattr(engine_schedule, "kernel_name", lambda ast: "renamed")
+    assert {item.name for item in chain(x, w).schedule()} == {"renamed"}
+    monkeypatch.undo()
+    assert [item.name for item in chain(x, w).schedule()] == names

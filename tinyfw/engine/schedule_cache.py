@@ -1,0 +1,98 @@
+"""The schedule cache: a graph scheduled again with the same structure (other buffers, the same
+ops, dtypes, shapes, devices and views) gets the kernels of the first time, bound to its own
+nodes, without the scheduler's walks.
+
+A training loop or an eager model builds the same graph over new buffers at every step; cutting
+it into kernels again each time was most of a step's Python time. The structure is the graph
+walked once in order, each node written as its op, dtype, argument and the positions of its
+sources, a buffer as its device, dtype and size, and a node already computed (loaded, not
+computed again) marked so. Two graphs of one structure have their nodes at the same positions,
+so a schedule stored as positions binds to the new graph's nodes directly.
+
+The scheduler's own code is part of the key: a function of the scheduler or of the views it
+pushes, swapped (a learner's exercise, a test's monkeypatch), schedules again.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import FunctionType, ModuleType
+from typing import Any
+
+from tinyfw.engine.program import code_identity
+from tinyfw.engine.schedule import ScheduleItem, create_schedule
+from tinyfw.uop.ops import Ops, UOp, arg_key
+
+MAX_ENTRIES = 512  # graphs remembered; the oldest is forgotten past this
+SCHEDULER_MODULES = ("tinyfw.engine.schedule", "tinyfw.shape.view", "tinyfw.shape.symbolic")
+
+# One entry per structure: each item as (ast, the output's position, the inputs' positions,
+# name). Python's dicts keep insertion order, which makes the oldest entry the first.
+Entry = list[tuple[UOp | None, int, tuple[int, ...], str]]
+_entries: dict[tuple[Any, ...], Entry] = {}
+hits = misses = 0  # counted for tests and DEBUG
+
+
+def cached_schedule(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> list[ScheduleItem]:
+    """create_schedule(targets, is_loaded), from the cache when a graph of the same structure
+    was scheduled before with the same scheduler code."""
+    global hits, misses
+    key, order = structure(targets, is_loaded)
+    key = (key, scheduler_code())
+    if (entry := _entries.get(key)) is not None:
+        hits += 1
+        return [ScheduleItem(ast, order[out], tuple(order[i] for i in ins), name)
+                for ast, out, ins, name in entry]
+    misses += 1
+    items = create_schedule(targets, is_loaded)
+    position = {node: i for i, node in enumerate(order)}
+    if all(item.output in position and all(n in position for n in item.inputs)
+           for item in items):  # (else a node made while scheduling: not kept)
+        _entries[key] = [(item.ast, position[item.output],
+                          tuple(position[n] for n in item.inputs), item.name) for item in items]
+        if len(_entries) > MAX_ENTRIES:
+            del _entries[next(iter(_entries))]
+    return items
+
+
+def structure(targets: list[UOp], is_loaded: Callable[[UOp], bool]
+              ) -> tuple[tuple[Any, ...], list[UOp]]:
+    """The graph below targets as a key (see the module's docstring), and its nodes in the
+    key's order."""
+    order: list[UOp] = []
+    position: dict[UOp, int] = {}
+    parts: list[tuple[Any, ...]] = []
+    for target in targets:
+        for node in target.toposort():
+            if node in position:
+                continue
+            position[node] = len(order)
+            order.append(node)
+            arg = (node.arg.device, node.arg.dtype, node.arg.size) if node.op is Ops.BUFFER \
+                else arg_key(node.arg)
+            parts.append((node.op, node.dtype, arg, tuple(position[s] for s in node.src),
+                          is_loaded(node)))
+    return (tuple(parts), tuple(position[t] for t in targets)), order
+
+
+def scheduler_code() -> tuple[Any, ...]:
+    """The functions and classes (with their methods) of the scheduler's modules, as they are
+    now."""
+    return tuple(_code_of(sys.modules[name]) for name in SCHEDULER_MODULES
+                 if name in sys.modules)
+
+
+def _code_of(module: ModuleType) -> tuple[Any, ...]:
+    """A module's functions, and each class it defines as code_identity sees it."""
+    out: list[Any] = []
+    for value in list(vars(module).values()):
+        if isinstance(value, FunctionType):
+            out.append(value)
+        elif isinstance(value, type) and value.__module__ == module.__name__:
+            out.append(code_identity(value))
+    return tuple(out)
+
+
+def clear() -> None:
+    """Forget every schedule kept."""
+    _entries.clear()
