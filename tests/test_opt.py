@@ -196,6 +196,33 @@ def test_an_elementwise_kernel_reading_a_transposed_matrix_is_tiled() -> None:
     assert hand_coded_optimizations(odd, "CPU", cores=1, lanes=8) == ()
 
 
+def test_a_convolution_upcasts_its_channels() -> None:
+    """A convolution has no vector tile (3 x 3 windows, 11 x 11 images): its output channels
+    are upcast whole, so each load of the image serves all 16; the weight gradient upcasts
+    both channels (128 accumulators). Values as the plain kernels', forward and backward."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((8, 8, 13, 13), np.float32)
+    w = rng.standard_normal((16, 8, 3, 3), np.float32)
+    forward = kernel_of(Tensor(x).conv2d(Tensor(w)))
+    opts = hand_coded_optimizations(forward, "CPU", cores=1, lanes=8)
+    channels = next(i for i, a in enumerate(forward.axes) if a.size == 16)
+    assert opts[0] == Opt(U, channels, 16), opts
+
+    def weight_grad() -> Tensor:
+        wt = Tensor(w, requires_grad=True)
+        Tensor(x).conv2d(wt).relu().sum().backward()
+        assert wt.grad is not None
+        return wt.grad
+
+    grad = kernel_of(weight_grad())
+    upcast = [a.size for a in apply_opts(grad, hand_coded_optimizations(grad, "CPU", lanes=8))
+              .axes if a.kind is AxisKind.UPCAST]
+    assert sorted(upcast) == [8, 16], upcast
+    for build in (lambda: Tensor(x).conv2d(Tensor(w)), weight_grad):
+        np.testing.assert_allclose(run_with(None, build), run_with((), build), rtol=1e-4,
+                                   atol=1e-4)
+
+
 GPU_CASES: list[tuple[str, Callable[[str], Tensor]]] = [
     ("matmul 64", lambda d: Tensor(A[:8].repeat(8, 0)[:64], device=d) @
      Tensor(B.repeat(8, 1), device=d)),

@@ -149,6 +149,30 @@ def widen_the_tile(kernel: Kernel, lanes: int) -> Opt | None:
     return Opt(OptOps.UPCAST, outer, 2)
 
 
+def upcast_the_channels(kernel: Kernel, lanes: int) -> Opt | None:
+    """A reduce with no vector tile (a convolution: its loops are 3 x 3 windows and images of
+    11 or 26 pixels, no multiple of the lanes) upcasts a short output loop (16 or less) that
+    loads do not depend on, whole: its channels, or its window. Of those, the one that the
+    most loads do not depend on (each such load is then read once for all of its outputs),
+    the longest of them first; applied again while the tile holds at most MAX_REGISTERS * 2
+    accumulators. BEAM=2 found such tiles for the convolutions of examples/mnist.py."""
+    if kernel.reduce is None or any(a.kind is AxisKind.UNROLL for a in kernel.axes):
+        return None
+    upcast = prod(a.size for a in kernel.axes if a.kind is AxisKind.UPCAST)
+    if upcast > 1 and vector_axis(kernel, lanes) is not None:
+        return None  # (a vector tile already)
+    limit = min(16, MAX_REGISTERS * 2 // upcast)
+    short = [i for i in shared_axes(kernel) if 2 <= kernel.axes[i].size <= limit]
+    if not short:
+        return None
+    loads = load_indices(kernel)
+
+    def shared_loads(i: int) -> int:
+        return sum(f"x{i}" not in used for used in loads)
+    best = max(reversed(short), key=lambda i: (shared_loads(i), kernel.axes[i].size))
+    return Opt(OptOps.UPCAST, best, kernel.axes[best].size)
+
+
 def unroll_the_reduce(kernel: Kernel, lanes: int) -> Opt | None:
     """The innermost reduce loop, unless a tile of outputs already holds enough accumulators,
     is unrolled into partial sums: by a SIMD register's lanes where its loads walk memory
@@ -235,6 +259,9 @@ def hand_coded_optimizations(kernel: Kernel, device: str, cores: int = 1,
         rules = [lambda k: upcast_a_vector(k, lanes),
                  lambda k: upcast_the_other_axis(k, lanes),
                  lambda k: widen_the_tile(k, lanes),
+                 lambda k: upcast_the_channels(k, lanes),
+                 lambda k: upcast_the_channels(k, lanes),
+                 lambda k: upcast_the_channels(k, lanes),
                  lambda k: unroll_the_reduce(k, lanes),
                  lambda k: unroll_the_vector_more(k, lanes),
                  lambda k: tile_a_transposed_read(k, lanes),
