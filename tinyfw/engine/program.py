@@ -17,7 +17,7 @@ import operator
 import os
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FunctionType, MethodType
 from typing import Any
 from collections.abc import Callable
@@ -68,6 +68,9 @@ class Build:
     source: str | None = None
     binary: Any = None
     result: CompiledKernel | None = None  # set by the pass that finds or loads the program
+    # the code identities of the device's parts, shared by the builds of one schedule (a
+    # schedule's kernels are built with the same renderer, compilers and program class)
+    identities: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
 
 
 # Programs built in this process, by key. A program stays callable for the process's life: one
@@ -187,10 +190,13 @@ def find_built(build: Build) -> None:
     # is found, the passes below do not run.
     device, kernel = build.device, build.kernel
     assert kernel is not None
-    build.key = (device.name, kernel.ast, kernel.name, build.opts, lower, lower_optimized,
-                 emulate_dtypes,
-                 code_identity(device.renderer), code_identity(device.compiler_for(kernel)),
+    compiler = device.compiler_for(kernel)
+    if (parts := build.identities.get(compiler)) is None:
+        parts = (code_identity(device.renderer), code_identity(compiler),
                  code_identity(device.program))
+        build.identities[compiler] = parts
+    build.key = (device.name, kernel.ast, kernel.name, build.opts, lower, lower_optimized,
+                 emulate_dtypes, *parts)
     build.result = cache.get(build.key)
 
 
@@ -271,11 +277,12 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
     runs them, with load_program done for all the kernels of a device at once."""
     builds: list[Build | None] = []
     waiting: dict[str, list[Build]] = {}
+    identities: dict[str, dict[Any, tuple[Any, ...]]] = {}  # per device
     for item in items:
         if item.ast is None or item.output.numel == 0:
             builds.append(None)
             continue
-        build = Build(item, Device[item.device])
+        build = Build(item, Device[item.device], identities=identities.setdefault(item.device, {}))
         builds.append(build)
         for step in PASSES[:PASSES.index(load_program)]:
             step(build)

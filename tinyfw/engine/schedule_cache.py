@@ -24,7 +24,7 @@ from tinyfw.engine.schedule import ScheduleItem, create_schedule
 from tinyfw.uop.ops import Ops, UOp, arg_key
 
 MAX_ENTRIES = 512  # graphs remembered; the oldest is forgotten past this
-SCHEDULER_MODULES = ("tinyfw.engine.schedule", "tinyfw.shape.view", "tinyfw.shape.symbolic")
+SCHEDULER_MODULES = ("tinyfw.engine.schedule", "tinyfw.shape.view")  # (their exercises)
 
 # One entry per structure: each item as (ast, the output's position, the inputs' positions,
 # name). Python's dicts keep insertion order, which makes the oldest entry the first.
