@@ -17,6 +17,7 @@ THREAD_WORK = 1 << 20    # loop iterations below which starting the other cores 
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 BIG_OUTPUTS = 1 << 18    # a matmul of at least 512 x 512 outputs gets the big tile
 BIG_TILE = (8, 16, 2)    # its rows, then columns by 16 and by 2 more: 8 x 32 outputs a pass
+CHANNELS_WORK = 1 << 16  # iterations below which a kernel keeps its channels as loops
 DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
 
 
@@ -155,8 +156,10 @@ def upcast_the_channels(kernel: Kernel, lanes: int) -> Opt | None:
     loads do not depend on, whole: its channels, or its window. Of those, the one that the
     most loads do not depend on (each such load is then read once for all of its outputs),
     the longest of them first; applied again while the tile holds at most MAX_REGISTERS * 2
-    accumulators. BEAM=2 found such tiles for the convolutions of examples/mnist.py."""
-    if kernel.reduce is None or any(a.kind is AxisKind.UNROLL for a in kernel.axes):
+    accumulators. BEAM=2 found such tiles for the convolutions of examples/mnist.py. Not for a
+    kernel of fewer than CHANNELS_WORK iterations: too small to gain from it."""
+    if kernel.reduce is None or any(a.kind is AxisKind.UNROLL for a in kernel.axes) or \
+            iterations(kernel) < CHANNELS_WORK:
         return None
     upcast = prod(a.size for a in kernel.axes if a.kind is AxisKind.UPCAST)
     if upcast > 1 and vector_axis(kernel, lanes) is not None:
