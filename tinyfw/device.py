@@ -75,6 +75,12 @@ def launch_size(item: Any) -> int:
     return max(item.output.numel, 1)
 
 
+def workgroup_of(program: Any) -> tuple[int, int] | None:
+    """(work-groups, threads in each) of a loaded program lowered with work-groups (chapter
+    11), launched exactly so; None for one thread per output element (launch_size)."""
+    return getattr(program, "workgroup", None)
+
+
 class Runtime:
     """A device, which holds only its parts (tinygrad v0.9's `Compiled` is the model): a name,
     an allocator, a renderer (a kernel's linear program to source), a compiler (source to a

@@ -27,6 +27,15 @@ class LOps(Enum):
     ACC = auto()        # an accumulator; arg: its initial value
     UPDATE = auto()     # src: (ACC, value); arg: Ops.ADD or Ops.MAX
     STORE = auto()      # src: (PARAM, value); arg: index Expr
+    # chapter 11's work-groups (GPU languages only; lower_groups.py writes them)
+    SPECIAL = auto()    # arg: (variable, "group" or "local", stride, size): a digit of an id
+    LOCAL = auto()      # an array in a work-group's local memory; arg: (name, size)
+    BARRIER = auto()    # every thread of the work-group waits here for the others
+    IF = auto()         # arg: a variable; what follows up to ENDIF runs where it is 0
+    ENDIF = auto()
+
+
+WORKGROUP_STEPS = frozenset({LOps.SPECIAL, LOps.LOCAL, LOps.BARRIER, LOps.IF})  # (+ ENDIF)
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,9 @@ class Program:
     steps: list[Step] = field(default_factory=list)
     params: list[int] = field(default_factory=list)   # the PARAM steps, buffer 0 first
     global_size: tuple[int, ...] = ()
+    # (work-groups, threads in each): a launch of exactly these, where the program has
+    # work-groups (chapter 11); None: one thread per output element, extra ones sent home
+    workgroup: tuple[int, int] | None = None
 
     def add(self, op: LOps, dtype: DType, src: tuple[int, ...] = (), arg: Any = None) -> int:
         self.steps.append(Step(op, dtype, src, arg))

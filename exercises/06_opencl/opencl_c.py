@@ -114,6 +114,15 @@ class OpenCLLanguage(CStyleLanguage):
         #   chapters/06_opencl/README.md#the-opencl-dialect
         raise NotImplementedError("not done yet: 06.opencl_language")
 
+    def workgroup_index(self, which: str, workgroup: tuple[int, int]) -> str:
+        return f"({self.int_type})get_{which}_id(0)"
+
+    def local_array(self, name: str, type_: str, size: int) -> str:
+        return f"__local {type_} {name}[{size}];"
+
+    def barrier(self) -> str:
+        return "barrier(CLK_LOCAL_MEM_FENCE);"
+
     def load(self, buf: str, index: str, dtype: DType) -> str:
         """half and bool are stored differently from how they compute."""
         # TODO 06.opencl_language: write this part. The chapter explains it:

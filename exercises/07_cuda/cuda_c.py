@@ -99,6 +99,16 @@ class CUDALanguage(CStyleLanguage):
         #   chapters/07_cuda/README.md#the-cuda-dialect
         raise NotImplementedError("not done yet: 07.cuda_language")
 
+    def workgroup_index(self, which: str, workgroup: tuple[int, int]) -> str:
+        """A work-group is a block: blockIdx.x, and the thread in it threadIdx.x."""
+        return f"({self.int_type})" + ("blockIdx.x" if which == "group" else "threadIdx.x")
+
+    def local_array(self, name: str, type_: str, size: int) -> str:
+        return f"__shared__ {type_} {name}[{size}];"
+
+    def barrier(self) -> str:
+        return "__syncthreads();"
+
     def thread_index(self) -> str:
         """The thread's position in the whole grid: its block's offset plus its own. The
         built-ins are unsigned 32-bit: a 64-bit index converts before multiplying."""

@@ -202,7 +202,23 @@ class WGSLLanguage(CStyleLanguage):
                 f"kernel {prog.name} ({iterations} iterations) needs indices past 2**31 - 1: "
                 f"64-bit indices are not supported on {self.name} (WGSL has no 64-bit ints)")
         source = super().render(wgsl_program(prog))
+        if prog.workgroup is not None:
+            source = with_workgroup(source, prog.workgroup)
         return TF_SIN + source if "tf_sin(" in source else source
+
+    # chapter 11's work-groups: the group and the thread in it from the global invocation id,
+    # in a dispatch of exactly the program's groups (workgroup_dispatch)
+    def workgroup_index(self, which: str, workgroup: tuple[int, int]) -> str:
+        threads, across = workgroup[1], workgroup_dispatch(workgroup[0])[0]
+        if which == "local":
+            return f"i32(tf_id.x % {threads}u)"
+        return f"i32(tf_id.x / {threads}u + tf_id.y * {across}u)"
+
+    def local_array(self, name: str, type_: str, size: int) -> str:
+        return f"var<workgroup> {name}: array<{type_}, {size}>;"  # (moved to the module's scope)
+
+    def barrier(self) -> str:
+        return "workgroupBarrier();"
 
     def op(self, op: Ops | str, dtype: DType, args: list[str]) -> str:
         """Narrow integers compute in i32, so a result is wrapped to its own width (uint8 200 +
@@ -296,7 +312,7 @@ def wgsl_program(prog: Program) -> Program:
       ordered too, which is right: a comparison with NaN is false.)
 
     Steps of a dtype WGSL lacks are left as they are: rendering them says so."""
-    out = Program(prog.name, global_size=prog.global_size)
+    out = Program(prog.name, global_size=prog.global_size, workgroup=prog.workgroup)
     new: dict[int, int] = {}  # step of prog -> the step of out that gives its value
 
     def const(value: Any, dtype: DType) -> int:
@@ -373,7 +389,7 @@ def hide_float_operands(prog: Program) -> Program:
     drops NaN. (The accumulator of an UPDATE is hidden by WGSLLanguage.op.) A value
     is hidden once per loop body it is used in (where the HIDE step is visible), and an
     accumulator again after each UPDATE (its value changed)."""
-    out = Program(prog.name, global_size=prog.global_size)
+    out = Program(prog.name, global_size=prog.global_size, workgroup=prog.workgroup)
     new: dict[int, int] = {}
     scopes: list[dict[int, int]] = [{}]  # per open loop: value of out -> its HIDE step
 
@@ -402,15 +418,35 @@ def hide_float_operands(prog: Program) -> Program:
         if step.op in (LOps.ALU, LOps.UPDATE):
             src = hidden_srcs(step, src)
         new[i] = out.add(step.op, step.dtype, src, step.arg)
-        if step.op is LOps.LOOP:
+        if step.op in (LOps.LOOP, LOps.IF):
             scopes.append({})
-        elif step.op is LOps.ENDLOOP:
+        elif step.op in (LOps.ENDLOOP, LOps.ENDIF):
             scopes.pop()
         elif step.op is LOps.UPDATE:
             for scope in scopes:
                 scope.pop(src[0], None)
     out.params = [new[p] for p in prog.params]
     return out
+
+
+def with_workgroup(source: str, workgroup: tuple[int, int]) -> str:
+    """A shader of work-groups (chapter 11): its workgroup size its own, and its arrays of
+    workgroup memory declared at the module's scope, where WGSL wants them."""
+    lines = source.split("\n")
+    shared = [line.strip() for line in lines if line.strip().startswith("var<workgroup>")]
+    body = "\n".join(line for line in lines if not line.strip().startswith("var<workgroup>"))
+    body = body.replace(f"@workgroup_size({WORKGROUP})", f"@workgroup_size({workgroup[1]})", 1)
+    return "".join(line + "\n" for line in shared) + body
+
+
+def workgroup_dispatch(groups: int) -> tuple[int, int]:
+    """(x, y) workgroups, exactly `groups` of them (a shader with a barrier sends no thread
+    home early), at most MAX_GROUPS along each; NotSupportedError where no such pair exists."""
+    for rows in range(-(-groups // MAX_GROUPS), min(groups, MAX_GROUPS) + 1):
+        if groups % rows == 0:
+            return groups // rows, rows
+    raise NotSupportedError(f"{groups} work-groups are not a grid of at most {MAX_GROUPS} x "
+                            f"{MAX_GROUPS} on WEBGPU")
 
 
 def wgsl_groups(item: Any) -> tuple[int, int]:

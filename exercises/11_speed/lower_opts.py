@@ -32,7 +32,8 @@ LOOP_PREFIX = {AxisKind.GLOBAL: "gidx", AxisKind.THREAD: "core", AxisKind.REDUCE
 
 class ProgramBuilder:
     """A Program being written, whose add() gives back an earlier step for the same value
-    (same op, dtype, operands and argument) in a loop that is still open, instead of a copy."""
+    (same op, dtype, operands and argument) in a loop (or an IF) that is still open, instead of
+    a copy."""
 
     def __init__(self, name: str):
         self.prog = Program(name)
@@ -47,9 +48,9 @@ class ProgramBuilder:
         step = self.prog.add(op, dtype, src, arg)
         if op in REUSABLE:
             self.scopes[-1][key] = step
-        elif op is LOps.LOOP:
+        elif op in (LOps.LOOP, LOps.IF):
             self.scopes.append({})
-        elif op is LOps.ENDLOOP:
+        elif op in (LOps.ENDLOOP, LOps.ENDIF):
             self.scopes.pop()
         return step
 
@@ -65,7 +66,7 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     raise NotImplementedError("not done yet: 11.lower_upcast")
 
 
-def _params(kernel: Kernel, b: ProgramBuilder) -> dict[int, int]:
+def add_params(kernel: Kernel, b: ProgramBuilder) -> dict[int, int]:
     """A PARAM step per buffer the kernel reads or writes, the output (0) first."""
     dtypes_of: dict[int, DType] = {0: kernel.ast.dtype}
     for node in kernel.ast.toposort():
@@ -76,7 +77,7 @@ def _params(kernel: Kernel, b: ProgramBuilder) -> dict[int, int]:
     return params
 
 
-def _emit(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int, int],
+def emit_value(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int, int],
           done: dict[UOp, int], lanes: Lanes | None = None) -> int:
     """Steps computing node (its sources first) at the loop indices idxs; done holds what is
     computed already (the reduce's result, after its loop). With lanes, a load that walks the

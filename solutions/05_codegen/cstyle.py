@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from tinyfw.codegen.lower import LOps, Program, Step
+from tinyfw.codegen.lower import WORKGROUP_STEPS, LOps, Program, Step
 from tinyfw.codegen.lower_opts import Broadcast, Lane
 from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.uop.ops import Ops
@@ -167,6 +167,41 @@ class CStyleLanguage:
         """The flat index of the running thread (languages with threads only)."""
         raise NotSupportedError(f"{self.name} runs no threads")
 
+    # --- chapter 11's work-groups (GPU languages): the steps lower_groups.py writes ---
+    def workgroup_index(self, which: str, workgroup: tuple[int, int]) -> str:
+        """The index of this thread's work-group ("group") or of the thread in its group
+        ("local"), as an int, in a launch of workgroup = (groups, threads in each)."""
+        raise NotSupportedError(f"{self.name} has no work-groups")
+
+    def local_array(self, name: str, type_: str, size: int) -> str:
+        """The declaration of an array of the work-group's local memory."""
+        raise NotSupportedError(f"{self.name} has no work-groups")
+
+    def barrier(self) -> str:
+        """The statement where each thread waits until every thread of its group is there (and
+        what they wrote to local memory is visible)."""
+        raise NotSupportedError(f"{self.name} has no work-groups")
+
+    def workgroup_step(self, prog: Program, i: int, names: dict[int, str]) -> str:
+        """The line of a SPECIAL, LOCAL, BARRIER or IF step (an IF opens a block)."""
+        step = prog.steps[i]
+        assert prog.workgroup is not None, f"{step.op} in a program without work-groups"
+        if step.op is LOps.SPECIAL:
+            var, which, stride, size = step.arg
+            index = self.workgroup_index(which, prog.workgroup)
+            index = f"({index}/{stride})" if stride > 1 else index
+            total = prog.workgroup[0 if which == "group" else 1]
+            index = f"({index}%{size})" if stride * size < total else index  # (not the first)
+            return self.decl(self.int_type, var, index, False)
+        if step.op is LOps.LOCAL:
+            names[i] = step.arg[0]
+            return self.local_array(step.arg[0], self.type_of(step.dtype), step.arg[1])
+        if step.op is LOps.BARRIER:
+            return self.barrier()
+        if step.op is LOps.IF:
+            return f"if ({step.arg} == 0) {{"
+        raise NotSupportedError(f"{step.op} is not rendered by {self.name}")
+
     def decl(self, type_: str, name: str, value: str, mutable: bool) -> str:
         """A statement declaring a variable (mutable: it is assigned again later)."""
         return f"{type_} {name} = {value};"
@@ -216,7 +251,7 @@ class CStyleLanguage:
             names[i] = f"data{number}"
             params.append((number, self.buffer_type(prog.steps[i].dtype), is_output))
         lines = [self.kernel_header(prog.name, params)]
-        if self.has_threads:
+        if self.has_threads and prog.workgroup is None:  # (chapter 11's work-groups: below)
             total = 1
             for size in prog.global_size:
                 total *= size
@@ -270,6 +305,12 @@ class CStyleLanguage:
             elif step.op is LOps.STORE:
                 lines.append(pad + self.store(names[step.src[0]], step.arg.render(),
                                               names[step.src[1]], step.dtype))
+            elif step.op is LOps.ENDIF:
+                depth -= 1
+                lines.append("  " * depth + "}")
+            elif step.op in WORKGROUP_STEPS:  # chapter 11: thread ids, local memory, barrier
+                lines.append(pad + self.workgroup_step(prog, i, names))
+                depth += step.op is LOps.IF
         lines.append("}")
         return self.prelude + "\n".join(lines) + "\n"
         # <<< exercise

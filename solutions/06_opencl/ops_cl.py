@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size
+from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.opencl_c import BITCAST_HELPERS
 from tinyfw.renderer.opencl_vector import OPENCL_VECTORS as OPENCL
@@ -157,4 +157,10 @@ class CLRuntime(Runtime):
 
     def run(self, program: CLProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         buffers = [out.ensure_allocated()] + [b.ensure_allocated() for b in inputs]
-        program(buffers, launch_size(item))
+        if (workgroup := workgroup_of(program)) is None:
+            program(buffers, launch_size(item))
+            return
+        groups, threads = workgroup  # chapter 11: exactly these work-groups, of these threads
+        _, queue = cl_context()
+        program.kernel(queue, (groups * threads,), (threads,), *buffers)
+        queue.finish()

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size
+from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.cuda_c import BLOCK, CUDA
 from tinyfw.runtime.ops_numpy import NumpyAllocator
@@ -188,7 +188,7 @@ class CUDARuntime(Runtime):
 
     def run(self, program: CUDAProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
-                *launch_dims(launch_size(item)))
+                *(workgroup_of(program) or launch_dims(launch_size(item))))
 
 
 # --- running CUDA source on the CPU ---
@@ -267,4 +267,4 @@ class CUDAEmulatorRuntime(Runtime):
             inputs: list[Buffer]) -> None:
         arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == self.name
                                              else b.numpy() for b in inputs]
-        program(arrays, *launch_dims(launch_size(item)))
+        program(arrays, *(workgroup_of(program) or launch_dims(launch_size(item))))

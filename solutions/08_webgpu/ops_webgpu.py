@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime
+from tinyfw.device import Buffer, Runtime, workgroup_of
 from tinyfw.dtype import DType, dtypes
-from tinyfw.renderer.wgsl import WGSL, WIDENED, wgsl_groups
+from tinyfw.renderer.wgsl import WGSL, WIDENED, wgsl_groups, workgroup_dispatch
 
 FIX_WEBGPU = ("install wgpu and a Vulkan driver: `pip install -e '.[webgpu]'` and "
               "`apt-get install mesa-vulkan-drivers` (set WGPU_BACKEND_TYPE=Vulkan on Linux)")
@@ -160,8 +160,9 @@ class WebGPURuntime(Runtime):
         return WebGPUProgram(name, binary, buffers)
 
     def run(self, program: WebGPUProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
+        workgroup = workgroup_of(program)  # (chapter 11's work-groups: exactly these)
         program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
-                wgsl_groups(item))
+                wgsl_groups(item) if workgroup is None else workgroup_dispatch(workgroup[0]))
 
     def synchronize(self) -> None:
         """Reads 4 bytes back: mapping a buffer waits for the queue (wgpu 0.32's

@@ -55,14 +55,15 @@ def fold_bitcasts(prog: Program) -> Program:
             steps[i] = Step(LOps.CONST, step.dtype, (), value.item())
     if steps == prog.steps:
         return prog
-    return Program(prog.name, steps, list(prog.params), prog.global_size)
+    return Program(prog.name, steps, list(prog.params), prog.global_size, prog.workgroup)
 
 
 class _Rewrite:
     """One pass over a program's steps, writing each into a new program, bfloat16 replaced."""
 
     def __init__(self, prog: Program):
-        self.old, self.new = prog, Program(prog.name, global_size=prog.global_size)
+        self.old, self.new = prog, Program(prog.name, global_size=prog.global_size,
+                                           workgroup=prog.workgroup)
         self.moved: dict[int, int] = {}  # step of the old program -> its value in the new
 
     def run(self) -> Program:

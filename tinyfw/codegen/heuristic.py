@@ -3,11 +3,14 @@ hand_coded_optimizations is the model). Each rule is a function that looks at th
 rules before it left it and returns the optimization it adds, or None."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from tinyfw.codegen.kernel import AxisKind, Kernel
+from tinyfw.codegen.lower import accumulator_dtype
 from tinyfw.codegen.lower_opts import lane_stride, vector_axis
 from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
+from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod
 from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import Ops
@@ -19,6 +22,8 @@ BIG_OUTPUTS = 1 << 18    # a matmul of at least 512 x 512 outputs gets the big t
 BIG_TILE = (8, 16, 2)    # its rows, then columns by 16 and by 2 more: 8 x 32 outputs a pass
 CHANNELS_WORK = 1 << 16  # iterations below which a kernel keeps its channels as loops
 DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
+FEW_OUTPUTS = 1024       # outputs up to which a GPU reduce is shared by a work-group (a guess)
+GROUP_LOOP = 256         # the shortest reduce loop that is shared so
 
 
 def iterations(kernel: Kernel) -> int:
@@ -243,6 +248,27 @@ def thread_the_outer_axis(kernel: Kernel, cores: int) -> Opt | None:
     return None
 
 
+def group_the_reduce(kernel: Kernel) -> Opt | None:
+    """A reduce with few outputs (FEW_OUTPUTS at most) and a long last loop, on a GPU: that
+    loop shared by the threads of a work-group (GROUP), about the square root of its length
+    of them, 16 to 256, so that each thread's loop and the adding of the partials after the
+    barrier are about as long. One thread per output would leave a GPU's thousands of threads
+    idle while a few run the whole loop. The threads of a group read neighbouring elements
+    at once (thread k reads k, k + threads, ...), which a GPU's memory serves in one go."""
+    reduce = kernel.reduce
+    loops = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.REDUCE]
+    if reduce is None or not loops or prod(kernel.output_shape) > FEW_OUTPUTS or \
+            accumulator_dtype(reduce.dtype) not in (dtypes.float32, dtypes.int32):
+        return None
+    size = kernel.axes[loops[-1]].size
+    threads = 1 << max(4, min(8, round(math.log2(max(size, 1)) / 2)))
+    while threads >= 16 and size % threads:
+        threads //= 2
+    if size < GROUP_LOOP or threads < 16:
+        return None
+    return Opt(OptOps.GROUP, loops[-1], threads)
+
+
 Rule = Callable[[Kernel], Opt | None]
 
 GPUS = ("CL", "CUDA", "CUDAEMU", "WEBGPU")  # a thread per output: no THREAD, no CPU vectors
@@ -270,6 +296,8 @@ def hand_coded_optimizations(kernel: Kernel, device: str, cores: int = 1,
                  lambda k: tile_a_transposed_read(k, lanes),
                  lambda k: thread_the_outer_axis(k, cores)]
     elif device in GPUS:
+        if (group := group_the_reduce(kernel)) is not None:  # (not combined with a tile)
+            return (group,)
         rules = [lambda k: upcast_a_vector(k, GPU_TILE),
                  lambda k: upcast_the_other_axis(k, GPU_TILE),
                  lambda k: unroll_the_reduce(k, GPU_TILE)]

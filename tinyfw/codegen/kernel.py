@@ -17,11 +17,18 @@ class AxisKind(Enum):
     UPCAST = auto()   # output elements unrolled: computed together, each its own register
     UNROLL = auto()   # reduce iterations unrolled: one partial accumulator each
     THREAD = auto()   # output elements shared out to the CPU's cores, one part each
+    LOCAL = auto()    # output elements computed by the threads of one GPU work-group
+    GROUP = auto()    # reduce iterations shared by a work-group's threads, combined in local memory
 
     @property
     def reduces(self) -> bool:
         """Whether iterations of this loop accumulate into one output element."""
-        return self in (AxisKind.REDUCE, AxisKind.UNROLL)
+        return self in (AxisKind.REDUCE, AxisKind.UNROLL, AxisKind.GROUP)
+
+    @property
+    def in_workgroup(self) -> bool:
+        """Whether this loop is the index of a thread within its GPU work-group."""
+        return self in (AxisKind.LOCAL, AxisKind.GROUP)
 
 
 @dataclass(frozen=True)

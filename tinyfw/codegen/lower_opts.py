@@ -29,7 +29,8 @@ LOOP_PREFIX = {AxisKind.GLOBAL: "gidx", AxisKind.THREAD: "core", AxisKind.REDUCE
 
 class ProgramBuilder:
     """A Program being written, whose add() gives back an earlier step for the same value
-    (same op, dtype, operands and argument) in a loop that is still open, instead of a copy."""
+    (same op, dtype, operands and argument) in a loop (or an IF) that is still open, instead of
+    a copy."""
 
     def __init__(self, name: str):
         self.prog = Program(name)
@@ -44,9 +45,9 @@ class ProgramBuilder:
         step = self.prog.add(op, dtype, src, arg)
         if op in REUSABLE:
             self.scopes[-1][key] = step
-        elif op is LOps.LOOP:
+        elif op in (LOps.LOOP, LOps.IF):
             self.scopes.append({})
-        elif op is LOps.ENDLOOP:
+        elif op in (LOps.ENDLOOP, LOps.ENDIF):
             self.scopes.pop()
         return step
 
@@ -59,7 +60,7 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     can be): outputs side by side, or partial sums added lane by lane at the end."""
     # >>> exercise 11.lower_upcast #upcast-and-unroll
     b = ProgramBuilder(kernel.name)
-    params = _params(kernel, b)
+    params = add_params(kernel, b)
     lanes = Lanes(vector, kernel.axes[vector].size) if vector is not None else None
     loops: dict[int, Expr] = {}
     for i, axis in enumerate(kernel.axes):
@@ -103,8 +104,8 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         for out, acc_row in zip(outputs, accs):
             for part, acc in zip(partials, acc_row):
                 done: dict[UOp, int] = {}
-                value = _emit(b, reduce.src[0], indices({**out, **part}, False), params, done,
-                              lanes)
+                value = emit_value(b, reduce.src[0], indices({**out, **part}, False), params,
+                                   done, lanes)
                 b.add(LOps.UPDATE, acc_dtype, (acc, value), op)
         for _ in inner:
             b.add(LOps.ENDLOOP, dtypes.int32)
@@ -121,7 +122,7 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         done = results.get(k, {})
         idxs = indices(out, True)
         stored = None if across else lanes
-        value = _emit(b, kernel.ast.src[1], idxs, params, done, stored)
+        value = emit_value(b, kernel.ast.src[1], idxs, params, done, stored)
         index, _ = kernel.ast.src[0].arg.to_indexed(idxs)
         b.add(LOps.STORE, widened(kernel.ast.dtype, stored), (params[0], value), index)
     for _ in outer:
@@ -130,7 +131,7 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     # <<< exercise
 
 
-def _params(kernel: Kernel, b: ProgramBuilder) -> dict[int, int]:
+def add_params(kernel: Kernel, b: ProgramBuilder) -> dict[int, int]:
     """A PARAM step per buffer the kernel reads or writes, the output (0) first."""
     dtypes_of: dict[int, DType] = {0: kernel.ast.dtype}
     for node in kernel.ast.toposort():
@@ -141,7 +142,7 @@ def _params(kernel: Kernel, b: ProgramBuilder) -> dict[int, int]:
     return params
 
 
-def _emit(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int, int],
+def emit_value(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int, int],
           done: dict[UOp, int], lanes: Lanes | None = None) -> int:
     """Steps computing node (its sources first) at the loop indices idxs; done holds what is
     computed already (the reduce's result, after its loop). With lanes, a load that walks the

@@ -14,6 +14,8 @@ class OptOps(Enum):
     UNROLL = auto()  # inner part of a reduce loop: that many partial accumulators
     THREAD = auto()  # outer part of an output loop: that many parts, shared out to the cores
     SWAP = auto()    # no split: output loop `axis` exchanged with output loop `amount`
+    LOCAL = auto()   # inner part of an output loop: that many threads of a GPU work-group
+    GROUP = auto()   # inner part of a reduce loop: shared by that many threads of a work-group
 
 
 @dataclass(frozen=True)
@@ -34,9 +36,14 @@ class KernelOptError(ValueError):
 
 
 ROLE = {OptOps.UPCAST: AxisKind.UPCAST, OptOps.UNROLL: AxisKind.UNROLL,
-        OptOps.THREAD: AxisKind.THREAD}
+        OptOps.THREAD: AxisKind.THREAD, OptOps.LOCAL: AxisKind.LOCAL, OptOps.GROUP: AxisKind.GROUP}
 SPLITS = {OptOps.UPCAST: AxisKind.GLOBAL, OptOps.UNROLL: AxisKind.REDUCE,
-          OptOps.THREAD: AxisKind.GLOBAL}  # the kind of loop each one splits
+          OptOps.THREAD: AxisKind.GLOBAL, OptOps.LOCAL: AxisKind.GLOBAL,
+          OptOps.GROUP: AxisKind.REDUCE}  # the kind of loop each one splits
+# The most threads a work-group gets: every GPU API here allows 256 (WebGPU's default limit
+# is 256, CUDA's 1024; PoCL's CPU device 4096), and the local memory of a GROUP is then 1 KiB.
+MAX_WORKGROUP = 256
+WORKGROUP_OPS = (OptOps.LOCAL, OptOps.GROUP)
 
 
 def apply_opt(kernel: Kernel, opt: Opt) -> Kernel:
@@ -51,11 +58,32 @@ def apply_opt(kernel: Kernel, opt: Opt) -> Kernel:
                              f"{SPLITS[opt.op].name}")
     if opt.amount < 2 or axis.size % opt.amount:
         raise KernelOptError(f"{opt}: {opt.amount} does not divide a loop of {axis.size}")
+    _check_workgroup(kernel, opt)
     if opt.op is OptOps.THREAD:  # the outer part: `amount` parts, each a loop of the rest
         if opt.amount == axis.size:  # the whole loop (no loop of 1 inside)
             return kernel.with_kind(opt.axis, AxisKind.THREAD)
         return kernel.split(opt.axis, axis.size // opt.amount, outer_kind=AxisKind.THREAD)
     return kernel.split(opt.axis, opt.amount, ROLE[opt.op])
+
+
+def _check_workgroup(kernel: Kernel, opt: Opt) -> None:
+    """KernelOptError where opt would make a work-group of more than MAX_WORKGROUP threads, or
+    mix work-group loops (LOCAL, GROUP) with the loops of registers and cores (UPCAST, UNROLL,
+    THREAD): their lowering (lower_groups.py) does not write those."""
+    kinds = {a.kind for a in kernel.axes}
+    if opt.op in WORKGROUP_OPS:
+        threads = opt.amount
+        for a in kernel.axes:
+            threads *= a.size if a.kind.in_workgroup else 1
+        if threads > MAX_WORKGROUP:
+            raise KernelOptError(f"{opt}: a work-group of {threads} threads, more than "
+                                 f"{MAX_WORKGROUP}")
+        if kinds & {AxisKind.UPCAST, AxisKind.UNROLL, AxisKind.THREAD}:
+            raise KernelOptError(f"{opt}: work-groups are not combined with UPCAST, UNROLL "
+                                 "or THREAD")
+    elif any(kind.in_workgroup for kind in kinds):
+        raise KernelOptError(f"{opt}: UPCAST, UNROLL and THREAD are not combined with "
+                             "work-groups (LOCAL, GROUP)")
 
 
 def apply_opts(kernel: Kernel, opts: tuple[Opt, ...]) -> Kernel:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from tinyfw.codegen.emulate import emulate_dtypes
 from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import Kernel
+from tinyfw.codegen.lower_groups import has_workgroups, lower_workgroups
 from tinyfw.codegen.lower_opts import lower_optimized, vector_axis
 from tinyfw.codegen.opt import apply_opts
 from tinyfw.codegen.lower import Program, lower
@@ -196,17 +197,21 @@ def find_built(build: Build) -> None:
                  code_identity(device.program))
         build.identities[compiler] = parts
     build.key = (device.name, kernel.ast, kernel.name, build.opts, lower, lower_optimized,
-                 emulate_dtypes, *parts)
+                 lower_workgroups, emulate_dtypes, *parts)
     build.result = cache.get(build.key)
 
 
 def lower_kernel(build: Build) -> None:
     """build.program: the kernel as a linear program of loops, loads, ALU steps, a store."""
     # chapter 05's lower; lower_optimized for a kernel with optimizations (chapter 11), with an
-    # UPCAST axis as vectors where the renderer has them
+    # UPCAST axis as vectors where the renderer has them; lower_workgroups for one with LOCAL
+    # or GROUP axes
     assert build.kernel is not None
     if not build.opts:
         build.program = lower(build.kernel)
+        return
+    if has_workgroups(build.kernel):  # LOCAL and GROUP: a GPU's work-groups
+        build.program = lower_workgroups(build.kernel)
         return
     lanes = getattr(build.device.renderer, "vector_lanes", 0)  # float32s in a SIMD register
     vector = vector_axis(build.kernel, lanes) if lanes > 1 else None
@@ -242,6 +247,8 @@ def load_program(build: Build) -> None:
 def _keep(build: Build, runner: Any) -> None:
     """build.result: the loaded runner with what made it, kept in the cache under its key."""
     assert build.kernel is not None and build.program is not None and build.key is not None
+    if build.program.workgroup is not None:  # its launch (device.workgroup_of)
+        runner.workgroup = build.program.workgroup
     build.result = CompiledKernel(build.key, build.device.name, build.kernel, build.program,
                                   build.source, build.binary, runner, build.opts)
     cache[build.key] = build.result
