@@ -4,7 +4,9 @@ every GPU device here; the CPU refuses them."""
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,3 +173,33 @@ def test_a_grouped_float_sum_stays_exact(device: str) -> None:
     got = Tensor(x, device=device).sum(1).numpy()
     exact = x.astype(np.float64).sum(1)
     np.testing.assert_allclose(got, exact, rtol=1e-6)
+
+
+def test_search_tries_work_groups_on_a_gpu_device_only() -> None:
+    """actions() offers LOCAL and GROUP for a device of work-groups; they apply, and once the
+    kernel has one, no UPCAST or UNROLL is offered (and the other way round)."""
+    from tinyfw.codegen.search import actions
+    k = kernel_of(Tensor(np.ones((16, 1024), np.float32)).sum(1))
+    offered = actions(k, workgroups=True)
+    assert {o.op for o in offered} == {U, R, L, G}
+    assert not {L, G} & {o.op for o in actions(k)}
+    grouped = apply_opt(k, Opt(G, 1, 64))
+    assert {o.op for o in actions(grouped, workgroups=True)} <= {L, G}
+    assert {o.op for o in actions(apply_opt(k, Opt(R, 1, 4)), workgroups=True)} <= {U, R}
+
+
+@pytest.mark.parametrize("device", ["CL", "CUDAEMU"])
+def test_beam_on_a_gpu_device_keeps_a_winner_that_computes_the_same(
+        device: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """BEAM=1 on a GPU device (its candidates LOCAL and GROUP too, each built and timed on it):
+    the row sums are numpy's, and the winner is kept in beam.json."""
+    if not probe(device)[0]:
+        pytest.skip(f"not graded here: no {device}")
+    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
+    monkeypatch.setenv("BEAM", "1")
+    monkeypatch.setenv("BEAM_BUDGET", "2")
+    x = RNG.random((16, 1024), dtype=np.float32)
+    got = Tensor(x, device=device).sum(1).numpy()
+    np.testing.assert_allclose(got, x.astype(np.float64).sum(1), rtol=1e-5)  # (any winner)
+    saved = json.loads((tmp_path / "beam.json").read_text())
+    assert len(saved) == 1

@@ -91,6 +91,7 @@ class Runtime:
     max_reduce: int | None = None  # the longest reduce one thread may run (None: no limit)
     has_float64: bool = True       # whether it computes in float64 (WGSL does not)
     cores: int = 1                 # how many cores run a threaded kernel at once (CPU)
+    has_workgroups: bool = False   # whether it runs kernels of work-groups (a GPU's; chapter 11)
 
     def __init__(self, name: str, allocator: Allocator, renderer: Any = None,
                  compiler: Any = None, program: Callable[..., Any] | None = None):

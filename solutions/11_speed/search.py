@@ -21,16 +21,19 @@ from tinyfw.helpers import prod
 
 UPCAST_AMOUNTS = (2, 3, 4, 8, 16)
 UNROLL_AMOUNTS = (2, 4, 8, 16)
+LOCAL_AMOUNTS = (4, 8, 16, 32, 64)        # threads of a work-group, on a GPU device
+GROUP_AMOUNTS = (8, 16, 32, 64, 128, 256)
 MAX_UPCAST = 256  # outputs computed together: a register tile, not a copy of the whole loop
 MAX_UNROLL = 32   # partial accumulators per output
 
 Timings = Callable[[Sequence[tuple[Opt, ...]]], list[float]]
 
 
-def actions(kernel: Kernel, cores: int = 1) -> list[Opt]:
+def actions(kernel: Kernel, cores: int = 1, workgroups: bool = False) -> list[Opt]:
     """Every split that applies to the kernel as it is: UPCAST of an output loop, UNROLL of a
-    reduce loop (by the amounts above, where they divide it) and, with several cores, THREAD
-    of a whole output loop."""
+    reduce loop (by the amounts above, where they divide it), with several cores THREAD of a
+    whole output loop, and on a device of work-groups LOCAL of an output loop and GROUP of a
+    reduce loop (those and the others exclude each other: apply_opt says which apply)."""
     found: list[Opt] = []
     upcast = prod(a.size for a in kernel.axes if a.kind is AxisKind.UPCAST)
     unroll = prod(a.size for a in kernel.axes if a.kind is AxisKind.UNROLL)
@@ -41,9 +44,11 @@ def actions(kernel: Kernel, cores: int = 1) -> list[Opt]:
                       if upcast * n <= MAX_UPCAST]
             if cores > 1 and not threaded and axis.size >= cores:
                 found.append(Opt(OptOps.THREAD, i, axis.size))
+            found += [Opt(OptOps.LOCAL, i, n) for n in LOCAL_AMOUNTS if workgroups]
         elif axis.kind is AxisKind.REDUCE:
             found += [Opt(OptOps.UNROLL, i, n) for n in UNROLL_AMOUNTS
                       if unroll * n <= MAX_UNROLL]
+            found += [Opt(OptOps.GROUP, i, n) for n in GROUP_AMOUNTS if workgroups]
     return [opt for opt in found if _applies(kernel, opt)]
 
 
@@ -57,12 +62,12 @@ def _applies(kernel: Kernel, opt: Opt) -> bool:
 
 
 def beam_search(kernel: Kernel, timings: Timings, width: int, cores: int = 1,
-                budget_s: float = 30.0,
-                clock: Callable[[], float] = time.perf_counter) -> tuple[Opt, ...]:
+                budget_s: float = 30.0, clock: Callable[[], float] = time.perf_counter,
+                workgroups: bool = False) -> tuple[Opt, ...]:
     """The fastest sequence of splits found: from no split at all, each round extends every
     sequence of the beam by each of its actions, times all the new ones at once (timings, in
     seconds each) and keeps the `width` fastest; it ends when a round finds none faster than the
-    best so far, or when budget_s has passed."""
+    best so far, or when budget_s has passed. (cores and workgroups: what actions() may try.)"""
     # >>> exercise 11.search #searching
     start = clock()
     best_opts: tuple[Opt, ...] = ()
@@ -70,7 +75,8 @@ def beam_search(kernel: Kernel, timings: Timings, width: int, cores: int = 1,
     beam = [best_opts]
     while clock() - start < budget_s:
         candidates = list(dict.fromkeys(
-            opts + (opt,) for opts in beam for opt in actions(apply_opts(kernel, opts), cores)))
+            opts + (opt,) for opts in beam
+            for opt in actions(apply_opts(kernel, opts), cores, workgroups)))
         if not candidates:
             break
         ranked = sorted(zip(timings(candidates), candidates), key=lambda pair: pair[0])

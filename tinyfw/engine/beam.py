@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -64,15 +65,22 @@ def searched_opts(kernel: Kernel, item: ScheduleItem, device: Runtime,
     if key in known:
         return tuple(Opt(OptOps[op], axis, amount) for op, axis, amount in known[key])
     buffers = _buffers(item)
+    budget = float(os.getenv("BEAM_BUDGET", BUDGET_S))
+    deadline = time.perf_counter() + budget
+
+    def built(opts: tuple[Opt, ...]) -> Any:
+        """The candidate's program, or None once the budget is spent."""
+        return None if time.perf_counter() > deadline else build(apply_opts(kernel, opts), opts)
 
     def timings(candidates: Sequence[tuple[Opt, ...]]) -> list[float]:
-        """Each candidate built (at once), then run on the buffers and timed."""
+        """Each candidate built (at once), then run on the buffers and timed; one left when
+        the budget is spent is not built or timed (an infinite time: never the winner)."""
         with ThreadPoolExecutor(max_workers=max(device.cores, 1)) as pool:
-            runners = list(pool.map(lambda opts: build(apply_opts(kernel, opts), opts),
-                                    candidates))
-        return [_time(device, runner, item, buffers) for runner in runners]
-    budget = float(os.getenv("BEAM_BUDGET", BUDGET_S))
-    best = beam_search(kernel, timings, width, device.cores, budget)
+            runners = list(pool.map(built, candidates))
+        return [math.inf if runner is None or time.perf_counter() > deadline else
+                _time(device, runner, item, buffers) for runner in runners]
+    best = beam_search(kernel, timings, width, device.cores, budget,
+                       workgroups=device.has_workgroups)
     known = _load()  # (another process may have added some meanwhile)
     known[key] = [[opt.op.name, opt.axis, opt.amount] for opt in best]
     path = cache_file()

@@ -157,7 +157,7 @@ def optimize(build: Build) -> None:
     chosen = _optimized.setdefault(build.kernel.ast, {})
     key = (build.kernel.name, build.device.name, build.device.cores, width)
     if key not in chosen:  # (chosen once per AST and device, like the kernel itself)
-        if width and build.device.name == "CPU":
+        if width and build.device.renderer is not None:  # (NUMPY compiles nothing)
             opts = searched_opts(build.kernel, build.item, build.device,
                                  lambda kernel, opts: _built(build.item, kernel, opts).runner)
         else:

@@ -141,6 +141,8 @@ class WebGPURuntime(Runtime):
     """The WEBGPU device: kernels rendered as WGSL, which wgpu compiles into one pipeline per
     kernel (WebGPUProgram; no compiler of tinyfw's own)."""
 
+    has_workgroups = True
+
     max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
     has_float64 = False
 
