@@ -344,3 +344,66 @@ def test_replays_launch_the_captured_programs_without_the_passes(
     monkeypatch.setattr(realize, "get_program", no_passes)
     for i in range(2, 5):
         assert step(Tensor(np.full(8, float(i), np.float32))).item() == 8 * (2 * i + 1)
+
+
+def test_the_training_flag_switched_after_the_capture() -> None:
+    """A step captured in training mode (dropout, BatchNorm's batch statistics) and called in
+    eval mode would replay the training kernels: JitError, saying to use one TinyJit per mode."""
+    from tinyfw import nn
+    norm = nn.BatchNorm(4)
+    state = list(nn.state.get_state_dict(norm).values())
+    Tensor.realize_all(*state)
+
+    def forward(x: Tensor) -> Tensor:
+        out = norm(x).sum()
+        Tensor.realize_all(out, *state)
+        return out
+    step = TinyJit(forward)
+    x = Tensor(np.arange(32, dtype=np.float32).reshape(8, 4))
+    with Tensor.train():
+        for _ in range(3):
+            step(x)
+    with pytest.raises(JitError, match="captured with Tensor.training=True, called with False"):
+        step(x)
+    with Tensor.train():
+        step(x)  # the mode it was captured in: fine
+
+
+def test_an_optimizer_float_changed_after_the_capture() -> None:
+    """SGD's lr, a Python float, is a constant of the captured kernels: changed after the
+    capture, a replay would still step with the old one. JitError names it and the fix; an lr
+    given as a Tensor and assigned is followed."""
+    from tinyfw.nn.optim import SGD
+    w = Tensor(np.ones(4, np.float32), requires_grad=True)
+    opt = SGD([w], lr=0.5)
+
+    def step() -> Tensor:
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    jitted = TinyJit(step)
+    for _ in range(3):
+        jitted()
+    opt.lr = 0.1
+    with pytest.raises(JitError, match=r"SGD.lr was 0.5 when the function was captured and is "
+                                       r"0.1 now.*lr=Tensor\(0.01\)"):
+        jitted()
+    opt.lr = 0.5
+    jitted()  # back to the captured value: replays again
+    lr = Tensor(0.5)
+    w2 = Tensor(np.ones(4, np.float32), requires_grad=True)
+    opt2 = SGD([w2], lr=lr)
+
+    def step2() -> None:
+        opt2.zero_grad()
+        (w2 * w2).sum().backward()
+        opt2.step()
+    jitted2 = TinyJit(step2)
+    for _ in range(3):
+        jitted2()
+    lr.assign(Tensor(0.0)).realize()
+    before = w2.numpy()
+    jitted2()
+    np.testing.assert_array_equal(w2.numpy(), before)  # a step of lr 0 moves nothing

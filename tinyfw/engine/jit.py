@@ -48,9 +48,11 @@ keep their values; the function returns None, a Tensor, or tuples, lists and dic
 (not its inputs); it does not read data (.numpy(), .item(), print) while captured; it
 launches some kernel; the tensors it assigns are realized before the call and by its end; it
 sets .grad to None before backward (a replay cannot add to an earlier call's gradient); no
-TinyJit is called inside another's capture. Not checked: a replay sees only the buffers it
-captured, so Python state the function reads (Tensor.training, globals) is fixed at capture,
-and a tensor replaced rather than assigned (`model.w = Tensor(...)`) is not seen.
+TinyJit is called inside another's capture; Tensor.training is as it was at the capture, and so
+is every value watched then (watch(): an optimizer's float learning rate). Not checked: a
+replay sees only the buffers it captured, so other Python state the function reads (globals)
+is fixed at capture, and a tensor replaced rather than assigned (`model.w = Tensor(...)`) is
+not seen.
 
 Threads. A capture is its thread's alone: the kernels launched, the reads refused and the
 nested calls refused are the capturing thread's; another thread may meanwhile realize, read
@@ -59,11 +61,12 @@ so another thread drawing from it during a capture makes the capture fail.)
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +125,8 @@ class TinyJit:
         self.written: set[Buffer] = set()         # buffers the cache writes
         self.ret: Any = None                      # what the captured call returned
         self.checks: list[tuple[realize.Check, Buffer, Buffer | None]] = []  # see _verify
+        self.training = False                     # Tensor.training when it was captured
+        self.watched: list[Watched] = []          # Python values its kernels hold (watch())
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         """Used on a method, the instance is passed as the first argument."""
@@ -146,10 +151,13 @@ class TinyJit:
         elif self.cnt == 1:
             # values computed earlier from the inputs would be read, not recomputed: forgotten
             realize.forget_readers({_buffer(t) for t in tensors.values()})
-            ret = self.capture(args, kwargs, tensors, others)
-            self.checks = _captured_checks(self.jit_cache)
+            self.training = Tensor.training
+            with _watching() as watched:
+                ret = self.capture(args, kwargs, tensors, others)
+            self.checks, self.watched = _captured_checks(self.jit_cache), watched
         else:
             self._check_call(tensors, others)
+            self._check_python_state()
             ret = self.replay(tensors)
             self._verify()
         if self.cnt >= 1:  # the state buffers changed in place: values computed from them are old
@@ -260,6 +268,25 @@ class TinyJit:
                                f"one. Return a copy ({name}.contiguous()) or leave it out.")
 
     # --- call 3 and after: replay ---
+    def _check_python_state(self) -> None:
+        """JitError where Python state the captured kernels hold has changed since: the
+        training flag, or a value watched during the capture (an optimizer's float learning
+        rate). A replay would compute with the old one."""
+        if Tensor.training != self.training:
+            raise JitError(f"TinyJit({self.name}): captured with Tensor.training="
+                           f"{self.training}, called with {Tensor.training}: a replay runs the "
+                           "captured kernels, computed for the other mode (dropout, BatchNorm's "
+                           "statistics). Use one TinyJit per mode (a train step and an eval "
+                           "step), or call .reset() after switching to capture again.")
+        for owner_ref, attribute, value in self.watched:
+            owner = owner_ref()
+            if owner is not None and not _same(now := getattr(owner, attribute), value):
+                raise JitError(
+                    f"TinyJit({self.name}): {type(owner).__name__}.{attribute} was {value!r} "
+                    f"when the function was captured and is {now!r} now; the replayed kernels "
+                    f"hold {value!r}. Make it a Tensor (as lr=Tensor(0.01)) and .assign() new "
+                    "values to it, or call .reset() to capture again.")
+
     def _check_call(self, tensors: dict[str, Tensor], others: dict[str, Any]) -> None:
         """The call must look like the captured one: the same arguments, tensors of the same
         shapes, dtypes and devices, and equal other arguments."""
@@ -385,10 +412,34 @@ class _Guard(realize.Listener):
             _moved.append((weakref.ref(tensor), buf))
 
 
-_this_thread = threading.local()                        # .recorder: its capture, if any
+_this_thread = threading.local()  # .recorder: its capture, if any; .watched: what watch() adds to
 _jits: weakref.WeakSet[TinyJit] = weakref.WeakSet()     # the TinyJits captured, still alive
 _moved: list[tuple[weakref.ref[Tensor], Buffer]] = []   # pinned tensors assigned since
 realize.listeners.append(_Guard())
+
+
+# (the object, by a weak reference; its attribute; the value it had during the capture)
+Watched = tuple["weakref.ref[Any]", str, Any]
+
+
+@contextlib.contextmanager
+def _watching() -> Iterator[list[Watched]]:
+    """Within the block, watch() in this thread adds to the list given."""
+    watched: list[Watched] = []
+    _this_thread.watched = watched
+    try:
+        yield watched
+    finally:
+        _this_thread.watched = None
+
+
+def watch(owner: Any, attribute: str) -> None:
+    """A Python value a function reads while TinyJit captures it, which the captured kernels
+    then hold as a constant (an optimizer's float learning rate): a replay after it changed
+    raises JitError instead of computing with the old value. Outside a capture, nothing."""
+    watched = getattr(_this_thread, "watched", None)
+    if watched is not None:
+        watched.append((weakref.ref(owner), attribute, getattr(owner, attribute)))
 
 
 def _capture_in_this_thread() -> _Recorder | None:

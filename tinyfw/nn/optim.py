@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import shape_str
+from tinyfw.engine.jit import watch
 from tinyfw.tensor import Tensor
 
 LearningRate = float | Tensor
@@ -62,6 +63,9 @@ class Optimizer:
 
     def schedule_step(self) -> list[Tensor]:
         """Assign every new value lazily, computing nothing; returns the tensors to realize."""
+        for name, value in vars(self).items():  # a float hyperparameter: a constant of a capture
+            if isinstance(value, (bool, int, float)):
+                watch(self, name)
         for i, p in enumerate(self.params):
             if p.grad is None:
                 raise RuntimeError(f"parameter {i} (shape {shape_str(p.shape)}) has no gradient: "
