@@ -407,3 +407,32 @@ def test_an_optimizer_float_changed_after_the_capture() -> None:
     before = w2.numpy()
     jitted2()
     np.testing.assert_array_equal(w2.numpy(), before)  # a step of lr 0 moves nothing
+
+
+def test_jit_verify_finds_a_global_changed_after_the_capture(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A global read inside the function is a constant of the capture, which TinyJit cannot
+    see change. With JIT_VERIFY=1 each replay is checked against the function run the slow
+    way: a training step replays without complaint, and the changed global raises JitError
+    naming the output that differs; the state is the slow run's, as without TinyJit."""
+    monkeypatch.setenv("JIT_VERIFY", "1")
+    plain_params, jit_params = mlp("CPU", 0), mlp("CPU", 0)
+    velocities = [[Tensor.zeros(*p.shape).realize() for p in ps]
+                  for ps in (plain_params, jit_params)]
+    plain = training_step(plain_params, velocities[0])
+    jitted = TinyJit(training_step(jit_params, velocities[1]))
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        x = Tensor(rng.standard_normal((8, 12)).astype(np.float32))
+        labels = Tensor(np.eye(4, dtype=np.float32)[rng.integers(0, 4, 8)])
+        assert plain(x, labels).numpy().tobytes() == jitted(x, labels).numpy().tobytes()
+        for a, b in zip(plain_params + velocities[0], jit_params + velocities[1]):
+            assert a.numpy().tobytes() == b.numpy().tobytes()  # each step made once
+    scale = {"value": 2.0}
+    w = Tensor(np.ones(3, np.float32))
+    scaled = TinyJit(lambda x: (x * scale["value"] + w).sum())
+    for _ in range(3):
+        scaled(Tensor(np.arange(3, dtype=np.float32)))
+    scale["value"] = 3.0
+    with pytest.raises(JitError, match=r"JIT_VERIFY: the replay's output 0 \(shape \[\]\) differs"):
+        scaled(Tensor(np.arange(3, dtype=np.float32)))

@@ -52,7 +52,9 @@ TinyJit is called inside another's capture; Tensor.training is as it was at the 
 is every value watched then (watch(): an optimizer's float learning rate). Not checked: a
 replay sees only the buffers it captured, so other Python state the function reads (globals)
 is fixed at capture, and a tensor replaced rather than assigned (`model.w = Tensor(...)`) is
-not seen.
+not seen. JIT_VERIFY=1 finds those too, at a price: each replay is followed by the function run
+the slow way from the same state, and a JitError names the first output, state or input whose
+values differ (then the slow run's state is kept).
 
 Threads. A capture is its thread's alone: the kernels launched, the reads refused and the
 nested calls refused are the capturing thread's; another thread may meanwhile realize, read
@@ -64,11 +66,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from tinyfw.engine import realize
 from tinyfw.engine.debug import debug_level
@@ -158,8 +163,11 @@ class TinyJit:
         else:
             self._check_call(tensors, others)
             self._check_python_state()
-            ret = self.replay(tensors)
-            self._verify()
+            if os.getenv("JIT_VERIFY", "0") not in ("", "0"):
+                ret = self._replay_verified(args, kwargs, tensors)
+            else:
+                ret = self.replay(tensors)
+                self._verify()
         if self.cnt >= 1:  # the state buffers changed in place: values computed from them are old
             realize.forget_readers(self.written | self.pinned)
         self.cnt += 1
@@ -328,6 +336,45 @@ class TinyJit:
             print(f"TinyJit({self.name}): replayed {len(self.jit_cache)} launches")
         return _rebuilt(self.ret, swap)
         # <<< exercise
+
+    def _replay_verified(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                         tensors: dict[str, Tensor]) -> Any:
+        """JIT_VERIFY=1: the replay, then the state it changed put back and the function run
+        the slow way (as without TinyJit); JitError naming the first output, state or input
+        whose values differ, which means the function reads something the replay cannot see
+        (a global changed since the capture). Else the replay's result, the state as both
+        left it."""
+        state = sorted((b for b in self.pinned if b in self.written), key=id)
+        changed = state + [_buffer(t) for t in tensors.values()]  # (an input may be assigned)
+        before = [b.numpy() for b in changed]
+        ret = self.replay(tensors)
+        self._verify()
+        outputs = _output_tensors(ret, self.name)
+        replayed = [_buffer(t).numpy() for t in outputs] + [b.numpy() for b in changed]
+        for buf, value in zip(changed, before):  # undo the replay
+            buf.copyin(value)
+        realize.forget_readers(self.written | self.pinned)
+        slow = _output_tensors(self.fn(*args, **kwargs), self.name)
+        Tensor.realize_all(*slow, *tensors.values())
+        # (read before the state moves back, which makes values computed from it stale)
+        rights = [t.numpy() for t in slow] + [t.numpy() for t in tensors.values()]
+        _copy_back_moved()  # the state the slow call assigned, back in its buffers
+        rights[len(slow):len(slow)] = [b.numpy() for b in state]
+        names = [f"output {i} (shape {shape_str(t.shape)})" for i, t in enumerate(slow)] + \
+            [f"state of shape {shape_str((b.size,))} ({b.dtype.name})" for b in state] + \
+            [f"input {name}" for name in tensors]
+        for name, fast, right in zip(names, replayed, rights):
+            fast, right = fast.reshape(-1), right.reshape(-1)
+            if not np.array_equal(fast, right, equal_nan=fast.dtype.kind in "fc"):
+                raise JitError(
+                    f"TinyJit({self.name}): JIT_VERIFY: the replay's {name} differs from the "
+                    f"function's own result (first at element "
+                    f"{int(np.argmax(fast != right))}). The function reads "
+                    "something a replay cannot see, which changed since the capture: a global "
+                    "or an attribute (pass it as a tensor argument), a tensor replaced rather "
+                    "than assigned (use .assign()), or a tensor the function realized and kept "
+                    "(a replay overwrites its buffer; return it instead).")
+        return ret
 
     def _verify(self) -> None:
         """The deferred checks (realize.Check) the captured kernels computed, read again after
