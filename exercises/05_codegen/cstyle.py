@@ -195,7 +195,7 @@ class CStyleLanguage:
             return self.decl(self.int_type, var, index, False)
         if step.op is LOps.LOCAL:
             names[i] = step.arg[0]
-            return self.local_array(step.arg[0], self.type_of(step.dtype), step.arg[1])
+            return self.local_array(step.arg[0], self.buffer_type(step.dtype), step.arg[1])
         if step.op is LOps.BARRIER:
             return self.barrier()
         if step.op is LOps.IF:

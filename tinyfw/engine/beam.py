@@ -24,6 +24,7 @@ from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.opt import Opt, OptOps, apply_opts
 from tinyfw.codegen.search import beam_search
 from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.cstyle import NotSupportedError
 from tinyfw.engine.schedule import ScheduleItem
 
 SHORT_S = 0.05       # a candidate that ran for less is run again (up to 3 times, the best kept)
@@ -69,8 +70,14 @@ def searched_opts(kernel: Kernel, item: ScheduleItem, device: Runtime,
     deadline = time.perf_counter() + budget
 
     def built(opts: tuple[Opt, ...]) -> Any:
-        """The candidate's program, or None once the budget is spent."""
-        return None if time.perf_counter() > deadline else build(apply_opts(kernel, opts), opts)
+        """The candidate's program; None once the budget is spent, or where the device cannot
+        run it (NotSupportedError: as WEBGPU, a grid of work-groups it cannot dispatch)."""
+        if time.perf_counter() > deadline:
+            return None
+        try:
+            return build(apply_opts(kernel, opts), opts)
+        except NotSupportedError:
+            return None
 
     def timings(candidates: Sequence[tuple[Opt, ...]]) -> list[float]:
         """Each candidate built (at once), then run on the buffers and timed; one left when
