@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU and its driver: sets up, then runs the op test suite on the
-# CUDA device and grades chapter 07 on it (your exercises/ code; TINYFW_IMPL=solutions for the
+# On a machine with an NVIDIA GPU and its driver: sets up, then runs the op test suite (with the
+# long sums and the work-group kernels of chapter 11) on the CUDA device and grades chapter 07 on it (your exercises/ code; TINYFW_IMPL=solutions for the
 # reference), and prints a summary line for each. Extra arguments go to both pytest runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -30,7 +30,8 @@ run() {  # run NAME COMMAND...: run a pytest, remember its last line
   [ "$code" -eq 0 ] || status=1
   rm -f "$log"
 }
-run "op suite on CUDA" env DEVICE=CUDA .venv/bin/python -m pytest tests/test_ops.py -q -ra "$@"
+run "op suite on CUDA" env DEVICE=CUDA .venv/bin/python -m pytest tests/test_ops.py \
+  tests/test_reduce_accuracy.py tests/test_workgroups.py -q -ra "$@"
 run "chapter 07 on CUDA" .venv/bin/python -m pytest chapters/07 -q -ra "$@"
 
 echo

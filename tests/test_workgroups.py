@@ -23,7 +23,7 @@ from tinyfw.renderer.cstyle import NotSupportedError
 
 from tests.test_opt import run_with
 
-GPUS = ["CL", "WEBGPU", "CUDAEMU"]
+GPUS = ["CL", "WEBGPU", "CUDAEMU", "CUDA"]  # (CUDA: scripts/test_cuda.sh, on a GPU)
 L, G, U, R = OptOps.LOCAL, OptOps.GROUP, OptOps.UPCAST, OptOps.UNROLL
 RNG = np.random.default_rng(3)
 A = RNG.normal(size=(12, 20)).astype(np.float32)
@@ -111,6 +111,7 @@ def test_each_language_writes_local_memory_and_a_barrier(device: str) -> None:
     source = run_source(out, (Opt(G, 1, 4),))
     words = {"CL": ("__local float partials[4];", "barrier(CLK_LOCAL_MEM_FENCE);"),
              "CUDAEMU": ("__shared__ float partials[4];", "__syncthreads();"),
+             "CUDA": ("__shared__ float partials[4];", "__syncthreads();"),
              "WEBGPU": ("var<workgroup> partials: array<f32, 4>;", "workgroupBarrier();")}
     for word in words[device]:
         assert source.count(word) == 1, source
