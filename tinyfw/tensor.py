@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.mixin import elementwise_math
+from tinyfw.mixin import elementwise_math, threefry
 from tinyfw.engine import realize
 from tinyfw.mixin.core import float32_inside
 from tinyfw.mixin.derived import AxisArg, DerivedOps
@@ -103,12 +103,19 @@ def scalar_first(swaps: bool) -> Callable[[Callable[..., Tensor]], Callable[...,
     return wrap
 
 
+# Random bits per sample of each float dtype: its significand's (a sample of that many bits is
+# exact in it, and below 1); float64's from one 32-bit word.
+RANDOM_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 32}
+
+
 class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "__weakref__")
     training: bool = False
-    _rng: np.random.Generator = np.random.default_rng(0)
+    _rng: np.random.Generator = np.random.default_rng(0)  # randint, randperm, multinomial
+    _seed: int = 0                                          # of the device streams (threefry)
+    _rng_states: dict[str, Tensor] = {}                     # per device: [key0, key1, drawn]
     _grad_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
     def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None,
@@ -493,18 +500,47 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     @staticmethod
     def manual_seed(seed: int = 0) -> None:
-        """Make rand, randn, uniform and friends repeat the same numbers."""
+        """Make rand, randn, uniform and friends repeat the same numbers (the same on every
+        device: they are computed there, by threefry from the seed; randint, randperm and
+        multinomial are drawn on the host, from a generator seeded alike)."""
         Tensor._rng = np.random.default_rng(seed)
+        Tensor._seed = seed
+        for device, state in Tensor._rng_states.items():  # (assigned: a TinyJit may keep it)
+            state.assign(Tensor(threefry.initial_state(seed), device=device,
+                                dtype=dtypes.uint32)).realize()
 
     @staticmethod
-    def _random(sample: np.ndarray, dtype: DType | str | None, device: str | None,
-                requires_grad: bool | None) -> Tensor:
-        """Samples as a float tensor; torch's NotImplementedError for another dtype."""
+    def _random_words(n: int, device: str | None) -> Tensor:
+        """n random uint32 words of the device's threefry stream, computed now (so that they
+        keep their values, whatever is drawn next); the stream moves on by n."""
+        device = Device.canonicalize(device)
+        if n >= 1 << 32:
+            raise ValueError(f"tinyfw draws fewer than 2**32 random numbers at once, not {n}")
+        if device not in Tensor._rng_states:
+            Tensor._rng_states[device] = Tensor(threefry.initial_state(Tensor._seed),
+                                                device=device, dtype=dtypes.uint32).realize()
+        state = Tensor._rng_states[device]
+        counters = Tensor.arange(n, device=device, dtype=dtypes.uint32) + state[2]
+        words = threefry.threefry2x32(state[0], state[1], counters, 0)[0].realize()
+        state.assign(state + Tensor([0, 0, n], device=device, dtype=dtypes.uint32)).realize()
+        return words
+
+    @staticmethod
+    def _random_floats(shape: tuple[int, ...], dtype: DType | str | None, device: str | None,
+                       requires_grad: bool | None = None) -> Tensor:
+        """Uniform samples in [0, 1) of a float dtype: a word's top bits, as many as the dtype's
+        significand holds, times 2**-bits, so that no sample rounds up to 1 (torch's
+        NotImplementedError for another dtype)."""
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
         if not dt.is_float:
             raise NotImplementedError(f"random floats not implemented for '{dt.name}'")
-        return Tensor(sample, device=device, dtype=dt,
-                      requires_grad=requires_grad)
+        words = Tensor._random_words(prod(shape), device)
+        bits = RANDOM_BITS[dt]
+        compute = dtypes.float64 if dt.itemsize == 8 else dtypes.float32
+        out = ((words >> (32 - bits)).cast(compute) * 2.0 ** -bits).cast(dt).reshape(shape)
+        if requires_grad is not None:
+            out.requires_grad = requires_grad
+        return out
 
     @staticmethod
     def _new_shape(*sizes: Sizes) -> tuple[int, ...]:
@@ -522,16 +558,25 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     @staticmethod
     def rand(*shape: Sizes, dtype: DType | str | None = None, device: str | None = None,
              requires_grad: bool | None = None) -> Tensor:
-        """Uniform samples in [0, 1)."""
-        return Tensor._random(Tensor._rng.random(Tensor._new_shape(*shape)), dtype, device,
-                              requires_grad)
+        """Uniform samples in [0, 1), computed on the device (threefry)."""
+        return Tensor._random_floats(Tensor._new_shape(*shape), dtype, device, requires_grad)
 
     @staticmethod
     def randn(*shape: Sizes, dtype: DType | str | None = None, device: str | None = None,
               requires_grad: bool | None = None) -> Tensor:
-        """Samples of the standard normal distribution."""
-        return Tensor._random(Tensor._rng.standard_normal(Tensor._new_shape(*shape)), dtype,
-                              device, requires_grad)
+        """Samples of the standard normal distribution, computed on the device: Box-Muller of
+        two uniform samples, sqrt(-2 log u) cos(2 pi v), u in (0, 1]."""
+        shape = Tensor._new_shape(*shape)
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+        if not dt.is_float:
+            raise NotImplementedError(f"normal random floats not implemented for '{dt.name}'")
+        compute = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
+        u = 1 - Tensor._random_floats(shape, compute, device)
+        v = Tensor._random_floats(shape, compute, device)
+        out = ((-2 * u.log()).sqrt() * (v * (2 * math.pi)).cos()).cast(dt)
+        if requires_grad is not None:
+            out.requires_grad = requires_grad
+        return out
 
     @staticmethod
     def randint(*shape: Sizes, low: int = 0, high: int = 10, dtype: DType | str | None = None,
@@ -551,8 +596,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if low > high:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                                f"from={low:g} > to={high:g}")
-        sample = Tensor._rng.uniform(low, high, Tensor._new_shape(*shape))
-        return Tensor._random(sample, dtype, device, requires_grad)
+        out = Tensor._random_floats(Tensor._new_shape(*shape), dtype, device) * (high - low) + low
+        if requires_grad is not None:
+            out.requires_grad = requires_grad
+        return out
 
     @staticmethod
     def kaiming_uniform(*sizes: Sizes, a: float = 0.01, **kwargs: Any) -> Tensor:
@@ -568,8 +615,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """Samples of the normal distribution of mean and std."""
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-        sample = Tensor._rng.normal(mean, std, Tensor._new_shape(*shape))
-        return Tensor._random(sample, dtype, device, requires_grad)
+        out = Tensor.randn(Tensor._new_shape(*shape), dtype=dtype, device=device) * std + mean
+        if requires_grad is not None:
+            out.requires_grad = requires_grad
+        return out
 
     @staticmethod
     def kaiming_normal(*sizes: Sizes, a: float = 0.01, **kwargs: Any) -> Tensor:

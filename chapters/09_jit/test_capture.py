@@ -378,7 +378,7 @@ def _one(x: Tensor) -> tuple[Tensor, ...]:
 PITFALLS: dict[str, tuple[Callable[[], TinyJit], Callable[[Tensor], tuple[Tensor, ...]], str]] = {
     "reading data": (_reads_data, _one, r"reads a tensor's data.*Return the tensor"),
     "nested jits": (_nested, _one, "nested JITs are not supported"),
-    "random numbers": (lambda: TinyJit(lambda x: x * (Tensor.rand(3) < 0.5)), _one,
+    "random numbers": (lambda: TinyJit(lambda x: x * Tensor.randint(3, high=2)), _one,
                        "drew random numbers.*pass them in"),
     "nothing launched": (_nothing_launched, _one, "launched no kernel"),
     "returning an input": (lambda: TinyJit(lambda x: (x, x + 1)), _one, "returned its input x"),

@@ -34,11 +34,13 @@ Tensors the cache reads but never writes, or keeps state in, are *pinned*: a lea
 frozen weights, the parameters an eval step reads. Assigning one outside a capture is fine:
 before the next call of any TinyJit, its new value is copied into the pinned buffer.
 
-Random numbers. Tensor.rand and friends sample with numpy on the host while the graph is
-built, so a replay would reuse the captured call's numbers forever (a dropout mask frozen).
-TinyJit does not pretend otherwise: a function that draws from Tensor's generator while it is
-captured raises JitError; draw the numbers outside and pass them in as a tensor argument.
-(Other host data made inside the function, Tensor.arange or Tensor([...]), is a constant.)
+Random numbers. Tensor.rand, randn, uniform, normal and dropout are computed on the device from
+a state tensor (tinyfw/mixin/threefry.py) that each draw assigns: the capture keeps it like any
+state, and each replay draws new numbers. randint, randperm and multinomial sample with numpy
+on the host while the graph is built, so a replay would reuse the captured call's numbers
+forever: a function that draws those while it is captured raises JitError; draw them outside
+and pass them in as a tensor argument. (Other host data made inside the function,
+Tensor.arange or Tensor([...]), is a constant.)
 
 Deferred checks. An error that depends on data (an integer division by a tensor holding 0, a
 class label out of range: realize.Check) is raised by realize once the graph is computed. The
@@ -257,11 +259,12 @@ class TinyJit:
                            "tensors and return (or realize) the result; one that only returns "
                            "values computed before needs no JIT.")
         if _rng_state() != rng:
-            raise JitError(f"TinyJit({self.name}): the function drew random numbers (rand, randn"
-                           ", randint, uniform, dropout, ...) while it was captured. tinyfw "
-                           "samples them on the host as the graph is built, so every replay "
-                           "would reuse these same numbers. Draw them outside the function and "
-                           "pass them in as a tensor argument.")
+            raise JitError(f"TinyJit({self.name}): the function drew random numbers on the host "
+                           "(randint, randperm or multinomial) while it was captured. tinyfw "
+                           "samples those as the graph is built, so every replay would reuse "
+                           "these same numbers. Draw them outside the function and pass them in "
+                           "as a tensor argument (rand, randn, uniform, normal and dropout are "
+                           "computed on the device: a replay draws new ones).")
         if any(b in old_grads for launch in self.jit_cache for b in launch.inputs):
             raise JitError(f"TinyJit({self.name}): backward added to a .grad left from an "
                            "earlier call; a replay would add to that old gradient every time. "
