@@ -521,7 +521,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                                                 device=device, dtype=dtypes.uint32).realize()
         state = Tensor._rng_states[device]
         counters = Tensor.arange(n, device=device, dtype=dtypes.uint32) + state[2]
-        words = threefry.threefry2x32(state[0], state[1], counters, 0)[0].realize()
+        key0, key1 = (threefry.Words(state[i].reshape(1).expand(n).uop) for i in (0, 1))
+        block = threefry.Words(counters.uop)
+        zero = threefry.Words(counters.uop.const_like(0))
+        words = Tensor(threefry.threefry2x32(key0, key1, block, zero)[0].node).realize()
         state.assign(state + Tensor([0, 0, n], device=device, dtype=dtypes.uint32)).realize()
         return words
 
@@ -1071,6 +1074,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             return self * 0
         if left:  # 2**bits does not fit the dtype: its last doubling apart
             return self * (1 << x) if x < bits else self * (1 << (bits - 1)) * 2
+        if self.dtype.is_unsigned and x < bits:  # no sign: C's division is already the floor
+            return self.idiv(1 << x)
         return self.floordiv(1 << x) if x < bits else (self < 0).where(-1, 0).cast(self.dtype)
 
     def lshift(self, x: int) -> Tensor: return self._shift(x, True)
