@@ -77,6 +77,26 @@ def test_samples_have_the_right_range_and_moments() -> None:
         Tensor.randn(3, dtype=dtypes.int32)
 
 
+def test_bad_bounds_raise_and_no_sample_reaches_high() -> None:
+    """uniform: NaN or infinite bounds, or a range past the float's largest, raise torch's
+    RuntimeError (the samples would be NaN or inf); a sample that rounds up to high (1 plus
+    nearly 1 is 2.0 in float32 and float16) is low instead, so every dtype stays in [low,
+    high). normal: a NaN std raises, as a negative one does."""
+    nan, inf = float("nan"), float("inf")
+    for low, high, word in [(nan, 1.0, "from"), (0.0, nan, "to"), (-inf, 0.0, "from"),
+                            (0.0, inf, "to")]:
+        with pytest.raises(RuntimeError, match=f"{word} is out of bounds for float"):
+            Tensor.uniform(3, low=low, high=high)
+    with pytest.raises(RuntimeError, match="to-from to exceed the limit"):
+        Tensor.uniform(3, low=-3e38, high=3e38)
+    with pytest.raises(RuntimeError, match="std >= 0.0, but found std nan"):
+        Tensor.normal(3, std=nan)
+    for dt in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64):
+        sample = Tensor.uniform(1 << 20, low=1.0, high=2.0, dtype=dt, device="CPU")
+        assert sample.dtype == dt and sample.max().item() < 2 and sample.min().item() >= 1
+    np.testing.assert_array_equal(Tensor.uniform(2, low=1.5, high=1.5).numpy(), [1.5, 1.5])
+
+
 def test_seeds_repeat_and_differ() -> None:
     Tensor.manual_seed(11)
     a = Tensor.rand(16).numpy()

@@ -541,6 +541,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         bits = RANDOM_BITS[dt]
         compute = dtypes.float64 if dt.itemsize == 8 else dtypes.float32
         out = ((words >> (32 - bits)).cast(compute) * 2.0 ** -bits).cast(dt).reshape(shape)
+        return Tensor._with_grad(out, requires_grad)
+
+    @staticmethod
+    def _with_grad(out: Tensor, requires_grad: bool | None) -> Tensor:
+        """out, its requires_grad set where one is given (a sample is a leaf)."""
         if requires_grad is not None:
             out.requires_grad = requires_grad
         return out
@@ -577,9 +582,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         u = 1 - Tensor._random_floats(shape, compute, device)
         v = Tensor._random_floats(shape, compute, device)
         out = ((-2 * u.log()).sqrt() * (v * (2 * math.pi)).cos()).cast(dt)
-        if requires_grad is not None:
-            out.requires_grad = requires_grad
-        return out
+        return Tensor._with_grad(out, requires_grad)
 
     @staticmethod
     def randint(*shape: Sizes, low: int = 0, high: int = 10, dtype: DType | str | None = None,
@@ -595,14 +598,25 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def uniform(*shape: Sizes, low: float = 0.0, high: float = 1.0,
                 dtype: DType | str | None = None, device: str | None = None,
                 requires_grad: bool | None = None) -> Tensor:
-        """Uniform samples in [low, high)."""
+        """Uniform samples in [low, high), computed in float32 (float64 for float64); a sample
+        that rounds up to high is low instead, as torch's CUDA kernel does (1 + (1 - 2**-24)
+        is 2.0 in float32). Bounds that are not finite raise torch's RuntimeError."""
+        for name, bound in (("from", low), ("to", high)):
+            if not math.isfinite(bound):
+                raise RuntimeError(f"{name} is out of bounds for float")
         if low > high:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                                f"from={low:g} > to={high:g}")
-        out = Tensor._random_floats(Tensor._new_shape(*shape), dtype, device) * (high - low) + low
-        if requires_grad is not None:
-            out.requires_grad = requires_grad
-        return out
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+        compute = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
+        if high - low > float(np.finfo(compute.np).max):  # (the samples would be inf or NaN)
+            raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<"
+                               f"{'Double' if compute == dtypes.float64 else 'Float'}>::max(), "
+                               f"but found to={high:g} and from={low:g} which result in "
+                               f"to-from to exceed the limit")
+        sample = Tensor._random_floats(Tensor._new_shape(*shape), compute, device)
+        out = (sample * (high - low) + low).cast(dt)
+        return Tensor._with_grad((out >= high).where(low, out), requires_grad)
 
     @staticmethod
     def kaiming_uniform(*sizes: Sizes, a: float = 0.01, **kwargs: Any) -> Tensor:
@@ -616,12 +630,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                dtype: DType | str | None = None, device: str | None = None,
                requires_grad: bool | None = None) -> Tensor:
         """Samples of the normal distribution of mean and std."""
-        if std < 0:
+        if not std >= 0:  # (a NaN std too, as torch)
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         out = Tensor.randn(Tensor._new_shape(*shape), dtype=dtype, device=device) * std + mean
-        if requires_grad is not None:
-            out.requires_grad = requires_grad
-        return out
+        return Tensor._with_grad(out, requires_grad)
 
     @staticmethod
     def kaiming_normal(*sizes: Sizes, a: float = 0.01, **kwargs: Any) -> Tensor:
