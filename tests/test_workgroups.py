@@ -28,6 +28,8 @@ L, G, U, R = OptOps.LOCAL, OptOps.GROUP, OptOps.UPCAST, OptOps.UNROLL
 RNG = np.random.default_rng(3)
 A = RNG.normal(size=(12, 20)).astype(np.float32)
 B = RNG.normal(size=(20, 8)).astype(np.float32)
+SPECIAL = np.arange(48, dtype=np.float32).reshape(4, 12)  # a row each: NaN, inf, all -inf
+SPECIAL[1, 5], SPECIAL[2, 3], SPECIAL[3] = np.nan, np.inf, -np.inf
 
 # (name, the tensor on a device, opts to try on its last kernel)
 CASES: list[tuple[str, Callable[[str], Tensor], list[tuple[Opt, ...]]]] = [
@@ -47,6 +49,8 @@ CASES: list[tuple[str, Callable[[str], Tensor], list[tuple[Opt, ...]]]] = [
      [(Opt(G, 1, 4),), (Opt(L, 0, 3), Opt(G, 2, 5))]),
     ("float16 sum", lambda d: Tensor(A.astype(np.float16), device=d).sum(1), [(Opt(G, 1, 4),)]),
     ("any", lambda d: (Tensor(A, device=d) > 1.5).any(1), [(Opt(G, 1, 5),)]),
+    ("NaN and infinities", lambda d: Tensor(SPECIAL, device=d).max(1) + Tensor(SPECIAL, device=d)
+     .sum(1), [(Opt(G, 1, 4),)]),
 ]
 
 
