@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU and its driver: sets up, then runs the op test suite (with the
-# long sums and the work-group kernels of chapter 11) on the CUDA device and grades chapter 07 on it (your exercises/ code; TINYFW_IMPL=solutions for the
+# long sums, the work-group kernels of chapter 11 and the CUDA graphs of TinyJit) on the CUDA device and grades chapter 07 on it (your exercises/ code; TINYFW_IMPL=solutions for the
 # reference), and prints a summary line for each. Extra arguments go to both pytest runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -31,7 +31,7 @@ run() {  # run NAME COMMAND...: run a pytest, remember its last line
   rm -f "$log"
 }
 run "op suite on CUDA" env DEVICE=CUDA .venv/bin/python -m pytest tests/test_ops.py \
-  tests/test_reduce_accuracy.py tests/test_workgroups.py -q -ra "$@"
+  tests/test_reduce_accuracy.py tests/test_workgroups.py tests/test_jit_graph.py -q -ra "$@"
 run "chapter 07 on CUDA" .venv/bin/python -m pytest chapters/07 -q -ra "$@"
 
 echo

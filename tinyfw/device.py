@@ -92,6 +92,7 @@ class Runtime:
     has_float64: bool = True       # whether it computes in float64 (WGSL does not)
     cores: int = 1                 # how many cores run a threaded kernel at once (CPU)
     has_workgroups: bool = False   # whether it runs kernels of work-groups (a GPU's; chapter 11)
+    graph: Any = None              # its DeviceGraph class (tinyfw/runtime/graph.py), if any
 
     def __init__(self, name: str, allocator: Allocator, renderer: Any = None,
                  compiler: Any = None, program: Callable[..., Any] | None = None):

@@ -46,8 +46,8 @@ class Counted:
 @pytest.fixture(autouse=True, scope="module")
 def tinyfw_replay() -> Iterator[None]:
     """Every test runs with your TinyJit.capture (calls 2) and tinyfw's own replay (calls 3+),
-    for the tests that look at a capture's effect on later calls."""
-    with reference("09.replay"):
+    with its device graphs, for the tests that look at a capture's effect on later calls."""
+    with reference("09.replay", "09.graph"):
         yield
 
 

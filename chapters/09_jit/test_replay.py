@@ -43,8 +43,10 @@ class Counted:
 
 @pytest.fixture(autouse=True, scope="module")
 def tinyfw_capture() -> Iterator[None]:
-    """Every test runs with tinyfw's own TinyJit.capture (calls 2), and your replay (calls 3+)."""
-    with reference("09.capture"):
+    """Every test runs with tinyfw's own TinyJit.capture (calls 2), and your replay (calls 3+):
+    kernel by kernel, with device graphs off (JIT_GRAPH=0; they are task 09.graph's)."""
+    with reference("09.capture"), pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("JIT_GRAPH", "0")
         yield
 
 

@@ -119,6 +119,8 @@ class WebGPURuntime(Runtime):
         device = wgpu_device()
         super().__init__("WEBGPU", WebGPUAllocator(), renderer=WGSL, compiler=None,
                          program=WebGPUProgram)
+        from tinyfw.runtime.graph_webgpu import WebGPUGraph  # (it imports this module)
+        self.graph = WebGPUGraph
         # a kernel binds its output and every input as a storage buffer: the scheduler keeps
         # each kernel within this (tinyfw/engine/schedule.py, max_buffers)
         self.max_buffers: int = device.limits["max-storage-buffers-per-shader-stage"]

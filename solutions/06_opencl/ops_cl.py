@@ -140,6 +140,8 @@ class CLRuntime(Runtime):
     def __init__(self) -> None:
         cl_context()  # fail now, with the reason, if OpenCL is not there
         super().__init__("CL", CLAllocator(), renderer=OPENCL, compiler=None, program=CLProgram)
+        from tinyfw.runtime.graph_cl import CLGraph  # (it imports this module)
+        self.graph = CLGraph
 
     def load_many(self, kernels: list[tuple[str, Any, int]]) -> list[Any]:
         """The kernels built as one OpenCL program: PoCL took about 0.2 s to build a program of

@@ -34,6 +34,12 @@ Tensors the cache reads but never writes, or keeps state in, are *pinned*: a lea
 frozen weights, the parameters an eval step reads. Assigning one outside a capture is fine:
 before the next call of any TinyJit, its new value is copied into the pinned buffer.
 
+Graphs. Replayed one by one, every kernel is a call from Python into the device. After the
+capture, each run of kernels on one device that has a graph class becomes one DeviceGraph
+(tinyfw/engine/graph.py, tinyfw/runtime/graph.py): prepared once, told per replay which buffers
+are this call's inputs and outputs, launched with one call (replay_graphs). JIT_GRAPH=0 keeps
+the kernel-by-kernel replay (replay).
+
 Random numbers. Tensor.rand, randn, uniform, normal and dropout are computed on the device from
 a state tensor (tinyfw/mixin/threefry.py) that each draw assigns: the capture keeps it like any
 state, and each replay draws new numbers. randint, randperm and multinomial sample with numpy
@@ -85,7 +91,9 @@ from tinyfw.engine.debug import debug_level
 from tinyfw.device import Buffer
 from tinyfw.dtype import DType
 from tinyfw.helpers import shape_str
+from tinyfw.engine.graph import graph_steps, graphs_enabled
 from tinyfw.engine.schedule import ScheduleItem
+from tinyfw.runtime.graph import DeviceGraph
 from tinyfw.tensor import Tensor
 from tinyfw.uop.ops import Ops, UOp
 
@@ -137,6 +145,7 @@ class TinyJit:
         self.checks: list[tuple[realize.Check, Buffer, Buffer | None]] = []  # see _verify
         self.training = False                     # Tensor.training when it was captured
         self.watched: list[Watched] = []          # Python values its kernels hold (watch())
+        self.steps: list[Launch | DeviceGraph] = []  # the cache with device graphs (graph.py)
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         """Used on a method, the instance is passed as the first argument."""
@@ -165,13 +174,14 @@ class TinyJit:
             with _watching() as watched:
                 ret = self.capture(args, kwargs, tensors, others)
             self.checks, self.watched = _captured_checks(self.jit_cache), watched
+            self.steps = self._graphed() if graphs_enabled() else []
         else:
             self._check_call(tensors, others)
             self._check_python_state()
             if os.getenv("JIT_VERIFY", "0") not in ("", "0"):
                 ret = self._replay_verified(args, kwargs, tensors)
             else:
-                ret = self.replay(tensors)
+                ret = self.replay_graphs(tensors) if self.steps else self.replay(tensors)
                 self._verify()
         if self.cnt >= 1:  # the state buffers changed in place: values computed from them are old
             realize.forget_readers(self.written | self.pinned)
@@ -343,6 +353,37 @@ class TinyJit:
         return _rebuilt(self.ret, swap)
         # <<< exercise
 
+    def _graphed(self) -> list[Launch | DeviceGraph]:
+        """The jit cache with each run of kernels one device can graph made one DeviceGraph
+        (tinyfw/engine/graph.py); [] where no graph was made."""
+        inputs = {spec.buffer for spec in self.inputs.values()}
+        returned = {_buffer(t) for t in _output_tensors(self.ret, self.name)}
+        steps = graph_steps(self.jit_cache, inputs | returned)
+        graphs = [step for step in steps if isinstance(step, DeviceGraph)]
+        if debug_level() >= 1 and graphs:
+            alone = len(steps) - len(graphs)
+            rest = "1 launch on its own" if alone == 1 else f"{alone} launches on their own"
+            print(f"TinyJit({self.name}): replays run " + ", ".join(repr(g) for g in graphs) +
+                  f" and {rest}")
+        return steps if graphs else []
+
+    def replay_graphs(self, tensors: dict[str, Tensor]) -> Any:
+        """replay, with each device graph launching its kernels in one call (graph
+        execution): the graph is told which buffers are new this time."""
+        swap = {self.inputs[name].buffer: self._input_buffer(name, t)
+                for name, t in tensors.items()}
+        swap.update(self._fresh_outputs())
+        for step in self.steps:
+            if isinstance(step, DeviceGraph):
+                step(swap)
+            else:
+                realize.launch(step.item, swap.get(step.out, step.out),
+                               [swap.get(b, b) for b in step.inputs])
+        if debug_level() >= 2:
+            print(f"TinyJit({self.name}): replayed {len(self.jit_cache)} launches in "
+                  f"{len(self.steps)} call{'s' if len(self.steps) != 1 else ''}")
+        return _rebuilt(self.ret, swap)
+
     def _replay_verified(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                          tensors: dict[str, Tensor]) -> Any:
         """JIT_VERIFY=1: the replay, then the state it changed put back and the function run
@@ -353,7 +394,7 @@ class TinyJit:
         state = sorted((b for b in self.pinned if b in self.written), key=id)
         changed = state + [_buffer(t) for t in tensors.values()]  # (an input may be assigned)
         before = [b.numpy() for b in changed]
-        ret = self.replay(tensors)
+        ret = self.replay_graphs(tensors) if self.steps else self.replay(tensors)
         self._verify()
         outputs = _output_tensors(ret, self.name)
         replayed = [_buffer(t).numpy() for t in outputs] + [b.numpy() for b in changed]

@@ -274,6 +274,20 @@ class CPUProgram:
         finally:
             self._release()
 
+    def hold(self) -> None:
+        """Keep the library loaded until unhold: a device graph calls the function by its
+        address (tinyfw/runtime/graph_cpu.py)."""
+        self._acquire()
+
+    def unhold(self) -> None:
+        """The hold is over."""
+        self._release()
+
+    def address(self) -> int:
+        """The address of the kernel's function (held: see hold)."""
+        assert self.running > 0 and self.fn is not None, "hold() the program first"
+        return int(ctypes.cast(self.fn, ctypes.c_void_p).value or 0)
+
     def unload(self) -> None:
         """Unload the library now (the next call loads it again)."""
         with _lock:
@@ -334,6 +348,8 @@ class CPURuntime(Runtime):
                          program=CPUProgram)
         self.reduce_compiler = ClangStyleCompiler(REDUCE_FLAGS)  # see REDUCE_FLAGS: gcc's bug
         self.cores = cores()
+        from tinyfw.runtime.graph_cpu import CPUGraph  # (it imports this module)
+        self.graph = CPUGraph
 
     def compiler_for(self, kernel: Any) -> ClangStyleCompiler:
         """Kernels with a reduce loop are compiled with REDUCE_FLAGS (gcc 12's vectorizer)."""

@@ -258,6 +258,13 @@ def launch(item: ScheduleItem, out: Buffer, inputs: list[Buffer],
         Device[item.device].run(compiled.runner, item, out, inputs)
 
 
+def program_of(item: ScheduleItem) -> CompiledKernel:
+    """The program a scheduled kernel ran with (built if it has not run)."""
+    compiled = _launched.get(item) or get_program(item)
+    _launched[item] = compiled
+    return compiled
+
+
 # The program each scheduled kernel last ran, kept while the item lives: a TinyJit replay
 # launches its captured items again and finds their programs here, without the passes.
 _launched: weakref.WeakKeyDictionary[ScheduleItem, CompiledKernel] = weakref.WeakKeyDictionary()

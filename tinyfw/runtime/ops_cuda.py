@@ -184,6 +184,8 @@ class CUDARuntime(Runtime):
         cuda_context()
         super().__init__("CUDA", CUDAAllocator(), renderer=CUDA,
                          compiler=NVRTCCompiler(gpu_arch()), program=CUDAProgram)
+        from tinyfw.runtime.graph_cuda import CUDAGraph  # (it imports this module)
+        self.graph = CUDAGraph
 
     def run(self, program: CUDAProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         program([out.ensure_allocated()] + [b.ensure_allocated() for b in inputs],
@@ -263,6 +265,8 @@ class CUDAEmulatorRuntime(Runtime):
     def __init__(self) -> None:
         super().__init__("CUDAEMU", NumpyAllocator(), renderer=CUDA,
                          compiler=EmulatorCompiler(), program=EmulatedCUDAProgram)
+        from tinyfw.runtime.graph_cpu import CUDAEmulatorGraph  # (it imports ops_cpu)
+        self.graph = CUDAEmulatorGraph
 
     def run(self, program: EmulatedCUDAProgram, item: Any, out: Buffer,
             inputs: list[Buffer]) -> None:
