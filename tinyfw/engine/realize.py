@@ -65,12 +65,12 @@ def pending_checks(nodes: list[UOp]) -> list[Check]:
     """The checks attached under nodes (and under those checks' own nodes), except below nodes
     already computed, whose checks were verified when they were."""
     found: list[Check] = []
-    work, seen = list(nodes), set()
+    work: list[UOp] = list(nodes)
+    seen: set[UOp] = set()  # (shared by the walks: each node is visited once in all)
     while work and _checks:
-        for node in work.pop().toposort(stop=is_loaded):
-            if node in seen or is_loaded(node):
+        for node in work.pop().toposort(stop=is_loaded, seen=seen):
+            if is_loaded(node):
                 continue
-            seen.add(node)
             for check in _checks.get(node, ()):
                 found.append(check)
                 work.extend(check.nodes())

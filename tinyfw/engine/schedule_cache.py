@@ -5,9 +5,11 @@ nodes, without the scheduler's walks.
 A training loop or an eager model builds the same graph over new buffers at every step; cutting
 it into kernels again each time was most of a step's Python time. The structure is the graph
 walked once in order, each node written as its op, dtype, argument and the positions of its
-sources, a buffer as its device, dtype and size, and a node already computed (loaded, not
-computed again) marked so. Two graphs of one structure have their nodes at the same positions,
-so a schedule stored as positions binds to the new graph's nodes directly.
+sources, a buffer as its device, dtype and size, a DETACH without its argument (a number that
+only keeps an assigned value a node of its own; the positions keep nodes apart), and a node
+already computed (loaded, not computed again) marked so. Two graphs of one structure have
+their nodes at the same positions, so a schedule stored as positions binds to the new graph's
+nodes directly.
 
 The scheduler's own code is part of the key: a function of the scheduler or of the views it
 pushes, swapped (a learner's exercise, a test's monkeypatch), schedules again.
@@ -62,14 +64,17 @@ def structure(targets: list[UOp], is_loaded: Callable[[UOp], bool]
     order: list[UOp] = []
     position: dict[UOp, int] = {}
     parts: list[tuple[Any, ...]] = []
+    seen: set[UOp] = set()  # (shared: a node under several targets is walked once)
     for target in targets:
-        for node in target.toposort():
-            if node in position:
-                continue
+        for node in target.toposort(seen=seen):
             position[node] = len(order)
             order.append(node)
-            arg = (node.arg.device, node.arg.dtype, node.arg.size) if node.op is Ops.BUFFER \
-                else arg_key(node.arg)
+            if node.op is Ops.BUFFER:
+                arg = (node.arg.device, node.arg.dtype, node.arg.size)
+            elif node.op is Ops.DETACH:  # its arg only tells nodes apart (an assign's number)
+                arg = None
+            else:
+                arg = arg_key(node.arg)
             parts.append((node.op, node.dtype, arg, tuple(position[s] for s in node.src),
                           is_loaded(node)))
     return (tuple(parts), tuple(position[t] for t in targets)), order

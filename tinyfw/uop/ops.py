@@ -142,11 +142,14 @@ class UOp(metaclass=_HashConsed):
     def numel(self) -> int:
         return prod(self.shape)
 
-    def toposort(self, stop: Callable[[UOp], bool] | None = None) -> list[UOp]:
+    def toposort(self, stop: Callable[[UOp], bool] | None = None,
+                 seen: set[UOp] | None = None) -> list[UOp]:
         """Every node this one depends on, sources before users, without recursion; nodes for
-        which stop is true are listed, but what is below them is not."""
+        which stop is true are listed, but what is below them is not. Nodes in `seen` are left
+        out, and the ones listed are added to it: walks of several roots that share most of
+        their graph (a loss and the parameters it updates) list each node once in all."""
         order: list[UOp] = []
-        seen: set[UOp] = set()
+        seen = set() if seen is None else seen
         stack: list[tuple[UOp, bool]] = [(self, False)]
         while stack:
             node, expanded = stack.pop()
