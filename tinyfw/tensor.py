@@ -788,7 +788,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         elif isinstance(other, (bool, int, float, np.generic)):
             other = other.item() if isinstance(other, np.generic) else other
             out_dt = dtype or scalar_result_type(self.dtype, other)
-            y = Tensor(const(other, out_dt, self.device, ()))
+            # made at self's shape at once (the graph is the same as broadcasting it after)
+            y = Tensor(const(other, out_dt, self.device, self.shape))
         else:
             raise TypeError(f"unsupported operand type: Tensor and {type(other).__name__}")
         x, y = self.cast(out_dt), y.cast(out_dt)
