@@ -450,3 +450,53 @@ def test_jit_verify_finds_a_global_changed_after_the_capture(
     scale["value"] = 3.0
     with pytest.raises(JitError, match=r"JIT_VERIFY: the replay's output 0 \(shape \[\]\) differs"):
         scaled(Tensor(np.arange(3, dtype=np.float32)))
+
+
+class _Model:
+    """A layer holding its weight as an attribute, as nn layers do."""
+
+    def __init__(self) -> None:
+        self.w = Tensor(np.ones((3, 2), np.float32)).realize()
+        self.layers = [Tensor(np.full(2, 2.0, np.float32)).realize()]
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return (x @ self.w + self.layers[0]).sum(1)
+
+
+def test_a_weight_replaced_after_the_capture_raises() -> None:
+    """`model.w = Tensor(...)` gives the attribute a new buffer that no replay reads: before,
+    the replays silently kept the old weights. The JIT finds where its tensors live at the
+    capture and names the place that changed; assign() is followed and right."""
+    model = _Model()
+    jitted = TinyJit(lambda x: model(x))
+    x = Tensor(np.ones((4, 3), np.float32))
+    for _ in range(3):
+        assert jitted(x).numpy().tolist() == [10.0] * 4
+    model.w.assign(Tensor(np.full((3, 2), 2.0, np.float32))).realize()
+    assert jitted(x).numpy().tolist() == [16.0] * 4  # in place: the replay reads it
+    model.w = Tensor(np.zeros((3, 2), np.float32))
+    with pytest.raises(JitError, match=r"model\.w was replaced by a tensor of shape \[3, 2\].*"
+                                       r"model\.w\.assign"):
+        jitted(x)
+    jitted.reset()
+    for _ in range(3):
+        assert jitted(x).numpy().tolist() == [4.0] * 4  # captured anew: the new weight
+    model.layers[0] = Tensor(np.zeros(2, np.float32))
+    with pytest.raises(JitError, match=r"model\.layers\[0\] was replaced"):
+        jitted(x)
+
+
+def test_a_method_sees_its_own_attributes_replaced() -> None:
+    """A jitted method: the instance (self) is a root of the walk."""
+    class Net(_Model):
+        @TinyJit
+        def forward(self, x: Tensor) -> Tensor:
+            return self(x) * 2
+
+    net = Net()
+    x = Tensor(np.ones((2, 3), np.float32))
+    for _ in range(3):
+        assert net.forward(x).numpy().tolist() == [20.0] * 2
+    net.w = Tensor(np.zeros((3, 2), np.float32))
+    with pytest.raises(JitError, match=r"self\.w was replaced"):
+        net.forward(x)
