@@ -46,7 +46,7 @@ def test_render_graph_calls_each_kernel_in_order_with_its_own_arguments() -> Non
     """Kernel i is fn[i], called with its buffers: the arguments of all kernels follow one
     another in arg (two buffers for kernel 0: arg[0], arg[1]; three for kernel 1: arg[2] to
     arg[4]), each cast to a function of that many void pointers."""
-    source = render_graph([2, 3, 1], [False, False, False], 2)
+    source = render_graph([2, 3, 1])
     calls = re.findall(r"fn\[(\d+)\]\)\(([^)]*)\);", source)
     expect_equal(np.array([int(i) for i, _ in calls]), np.array([0, 1, 2]),
                  what="the kernels render_graph calls, in order (fn[i])")
@@ -57,18 +57,6 @@ def test_render_graph_calls_each_kernel_in_order_with_its_own_arguments() -> Non
         "the graph's function is `void tf_graph(void **fn, void **arg)`"
     assert "(void (*)(void *, void *, void *))fn[1]" in source, \
         "fn[1] is cast to a function of three void pointers before the call"
-
-
-def test_render_graph_runs_a_threaded_kernel_on_every_core() -> None:
-    """A THREADed kernel takes its core and the number of cores after its buffers; the graph
-    runs it on every core with tf_on_every_core and a part function of its own."""
-    source = render_graph([2, 2], [False, True], 4)
-    assert "tf_on_every_core(tf_part1, fn, arg);" in source, \
-        "kernel 1 is threaded: tf_graph calls tf_on_every_core(tf_part1, fn, arg)"
-    assert re.search(r"static void \*tf_part1\(void \*p\)", source), \
-        "tf_part1 is a `static void *tf_part1(void *p)` function"
-    assert "(arg[2], arg[3], part->core, 4)" in source, \
-        "the part calls kernel 1 with its buffers, its core and the number of cores (4)"
 
 
 def test_the_rendered_graph_computes_a_jitted_function() -> None:

@@ -51,6 +51,11 @@ class DeviceGraph:
 
     copies = False  # whether it also copies one buffer of its device into another
 
+    @classmethod
+    def accepts(cls, program: Any) -> bool:
+        """Whether a kernel of this program can be one of the graph's (else it runs alone)."""
+        return True
+
     def __init__(self, device: Runtime, kernels: list[GraphKernel], variable: set[Buffer]):
         self.device, self.kernels = device, kernels
         # where each variable buffer is an argument: (kernel index, argument index) pairs

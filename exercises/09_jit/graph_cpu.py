@@ -16,9 +16,11 @@ A replay writes the new inputs' and outputs' addresses into `arg` and makes the 
 Python between the kernels. (Every buffer is passed as `void *`; a kernel takes `float *` or
 `int *`: on the x86-64 and AArch64 calling conventions every data pointer travels the same way.)
 
-A kernel split across the cores (chapter 11's THREAD: it takes its core's number and the number
-of cores after the buffers) runs on one POSIX thread per other core, as the CPU device's pool
-does in Python, joined before the next kernel.
+A kernel split across the cores (chapter 11's THREAD) is not in a graph: it runs on its own,
+through the CPU device's pool of threads, between two graphs. (A graph that started a POSIX
+thread per other core for it was no faster on an idle machine, and much slower on a busy one,
+where a new thread waits for a core; a kernel big enough to be split pays little for one call
+from Python.)
 
 CUDAEMU's graph is the same function calling each kernel's grid launcher (cuda_emu.h) with its
 arguments, grid and block.
@@ -31,40 +33,17 @@ from typing import Any
 
 from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
 from tinyfw.runtime.graph import DeviceGraph, GraphKernel
-from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, ClangStyleCompiler, CPUProgram, cores
+from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, ClangStyleCompiler, CPUProgram
 
-GRAPH_FLAGS = [*COMPILE_FLAGS, "-pthread"]
+GRAPH_FLAGS = COMPILE_FLAGS
 
 
-def render_graph(arities: list[int], threaded: list[bool], cores: int) -> str:
-    """The C source of tf_graph for kernels taking arities[i] buffers each (their arguments
-    follow one another in `arg`), kernel i split over `cores` cores where threaded[i]."""
+def render_graph(arities: list[int]) -> str:
+    """The C source of tf_graph for kernels taking arities[i] buffers each, whose arguments
+    follow one another in `arg`."""
     # TODO 09.graph: write this part. The chapter explains it:
     #   chapters/09_jit/README.md#graph-execution
     raise NotImplementedError("not done yet: 09.graph")
-
-
-# What a graph with a threaded kernel needs: a part runs one core's share; tf_on_every_core
-# starts a thread per other core, runs core 0 itself and waits for the others. A thread that
-# cannot be started has its share run here, after core 0's: never skipped.
-PRELUDE = """#include <pthread.h>
-struct tf_part { void **fn, **arg; int core; };
-static void tf_on_every_core(void *(*part)(void *), void **fn, void **arg) {
-  pthread_t thread[CORES];
-  struct tf_part parts[CORES];
-  int started[CORES];
-  for (int c = 1; c < CORES; c++) {
-    parts[c] = (struct tf_part){fn, arg, c};
-    started[c] = pthread_create(&thread[c], 0, part, &parts[c]) == 0;
-  }
-  parts[0] = (struct tf_part){fn, arg, 0};
-  part(&parts[0]);
-  for (int c = 1; c < CORES; c++) {
-    if (started[c]) pthread_join(thread[c], 0);
-    else part(&parts[c]);
-  }
-}
-"""
 
 
 def _address(memory: Any) -> int:
@@ -74,6 +53,11 @@ def _address(memory: Any) -> int:
 
 class CPUGraph(DeviceGraph):
     """The CPU's graph: tf_graph (render_graph) compiled like a kernel and called once."""
+
+    @classmethod
+    def accepts(cls, program: Any) -> bool:
+        """Not a kernel split across the cores (see the module docstring)."""
+        return not program.threaded
 
     def __init__(self, device: Runtime, kernels: list[GraphKernel], variable: set[Buffer]):
         super().__init__(device, kernels, variable)
@@ -100,8 +84,7 @@ class CPUGraph(DeviceGraph):
 
     def source(self) -> str:
         """tf_graph's C source."""
-        return render_graph([len(k.buffers) for k in self.kernels],
-                            [p.threaded for p in self.programs], cores())
+        return render_graph([len(k.buffers) for k in self.kernels])
 
     def bind(self, kernel: int, argument: int, buf: Buffer) -> None:
         self.arg[self.offsets[kernel] + argument] = _address(buf.ensure_allocated())

@@ -60,12 +60,14 @@ keep their values; the function returns None, a Tensor, or tuples, lists and dic
 launches some kernel; the tensors it assigns are realized before the call and by its end; it
 sets .grad to None before backward (a replay cannot add to an earlier call's gradient); no
 TinyJit is called inside another's capture; Tensor.training is as it was at the capture, and so
-is every value watched then (watch(): an optimizer's float learning rate). Not checked: a
-replay sees only the buffers it captured, so other Python state the function reads (globals)
-is fixed at capture, and a tensor replaced rather than assigned (`model.w = Tensor(...)`) is
-not seen. JIT_VERIFY=1 finds those too, at a price: each replay is followed by the function run
-the slow way from the same state, and a JitError names the first output, state or input whose
-values differ (then the slow run's state is kept).
+is every value watched then (watch(): an optimizer's float learning rate); a tensor the
+replays read, found at the capture in an attribute, list or dict the function can reach
+(`model.w`), is still there (jit_places.py: `model.w = Tensor(...)` would not be seen by a
+replay; `model.w.assign(...)` is). Not checked: a replay sees only the buffers it captured, so
+other Python state the function reads (a global number, a tensor in a place the walk does not
+reach) is fixed at capture. JIT_VERIFY=1 finds those too, at a price: each replay is followed
+by the function run the slow way from the same state, and a JitError names the first output,
+state or input whose values differ (then the slow run's state is kept).
 
 Threads. A capture is its thread's alone: the kernels launched, the reads refused and the
 nested calls refused are the capturing thread's; another thread may meanwhile realize, read
@@ -92,6 +94,7 @@ from tinyfw.device import Buffer
 from tinyfw.dtype import DType
 from tinyfw.helpers import shape_str
 from tinyfw.engine.graph import graph_steps, graphs_enabled
+from tinyfw.engine.jit_places import Place, find_places, replaced
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.runtime.graph import DeviceGraph
 from tinyfw.tensor import Tensor
@@ -146,6 +149,7 @@ class TinyJit:
         self.training = False                     # Tensor.training when it was captured
         self.watched: list[Watched] = []          # Python values its kernels hold (watch())
         self.steps: list[Launch | DeviceGraph] = []  # the cache with device graphs (graph.py)
+        self.places: list[Place] = []             # where its tensors live (jit_places.py)
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         """Used on a method, the instance is passed as the first argument."""
@@ -175,6 +179,7 @@ class TinyJit:
                 ret = self.capture(args, kwargs, tensors, others)
             self.checks, self.watched = _captured_checks(self.jit_cache), watched
             self.steps = self._graphed() if graphs_enabled() else []
+            self.places = find_places(self.fn, others, self.pinned)
         else:
             self._check_call(tensors, others)
             self._check_python_state()
@@ -302,6 +307,14 @@ class TinyJit:
                            "captured kernels, computed for the other mode (dropout, BatchNorm's "
                            "statistics). Use one TinyJit per mode (a train step and an eval "
                            "step), or call .reset() after switching to capture again.")
+        if (place := replaced(self.places)) is not None:
+            now = place.holds_now()
+            what = f"a tensor of shape {shape_str(now.shape)}" if isinstance(now, Tensor) else \
+                f"{type(now).__name__}"
+            raise JitError(f"TinyJit({self.name}): {place.name} was replaced by {what} since the "
+                           f"capture (`{place.name} = ...`); replays read the buffer of the "
+                           f"tensor it held then. Give it new values in place with "
+                           f"{place.name}.assign(...), or call .reset() to capture again.")
         for owner_ref, attribute, value in self.watched:
             owner = owner_ref()
             if owner is not None and not _same(now := getattr(owner, attribute), value):

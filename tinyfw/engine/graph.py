@@ -50,6 +50,9 @@ def _device_of(launch: Captured) -> str | None:
         return None
     if launch.item.ast is None and not graph.copies:
         return None
+    if launch.item.ast is not None and \
+            not graph.accepts(realize.program_of(launch.item).runner):
+        return None
     return device
 
 
