@@ -263,6 +263,12 @@ def launch(item: ScheduleItem, out: Buffer, inputs: list[Buffer],
 _launched: weakref.WeakKeyDictionary[ScheduleItem, CompiledKernel] = weakref.WeakKeyDictionary()
 
 
+def share_program(item: ScheduleItem, like: ScheduleItem) -> None:
+    """item launches the program `like` last ran (a TinyJit's item made anew, same kernel)."""
+    if (program := _launched.get(like)) is not None:
+        _launched[item] = program
+
+
 def realize(node: UOp) -> UOp:
     """A buffer view holding node's value, computing it (and remembering it) if needed."""
     if not is_buffer_view(node):
