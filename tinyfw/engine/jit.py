@@ -246,10 +246,10 @@ class TinyJit:
                     for buf, home in plan.items() if home is not buf})
         self.bytes_after = memory_bytes(self.written)
         if debug_level() >= 1:
-            print(f"TinyJit({self.name}): memory planned: {len(plan)} intermediates "
-                  f"({memory_bytes(plan)} bytes) in {len(set(plan.values()))} buffers "
-                  f"({memory_bytes(plan.values())} bytes); the cache writes "
-                  f"{self.bytes_before} -> {self.bytes_after} bytes")
+            print(f"TinyJit({self.name}): memory plan: {len(plan)} intermediates in "
+                  f"{len(set(plan.values()))} buffers, {memory_bytes(plan)} -> "
+                  f"{memory_bytes(plan.values())} bytes; cache writes {self.bytes_before} -> "
+                  f"{self.bytes_after} bytes")
 
     def _held_elsewhere(self, keep: set[Buffer]) -> set[Buffer]:
         """The intermediates someone outside the JIT still references. The cache's references
