@@ -20,10 +20,17 @@ class Allocator(Protocol):
 
 
 class Buffer:
-    """Flat memory of `size` elements of `dtype` on a device; allocated on first use."""
+    """Flat memory of `size` elements of `dtype` on a device; allocated on first use. With a
+    `base` (a buffer of the same device and dtype, at least as large), it has no memory of its
+    own: it is the first `size` elements of base's (TinyJit's memory planner shares memory so,
+    tinyfw/engine/memory.py)."""
 
-    def __init__(self, device: str, size: int, dtype: DType, initial: np.ndarray | None = None):
+    def __init__(self, device: str, size: int, dtype: DType, initial: np.ndarray | None = None,
+                 base: Buffer | None = None):
         self.device, self.size, self.dtype = device, size, dtype
+        self.base: Buffer | None = base
+        assert base is None or (base.base is None and base.device == device and
+                                base.dtype == dtype and base.size >= size), "a bad base"
         self._opaque: Any = None
         if initial is not None:
             self.copyin(initial)
@@ -37,6 +44,11 @@ class Buffer:
 
     def ensure_allocated(self) -> Any:
         """The device memory of this buffer, allocating it if needed."""
+        if self._opaque is None and self.base is not None:
+            # numpy memory (CPU, NUMPY, CUDAEMU): a view of its first elements; a device's own
+            # (CL, CUDA, WEBGPU): the base's as it is, whose allocators copy just `size`
+            memory = self.base.ensure_allocated()
+            self._opaque = memory[:self.size] if isinstance(memory, np.ndarray) else memory
         if self._opaque is None:
             self._opaque = Device[self.device].allocator.alloc(self.size, self.dtype)
         return self._opaque

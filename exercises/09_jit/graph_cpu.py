@@ -104,6 +104,10 @@ class CUDAEmulatorGraph(CPUGraph):
     arguments are an array of its buffers' addresses, the grid, the block and whether the
     block's threads run as real threads."""
 
+    @classmethod
+    def accepts(cls, program: Any) -> bool:
+        return True  # (its kernels are never split across the cores)
+
     def function_of(self, kernel: GraphKernel) -> CPUProgram:
         return kernel.program.program  # (tf_launch_<name>: it runs the grid)
 

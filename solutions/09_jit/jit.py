@@ -53,6 +53,16 @@ class label out of range: realize.Check) is raised by realize once the graph is 
 kernels computing such checks are captured like any other; after each replay their flags are
 read back (a scalar each) and a violated one raises its error, as realize would have.
 
+Memory. Once captured, the buffers that live only inside the step (activations, gradients,
+temporaries) share memory where their lifetimes in the cache do not overlap: the memory planner
+(tinyfw/engine/memory.py) puts each in a buffer an earlier one has finished with. Never shared:
+the inputs', the state's and the other pinned buffers, the returned tensors', the deferred
+checks' flags, and any buffer still referenced outside the JIT after the capture: a tensor the
+function realized and kept (`self.hidden = h`) keeps a buffer of its own, which each replay
+overwrites with that replay's value (never with another tensor's). jit.bytes_before and
+jit.bytes_after tell the memory the cache writes per step without and with the plan (DEBUG=1
+prints them); JIT_PLAN=0 turns the planner off.
+
 Rules, each checked with a JitError that says what to do: inputs are the tensor arguments
 (passed directly, not inside lists) and keep their shapes, dtypes and devices; other arguments
 keep their values; the function returns None, a Tensor, or tuples, lists and dicts of them
@@ -78,6 +88,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import inspect
 import os
 import threading
@@ -90,6 +101,7 @@ import numpy as np
 
 from tinyfw.engine import realize
 from tinyfw.engine.debug import debug_level
+from tinyfw.engine.memory import lifetimes, memory_bytes, plan_memory
 from tinyfw.device import Buffer
 from tinyfw.dtype import DType
 from tinyfw.helpers import shape_str
@@ -150,6 +162,7 @@ class TinyJit:
         self.watched: list[Watched] = []          # Python values its kernels hold (watch())
         self.steps: list[Launch | DeviceGraph] = []  # the cache with device graphs (graph.py)
         self.places: list[Place] = []             # where its tensors live (jit_places.py)
+        self.bytes_before = self.bytes_after = 0  # memory the cache writes, see _plan_memory
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         """Used on a method, the instance is passed as the first argument."""
@@ -178,6 +191,7 @@ class TinyJit:
             with _watching() as watched:
                 ret = self.capture(args, kwargs, tensors, others)
             self.checks, self.watched = _captured_checks(self.jit_cache), watched
+            self._plan_memory()  # (before the graphs, which hold the cache's buffers)
             self.steps = self._graphed() if graphs_enabled() else []
             self.places = find_places(self.fn, others, self.pinned)
         else:
@@ -225,6 +239,62 @@ class TinyJit:
                   f"copies), {len(self.inputs)} inputs, {len(olds)} tensors of state")
         return ret
         # <<< exercise
+
+    def _plan_memory(self) -> None:
+        """After the capture: the intermediate buffers of the cache whose lifetimes do not
+        overlap share memory (tinyfw/engine/memory.py). Kept out of the plan: the inputs', the
+        pinned (state included) and the returned tensors' buffers, the deferred checks' flags
+        and values, and every buffer still referenced outside the JIT (a tensor the function
+        realized and kept), which must never show another tensor's data. JIT_PLAN=0: no plan.
+
+        bytes_before and bytes_after: the bytes of device memory behind the buffers the cache
+        writes (each memory counted once), as captured and as planned. That is what a replay
+        writes: the state, the returned tensors (new buffers of the same sizes at each replay),
+        the checks' flags and the intermediates; not the inputs nor the read-only pinned."""
+        self.bytes_before = self.bytes_after = memory_bytes(self.written)
+        if os.getenv("JIT_PLAN", "1") == "0":
+            return
+        keep = {spec.buffer for spec in self.inputs.values()} | self.pinned
+        keep |= {_buffer(t) for t in _output_tensors(self.ret, self.name)}
+        keep |= {b for _, flag, value in self.checks for b in (flag, value) if b is not None}
+        keep |= self._held_elsewhere(keep)
+        plan = plan_memory(self.jit_cache, keep)
+        self._swap({buf: home if home.size == buf.size else
+                    Buffer(buf.device, buf.size, buf.dtype, base=home)
+                    for buf, home in plan.items() if home is not buf})
+        self.bytes_after = memory_bytes(self.written)
+        if debug_level() >= 1:
+            print(f"TinyJit({self.name}): memory plan: {len(plan)} intermediates in "
+                  f"{len(set(plan.values()))} buffers, {memory_bytes(plan)} -> "
+                  f"{memory_bytes(plan.values())} bytes; cache writes {self.bytes_before} -> "
+                  f"{self.bytes_after} bytes")
+
+    def _held_elsewhere(self, keep: set[Buffer]) -> set[Buffer]:
+        """The intermediates someone outside the JIT still references. The cache's references
+        are swapped for stand-ins (new buffers alike, no memory yet), realize forgets the nodes
+        computed into them, and those a garbage collection leaves alive are held elsewhere: they
+        are swapped back. (The others, no longer referenced, free their memory.)"""
+        candidates = list(lifetimes(self.jit_cache, keep))
+        stand_ins = [Buffer(buf.device, buf.size, buf.dtype) for buf in candidates]
+        self._swap(dict(zip(candidates, stand_ins)))
+        realize.forget(set(candidates))
+        refs = [weakref.ref(buf) for buf in candidates]
+        del candidates
+        gc.collect()  # (tensors in reference cycles, as autograd makes them)
+        back = {stand_in: buf for ref, stand_in in zip(refs, stand_ins)
+                if (buf := ref()) is not None}
+        self._swap(back)
+        return set(back.values())
+
+    def _swap(self, swap: dict[Buffer, Buffer]) -> None:
+        """Each buffer of the cache in swap replaced by its value; written follows. Each item
+        is made anew on the launch's buffers (_detached), so that the cache holds no buffer
+        but those it launches with."""
+        for launch in self.jit_cache:
+            launch.out = swap.get(launch.out, launch.out)
+            launch.inputs = [swap.get(b, b) for b in launch.inputs]
+            launch.item = _detached(launch)
+        self.written = {launch.out for launch in self.jit_cache}
 
     def _keep_in(self, tensor: Tensor, old: Buffer, outputs: list[Tensor]) -> bool:
         """Make replays leave tensor's value in old, the buffer it held before the captured
@@ -590,6 +660,20 @@ def _captured_checks(cache: list[Launch]) -> list[tuple[realize.Check, Buffer, B
             value = None if check.value is None else written.get(check.value)
             found.append((check, launch.out, value))
     return found
+
+
+def _detached(launch: Launch) -> ScheduleItem:
+    """The launch's item with the same kernel, name and program, its output and inputs views
+    of the launch's buffers. A captured item holds the lazy graph it computed, which holds the
+    buffers of the tensors realized in the function: a buffer the cache no longer uses would
+    seem in use (see _held_elsewhere)."""
+    item = launch.item
+    views = tuple(_view(b, (b.size,)) for b in launch.inputs)
+    detached = ScheduleItem(item.ast, _view(launch.out, item.output.shape), views, item.name)
+    if detached == item:  # (an equal new one would lose the program: realize._launched is weak)
+        return item
+    realize.share_program(detached, item)
+    return detached
 
 
 def _copy_item(dest: Buffer, src: Buffer) -> ScheduleItem:

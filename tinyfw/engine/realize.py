@@ -270,6 +270,12 @@ def program_of(item: ScheduleItem) -> CompiledKernel:
 _launched: weakref.WeakKeyDictionary[ScheduleItem, CompiledKernel] = weakref.WeakKeyDictionary()
 
 
+def share_program(item: ScheduleItem, like: ScheduleItem) -> None:
+    """item launches the program `like` last ran (a TinyJit's item made anew, same kernel)."""
+    if (program := _launched.get(like)) is not None:
+        _launched[item] = program
+
+
 def realize(node: UOp) -> UOp:
     """A buffer view holding node's value, computing it (and remembering it) if needed."""
     if not is_buffer_view(node):
