@@ -160,6 +160,8 @@ class _DeviceRegistry:
         return self.canonicalize(os.getenv("DEVICE", "CPU"))
 
     def __getitem__(self, name: str) -> Runtime:
+        if (runtime := self._runtimes.get(name)) is not None:  # (a standard name, started)
+            return runtime
         name = self.canonicalize(name)
         if name not in self._runtimes:
             module, cls = _RUNTIMES[name]

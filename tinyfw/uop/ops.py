@@ -278,8 +278,13 @@ _reduce_of: weakref.WeakKeyDictionary[UOp, UOp | None] = weakref.WeakKeyDictiona
 
 
 def device_node(device: str) -> UOp:
-    """The leaf naming a device."""
-    return UOp(Ops.DEVICE, dtypes.bool, (), device)
+    """The leaf naming a device (kept: every constant made on the device points at it)."""
+    if (node := _device_nodes.get(device)) is None:
+        node = _device_nodes[device] = UOp(Ops.DEVICE, dtypes.bool, (), device)
+    return node
+
+
+_device_nodes: dict[str, UOp] = {}
 
 
 def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int, ...] = ()) -> UOp:
