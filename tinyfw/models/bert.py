@@ -27,7 +27,11 @@ embeddings') is stored in a buffer of its own. Without them, tinyfw's scheduler 
 fuses the elementwise work of the residual stream (the adds and LayerNorms) into the kernels
 that read it, so a block's matmul would recompute every earlier block's adds and
 normalizations, and each block's kernels would differ from the one before (for a batch of
-13 sentences: 54 kernels to compile instead of 24, and 4 s more to lower them).
+13 sentences: 54 kernels to compile instead of 24, and 4 s more to lower them). And the
+blocks work on the tokens of all sentences as the rows of one (B * L, hidden) matrix, which
+only attention cuts into sentences: tinyfw's kernel heuristic (chapter 11) tiles a
+(384, 384) @ (384, 1536) matmul about ten times better than the same (32, 12, 384) @
+(384, 1536) one (53 against 5 GFLOP/s here).
 
 A sentence encoder (sentence-transformers' all-MiniLM-L6-v2: 6 layers, hidden size 384, 12
 heads, 22.6M parameters used) then makes one vector per sentence: the mean of its tokens'
@@ -115,11 +119,17 @@ class BertEmbeddings:
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
     def __call__(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
-        length = input_ids.shape[1]
-        words = self.word_embeddings.weight[input_ids]              # (B, L, hidden)
-        positions = self.position_embeddings.weight[:length]        # (L, hidden): 0..L-1
+        return self.mix(self.lookup(input_ids), token_type_ids)
+
+    def lookup(self, input_ids: Tensor) -> Tensor:
+        """Each token's row of the word table: (B, L) ids -> (B, L, hidden)."""
+        return self.word_embeddings.weight[input_ids]
+
+    def mix(self, words: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+        """The word vectors plus the position and segment vectors, normalized."""
+        positions = self.position_embeddings.weight[:words.shape[1]]  # (L, hidden): 0..L-1
         types = self.token_type_embeddings.weight[0] if token_type_ids is None \
-            else self.token_type_embeddings.weight[token_type_ids]  # one sentence: segment 0
+            else self.token_type_embeddings.weight[token_type_ids]    # one sentence: segment 0
         return self.LayerNorm(words + positions + types).contiguous()
 
 
@@ -137,13 +147,14 @@ class BertSelfAttention:
         self.value = nn.Linear(hidden, hidden)
 
     def __call__(self, x: Tensor, keep: Tensor) -> Tensor:
-        """x (B, L, hidden); keep (B, 1, 1, L) bool: True for the tokens that may be looked at.
-        Each head gets its slice of hidden_size: (B, L, hidden) -> (B, heads, L, head size)."""
-        b, length, hidden = x.shape
+        """x (B * L, hidden), the tokens of all sentences as rows; keep (B, 1, 1, L) bool:
+        True for the tokens that may be looked at. Only here do the sentences matter: each
+        head gets its slice of hidden_size, (B * L, hidden) -> (B, heads, L, head size)."""
+        b, length, hidden = keep.shape[0], keep.shape[-1], x.shape[-1]
         q, k, v = (layer(x).reshape(b, length, self.heads, hidden // self.heads).transpose(1, 2)
                    for layer in (self.query, self.key, self.value))
         out = q.scaled_dot_product_attention(k, v, attn_mask=keep)  # (B, heads, L, head size)
-        return out.transpose(1, 2).reshape(b, length, hidden)
+        return out.transpose(1, 2).reshape(b * length, hidden)
 
 
 class BertSelfOutput:
@@ -226,8 +237,17 @@ class BertModel:
     def __call__(self, input_ids: Tensor, attention_mask: Tensor,
                  token_type_ids: Tensor | None = None) -> Tensor:
         """input_ids and attention_mask (1 for a token, 0 for padding) of shape (B, L)."""
-        keep = (attention_mask != 0).reshape(attention_mask.shape[0], 1, 1, -1)  # every head
-        return self.encoder(self.embeddings(input_ids, token_type_ids), keep)
+        return self.from_words(self.embeddings.lookup(input_ids), attention_mask,
+                               token_type_ids)
+
+    def from_words(self, words: Tensor, attention_mask: Tensor,
+                   token_type_ids: Tensor | None = None) -> Tensor:
+        """The model from the word vectors (embeddings.lookup) on. A TinyJit captures this
+        part: inside a capture the lookup would be a one-hot product with the whole table."""
+        b, length, hidden = words.shape
+        keep = (attention_mask != 0).reshape(b, 1, 1, length)  # the same for every head
+        rows = self.embeddings.mix(words, token_type_ids).reshape(b * length, hidden)
+        return self.encoder(rows, keep).reshape(b, length, hidden)
 
     @classmethod
     def from_pretrained(cls, folder: str | Path, device: str | None = None) -> BertModel:
