@@ -154,7 +154,7 @@ class BertSelfAttention:
         q, k, v = (layer(x).reshape(b, length, self.heads, hidden // self.heads).transpose(1, 2)
                    for layer in (self.query, self.key, self.value))
         out = q.scaled_dot_product_attention(k, v, attn_mask=keep)  # (B, heads, L, head size)
-        return out.transpose(1, 2).reshape(b * length, hidden)
+        return out.transpose(1, 2).contiguous().reshape(b * length, hidden)
 
 
 class BertSelfOutput:
