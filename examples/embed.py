@@ -14,7 +14,7 @@ What happens (tinyfw/models/bert.py says more):
      vector per token;
   3. the mean of each sentence's token vectors, scaled to length 1, is its embedding.
 
-The first run on a device compiles the model's kernels for the batch's shape (about 24 on the
+The first run on a device compiles the model's kernels for the batch's shape (about 26 on the
 CPU, a few seconds); they are cached on disk, so a batch of the same shape starts sooner.
 """
 from __future__ import annotations

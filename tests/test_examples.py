@@ -89,7 +89,7 @@ def test_mnist_conv_runs() -> None:
 
 def test_sentence_examples_rank_by_meaning() -> None:
     """examples/search.py and examples/embed.py (all-MiniLM-L6-v2), on short inputs: each
-    compiles the model's kernels for its batch (about 24, a few seconds on the CPU)."""
+    compiles the model's kernels for its batch (about 26, a few seconds on the CPU)."""
     out = run_example("examples/search.py", "how do plants make food", "--top", "2")
     lines = out.splitlines()
     assert lines[0] == "query: how do plants make food", out

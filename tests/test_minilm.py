@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 on tinyfw (tinyfw/models/bert.py) gives the sentence embeddings of
 transformers' BertModel on torch, loaded from the same files and pooled and normalized as
 sentence-transformers does for this model: on the CPU for 24 sentences of every kind, and on
-CL, WEBGPU and CUDAEMU for three of them (each device compiles its own kernels, about 24 per
+CL, WEBGPU and CUDAEMU for three of them (each device compiles its own kernels, about 26 per
 batch shape: a few seconds each).
 
 The oracle (transformers and its own Rust tokenizer) is loaded once for the module."""
