@@ -109,9 +109,9 @@ class BertEmbeddings:
     """Token ids (B, L) -> vectors (B, L, hidden): word + position + token type, LayerNorm.
 
     The tables are nn.Embedding's, but a row is picked by indexing (weight[ids]), not by
-    nn.Embedding's one-hot matmul: with 30522 rows that product would cost more than the
-    whole encoder. Once the weights need no gradient, tinyfw makes such a large pick on the
-    host (tinyfw/mixin/indexing.py)."""
+    nn.Embedding's one-hot product: with 30522 rows that is 30522 x 384 multiply-adds per
+    token, about as many as the whole encoder's. Once the weights need no gradient, tinyfw
+    makes such a large pick on the host (tinyfw/mixin/indexing.py)."""
 
     def __init__(self, config: BertConfig):
         self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
