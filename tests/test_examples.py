@@ -1,5 +1,6 @@
 """The example programs run: tinygrad's README program (as its README prints it, but for the
-import), examples/readme_mnist.py and examples/mnist.py, each for a few steps."""
+import), examples/readme_mnist.py and examples/mnist.py, each for a few steps, and the sentence
+embedding examples (examples/search.py, examples/embed.py) on short inputs."""
 from __future__ import annotations
 
 import contextlib
@@ -84,3 +85,17 @@ def test_mnist_conv_runs() -> None:
     out = run_example("examples/mnist.py", "--model", "conv", "--epochs", "2", "--steps", "3",
                       "--batch", "32")
     assert re.search(r"test accuracy [0-9.]+% \(\d+/10000\)\n6 steps in 2 epoch", out), out
+
+
+def test_sentence_examples_rank_by_meaning() -> None:
+    """examples/search.py and examples/embed.py (all-MiniLM-L6-v2), on short inputs: each
+    compiles the model's kernels for its batch (about 26, a few seconds on the CPU)."""
+    out = run_example("examples/search.py", "how do plants make food", "--top", "2")
+    lines = out.splitlines()
+    assert lines[0] == "query: how do plants make food", out
+    assert lines[1].startswith(" 1. ") and "Photosynthesis" in lines[1], out
+    out = run_example("examples/embed.py", "I like tea.", "Tea is what I like.", "It rained.")
+    rows = [line.split() for line in out.splitlines()[2:5]]
+    similarity = [[float(x) for x in row[1:4]] for row in rows]
+    assert all(abs(similarity[i][i] - 1) < 1e-3 for i in range(3)), out
+    assert similarity[0][1] > similarity[0][2] + 0.3, out
