@@ -323,7 +323,7 @@ class TinyJit:
         """Can the kernel at jit_cache[writer] write old rather than its own new buffer?"""
         launch = self.jit_cache[writer]
         ast = launch.item.ast
-        if ast is None or launch.item.device in NO_IN_PLACE:
+        if ast is None or launch.item.device.partition(":")[0] in NO_IN_PLACE:
             return False
         if any(old in later.inputs for later in self.jit_cache[writer + 1:]):
             return False  # a later kernel reads the old value
