@@ -172,6 +172,8 @@ class _DeviceRegistry:
         return self.canonicalize(os.getenv("DEVICE", "CPU"))
 
     def __getitem__(self, name: str) -> Runtime:
+        if isinstance(name, tuple):  # a tensor over many devices (tinyfw/multi.py) asks what
+            return self[name[0]]     # its devices can do: the first one answers for all
         if (runtime := self._runtimes.get(name)) is not None:  # (a standard name, started)
             return runtime
         name = self.canonicalize(name)

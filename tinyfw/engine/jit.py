@@ -557,6 +557,9 @@ class _Recorder(realize.Listener):
     def assigning(self, tensor: Any) -> None:
         if any(t is tensor for t, _ in self.assigned):
             return
+        if not isinstance(tensor.uop, UOp):
+            raise JitError(f"TinyJit({self.name}): the function assigns to a tensor over many "
+                           "devices (tinyfw/multi.py); TinyJit does not capture those yet")
         if not realize.is_realized(tensor.uop):
             raise JitError(f"TinyJit({self.name}): the function assigns to a tensor of shape "
                            f"{shape_str(tensor.shape)} whose value is still lazy (no buffer), "
@@ -578,6 +581,8 @@ class _Guard(realize.Listener):
 
     def assigning(self, tensor: Any) -> None:
         if _capture_in_this_thread() is not None:  # this thread's capture follows it itself
+            return
+        if not isinstance(tensor.uop, UOp):  # over many devices: never pinned (no capture)
             return
         if not realize.is_realized(tensor.uop):
             return
