@@ -188,3 +188,55 @@ def test_state_dict_gathers(tmp_path):
     back = safe_load(tmp_path / "m.safetensors")
     np.testing.assert_equal(back["w"].numpy(), W)
     np.testing.assert_equal(back["b"].numpy(), np.ones(2))
+
+
+# --- data parallel training ---
+def _train(devices, steps=4):
+    from tinyfw import nn
+    from tinyfw.nn.state import get_parameters
+    Tensor.manual_seed(3)
+    l1, l2 = nn.Linear(6, 8), nn.Linear(8, 3)
+    params = get_parameters([l1, l2])
+    if devices:
+        for p in params:
+            p.shard_(devices)
+    opt = Adam(params, lr=0.01)
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        x = Tensor(rng.standard_normal((12, 6)).astype(np.float32))
+        y = Tensor(rng.integers(0, 3, 12).astype(np.int32))
+        if devices:
+            x, y = x.shard(devices, axis=0), y.shard(devices, axis=0)
+        opt.zero_grad()
+        l2(l1(x).relu()).sparse_categorical_crossentropy(y).backward()
+        opt.step()
+    return [p.numpy() for p in params]
+
+
+@pytest.mark.parametrize("devices", [D2, D3])
+def test_data_parallel_steps_match_one_device(devices):
+    for one, many in zip(_train(None), _train(devices)):
+        np.testing.assert_allclose(many, one, rtol=1e-4, atol=1e-6)
+
+
+def test_mnist_example_data_parallel(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tinyfw.nn.state import safe_load
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    outs = []
+    for name, extra in (("one", ["--no-jit"]), ("two", ["--devices", "CPU:0,CPU:1"])):
+        path = tmp_path / f"{name}.safetensors"
+        run = subprocess.run([sys.executable, "examples/mnist.py", "--epochs", "1", "--steps",
+                              "8", "--save", str(path), *extra], cwd=root, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        outs.append((safe_load(path), run.stdout))
+    (one, out1), (two, out2) = outs
+    assert "device CPU:0,CPU:1" in out2
+    for name in one:
+        np.testing.assert_allclose(two[name].numpy(), one[name].numpy(), rtol=1e-4, atol=1e-5)

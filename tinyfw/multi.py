@@ -441,6 +441,14 @@ def with_gradient_parts(value: MultiUOp, inputs: list[Any], override: Any) -> Mu
                      for i, p in enumerate(value.parts)], value.axis)
 
 
+def one_device(node: Any) -> UOp:
+    """A value as a plain graph of one device: itself, a replicated value's first part, or a
+    sharded one gathered on its first device."""
+    if isinstance(node, UOp):
+        return node
+    return node.parts[0] if node.axis is None else node.gather(node.device[0])
+
+
 def parts_of(node: UOp | MultiUOp) -> tuple[UOp, ...]:
     """The plain graphs of a tensor's value: its parts, or itself."""
     return node.parts if isinstance(node, MultiUOp) else (node,)

@@ -160,7 +160,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             if device is not None:
                 self.uop = Tensor(self.uop).to(device).uop
         else:
-            device = Device.canonicalize(device)
+            where = _canonical(device)  # a tuple: a whole copy on each (tinyfw/multi.py)
             if isinstance(data, (np.ndarray, np.generic)):
                 arr = np.asarray(data)
                 dt = dt or dtypes.from_np(arr.dtype)
@@ -171,7 +171,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 arr = _ints_as(data, dt) if dt.is_int else np.array(data)
             else:
                 raise TypeError(f"can't make a Tensor from {type(data).__name__}")
-            self.uop = _buffer_node(arr, device, dt)
+            self.uop = _buffer_node(arr, where, dt) if isinstance(where, str) else \
+                cast(UOp, MultiUOp([_buffer_node(arr, d, dt) for d in where], None))
         if requires_grad is not None:
             self.requires_grad = requires_grad
 
