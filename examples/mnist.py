@@ -23,8 +23,9 @@ Everything a training loop needs is here, in the order it happens:
 With --devices (chapter 13, tinyfw/multi.py) it is data parallel: the weights (and Adam's
 state) are replicated on every device, each batch is sharded along its first axis, each device
 computes the loss and the gradients of its share, and the all-reduce in the loss's mean and in
-the replicated weights' gradients gives every device the same update. The steps run unjitted:
-TinyJit does not capture tensors over many devices yet.
+the replicated weights' gradients gives every device the same update. TinyJit captures the
+step with its copies between devices; the batch comes in on one device and is sharded inside,
+and the loss goes out gathered on the first device.
 """
 from __future__ import annotations
 
@@ -94,6 +95,12 @@ def shard_batch(devices: tuple[str, ...] | None) -> Callable[[Tensor], Tensor]:
     return (lambda t: t) if devices is None else (lambda t: t.shard(devices, axis=0))
 
 
+def gather_result(devices: tuple[str, ...] | None) -> Callable[[Tensor], Tensor]:
+    """A result as the step returns it: on the first device (TinyJit returns tensors of one
+    device), or as it is."""
+    return (lambda t: t) if devices is None else (lambda t: t.to(devices[0]))
+
+
 def make_train_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
                     jit: bool, devices: tuple[str, ...] | None = None
                     ) -> Callable[[Tensor, Tensor], Tensor]:
@@ -105,7 +112,7 @@ def make_train_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
     running statistics) is realized by the end: one realize_all of the loss and the
     optimizer's lazy update does it, in a single schedule."""
 
-    place = shard_batch(devices)
+    place, gather = shard_batch(devices), gather_result(devices)
 
     def train_step(x: Tensor, y: Tensor) -> Tensor:
         x, y = place(x), place(y)
@@ -113,7 +120,7 @@ def make_train_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
             opt.zero_grad()
             loss = model(normalize(x)).sparse_categorical_crossentropy(y).backward()
             Tensor.realize_all(loss, *opt.schedule_step())
-        return loss
+        return gather(loss)
 
     return TinyJit(train_step) if jit else train_step
 
@@ -121,12 +128,12 @@ def make_train_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
 def make_eval_step(model: Callable[[Tensor], Tensor], jit: bool,
                    devices: tuple[str, ...] | None = None) -> Callable[[Tensor, Tensor], Tensor]:
     """How many images of a batch the model classifies right (a 0-d tensor)."""
-    place = shard_batch(devices)
+    place, gather = shard_batch(devices), gather_result(devices)
 
     def eval_step(x: Tensor, y: Tensor) -> Tensor:
         x, y = place(x), place(y)
         # a count in int32: a sum of bools is int64 (as in torch), which WEBGPU cannot hold
-        return (model(normalize(x)).argmax(axis=1) == y).sum(dtype="int32")
+        return gather((model(normalize(x)).argmax(axis=1) == y).sum(dtype="int32"))
 
     return TinyJit(eval_step) if jit else eval_step
 
@@ -174,7 +181,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="tinyfw's device (default: $DEVICE, else CPU)")
     parser.add_argument("--devices", default=None, metavar="CPU:0,CPU:1",
                         help="data parallel over these devices (weights replicated, batches "
-                        "sharded); runs unjitted")
+                        "sharded)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=None,
@@ -192,7 +199,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.devices is not None:
         args.devices = tuple(d.strip() for d in args.devices.split(","))
-        args.no_jit = True  # TinyJit does not capture tensors over many devices yet
     if args.lr is None:
         args.lr = 0.005 if args.model == "conv" else 0.003
     return args

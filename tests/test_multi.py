@@ -129,6 +129,7 @@ def test_sum_over_the_sharded_axis_is_an_all_reduce(monkeypatch):
 
 
 # --- gradients and optimizers ---
+from tinyfw.engine.jit import TinyJit  # noqa: E402
 from tinyfw.nn.optim import SGD, Adam  # noqa: E402
 
 W = np.linspace(-1, 1, 12, dtype=np.float32).reshape(6, 2)
@@ -191,7 +192,7 @@ def test_state_dict_gathers(tmp_path):
 
 
 # --- data parallel training ---
-def _train(devices, steps=4):
+def _train(devices, steps=4, jit=False):
     from tinyfw import nn
     from tinyfw.nn.state import get_parameters
     Tensor.manual_seed(3)
@@ -201,22 +202,43 @@ def _train(devices, steps=4):
         for p in params:
             p.shard_(devices)
     opt = Adam(params, lr=0.01)
+
+    def step(x, y):
+        if devices:  # the batch comes in on one device and is sharded inside
+            x, y = x.shard(devices, axis=0), y.shard(devices, axis=0)
+        opt.zero_grad()
+        loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y).backward()
+        Tensor.realize_all(loss, *opt.schedule_step())
+        return loss.to("CPU")
+    run = TinyJit(step) if jit else step
     rng = np.random.default_rng(0)
     for _ in range(steps):
         x = Tensor(rng.standard_normal((12, 6)).astype(np.float32))
         y = Tensor(rng.integers(0, 3, 12).astype(np.int32))
-        if devices:
-            x, y = x.shard(devices, axis=0), y.shard(devices, axis=0)
-        opt.zero_grad()
-        l2(l1(x).relu()).sparse_categorical_crossentropy(y).backward()
-        opt.step()
-    return [p.numpy() for p in params]
+        run(x, y)
+    return [p.numpy() for p in params], run
 
 
 @pytest.mark.parametrize("devices", [D2, D3])
 def test_data_parallel_steps_match_one_device(devices):
-    for one, many in zip(_train(None), _train(devices)):
+    for one, many in zip(_train(None)[0], _train(devices)[0]):
         np.testing.assert_allclose(many, one, rtol=1e-4, atol=1e-6)
+
+
+def test_jit_captures_a_sharded_step():
+    one, (many, jitted) = _train(None, steps=5)[0], _train(D2, steps=5, jit=True)
+    assert jitted.cnt == 5 and any(launch.item.ast is None for launch in jitted.jit_cache)
+    for a, b in zip(one, many):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+
+
+def test_jit_refuses_multi_arguments_and_results():
+    from tinyfw.engine.jit import JitError
+    with pytest.raises(JitError, match="over many devices"):
+        TinyJit(lambda x: x * 2)(Tensor(X).to(D2))
+    f = TinyJit(lambda x: (x.to(D2) * 2).realize())
+    with pytest.raises(JitError, match="over many devices"):
+        f(Tensor(X))
 
 
 def test_mnist_example_data_parallel(tmp_path):
@@ -229,10 +251,10 @@ def test_mnist_example_data_parallel(tmp_path):
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
     outs = []
-    for name, extra in (("one", ["--no-jit"]), ("two", ["--devices", "CPU:0,CPU:1"])):
+    for name, extra in (("one", []), ("two", ["--devices", "CPU:0,CPU:1"])):
         path = tmp_path / f"{name}.safetensors"
-        run = subprocess.run([sys.executable, "examples/mnist.py", "--epochs", "1", "--steps",
-                              "8", "--save", str(path), *extra], cwd=root, env=env,
+        run = subprocess.run([sys.executable, "examples/mnist.py", "--epochs", "2", "--steps",
+                              "5", "--save", str(path), *extra], cwd=root, env=env,
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
         outs.append((safe_load(path), run.stdout))
