@@ -103,6 +103,15 @@ def test_refusals_are_clear():
         t + Tensor(X)
     with pytest.raises(RuntimeError, match="a device twice"):
         Tensor(X).shard(("CPU", "CPU:0"))
+    with pytest.raises(MultiError, match="not write through"):
+        Tensor(X).shard(D2, axis=0)[:, 1:].assign(Tensor(X[:, 1:]))
+
+
+def test_mixed_kinds():
+    t = Tensor(X).shard(("CPU", "NUMPY"), axis=0)
+    assert t.uop.parts[1].device == "NUMPY"
+    np.testing.assert_allclose((t * 3).sum(axis=0).numpy(), (X * 3).sum(axis=0), rtol=1e-6)
+    np.testing.assert_allclose((t.exp() + 1).to("NUMPY:1").numpy(), np.exp(X) + 1, rtol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["naive", "ring"])
@@ -262,3 +271,14 @@ def test_mnist_example_data_parallel(tmp_path):
     assert "device CPU:0,CPU:1" in out2
     for name in one:
         np.testing.assert_allclose(two[name].numpy(), one[name].numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_gradient_through_a_max_over_the_sharded_axis():
+    data = np.random.default_rng(1).permutation(30).reshape(5, 6).astype(np.float32)
+    x = Tensor(data, requires_grad=True)
+    x.max(axis=0).sum().backward()
+    y = Tensor(data, requires_grad=True)
+    y.shard_(D3, axis=0)
+    y.max(axis=0).sum().backward()
+    assert y.grad.device == D3
+    np.testing.assert_equal(y.grad.numpy(), x.grad.numpy())

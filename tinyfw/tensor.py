@@ -336,6 +336,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             raise RuntimeError(f"assign of shape {shape_str(x.shape)} to a tensor of shape "
                                f"{shape_str(self.shape)}")
         if isinstance(self.uop, MultiUOp):  # placed as self is: each part on its device
+            if self._view is not None:
+                raise multi.MultiError("assign to a view of a tensor over many devices is not "
+                                       "supported: it would not write through to the base")
             realize.note_assign(self)
             placed = multi.shard(x.uop, self.uop.device, None) if isinstance(x.uop, UOp) else \
                 x.uop
