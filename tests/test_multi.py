@@ -282,3 +282,11 @@ def test_gradient_through_a_max_over_the_sharded_axis():
     y.max(axis=0).sum().backward()
     assert y.grad.device == D3
     np.testing.assert_equal(y.grad.numpy(), x.grad.numpy())
+
+
+def test_shard_like():
+    like = Tensor(X).shard(D3, axis=1)
+    t = Tensor(X * 2).shard_like(like)
+    assert t.device == D3 and t.uop.axis == 1
+    np.testing.assert_equal((t + like).numpy(), X * 3)
+    assert Tensor(X).shard_like(Tensor(X, device="CPU:1")).device == "CPU:1"

@@ -400,6 +400,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         axis = None if axis is None else normalize_axis(axis, self.ndim)
         return self._result(cast(UOp, multi.shard(self.uop, names, axis)), self)
 
+    def shard_like(self, y: Tensor) -> Tensor:
+        """This tensor placed as y is: sharded on y's devices and axis, or on y's device."""
+        if isinstance(y.uop, MultiUOp):
+            return self.shard(y.uop.device, y.uop.axis)
+        return self.to(y.device)
+
     def shard_(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
         """shard in place: this tensor now lives on devices (a parameter stays a parameter,
         with buffers of its own on each device)."""
