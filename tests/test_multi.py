@@ -290,3 +290,14 @@ def test_shard_like():
     assert t.device == D3 and t.uop.axis == 1
     np.testing.assert_equal((t + like).numpy(), X * 3)
     assert Tensor(X).shard_like(Tensor(X, device="CPU:1")).device == "CPU:1"
+
+
+def test_a_leaf_reached_without_a_gradient_gets_zeros():
+    w = Tensor(W, requires_grad=True)
+    w.shard_(D2, axis=1)
+    x = Tensor(X, requires_grad=True)
+    x.shard_(D2)
+    ((w > 0).float().sum() + x.sum()).backward()
+    assert w.grad is not None and w.grad.device == D2
+    np.testing.assert_equal(w.grad.numpy(), np.zeros_like(W))
+    np.testing.assert_equal(x.grad.numpy(), np.ones_like(X))

@@ -462,10 +462,13 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         leaves = [t for t in list(Tensor._grad_leaves.values())
                   if any(p in in_graph for p in multi.parts_of(t.uop))]
         if isinstance(self.uop, MultiUOp) or any(isinstance(t.uop, MultiUOp) for t in leaves):
+            connected = self._connected()
             for t, g in zip(leaves, self._multi_gradients(root_grad, [t.uop for t in leaves])):
                 if g is not None:
                     t.grad = Tensor(cast(UOp, g)) if t.grad is None else t.grad + \
                         Tensor(cast(UOp, g))
+                elif t.grad is None and any(p in connected for p in multi.parts_of(t.uop)):
+                    t.grad = t.zeros_like()  # reached, but no gradient flows (as above)
             return self
         grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in leaves})
         connected = self._connected()
