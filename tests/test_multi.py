@@ -301,3 +301,17 @@ def test_a_leaf_reached_without_a_gradient_gets_zeros():
     assert w.grad is not None and w.grad.device == D2
     np.testing.assert_equal(w.grad.numpy(), np.zeros_like(W))
     np.testing.assert_equal(x.grad.numpy(), np.ones_like(X))
+
+
+@pytest.mark.parametrize("devices", [("CPU", "CL"), ("CL", "CL:1")])
+def test_kinds_with_cl(devices):
+    from tinyfw.device import probe
+    if not probe("CL")[0]:
+        pytest.skip("no CL device here")
+    t = Tensor(X).shard(devices, axis=0)
+    w = Tensor(W, requires_grad=True)
+    w.shard_(devices)
+    (t @ w).relu().mean().backward()
+    one = Tensor(W, requires_grad=True)
+    (Tensor(X) @ one).relu().mean().backward()
+    np.testing.assert_allclose(w.grad.numpy(), one.grad.numpy(), rtol=1e-5, atol=1e-7)
