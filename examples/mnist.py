@@ -4,6 +4,7 @@ accuracy on the 10000 test images.
     .venv/bin/python examples/mnist.py --model mlp --epochs 3   # 784-128-10: 97.7%, 30 s
     .venv/bin/python examples/mnist.py --model conv --epochs 3  # conv net: 99.0%, 4 min
     .venv/bin/python examples/mnist.py --device CL --epochs 1 --steps 50   # a short smoke run
+    .venv/bin/python examples/mnist.py --devices CPU:0,CPU:1   # data parallel on 2 devices
 
 (Times measured on this project's 2-core CPU machine, device CPU; bench/README.md shows a
 whole run. The conv net prints, after three progress bars, `test accuracy 98.99%
@@ -18,6 +19,13 @@ Everything a training loop needs is here, in the order it happens:
      kernels from the third step on instead of building and scheduling the graph again;
   4. the evaluation: the number of test images classified right, in batches (jitted too);
   5. optionally, the trained weights saved as a .safetensors file.
+
+With --devices (chapter 13, tinyfw/multi.py) it is data parallel: the weights (and Adam's
+state) are replicated on every device, each batch is sharded along its first axis, each device
+computes the loss and the gradients of its share, and the all-reduce in the loss's mean and in
+the replicated weights' gradients gives every device the same update. TinyJit captures the
+step with its copies between devices; the batch comes in on one device and is sharded inside,
+and the loss goes out gathered on the first device.
 """
 from __future__ import annotations
 
@@ -81,8 +89,21 @@ def normalize(images: Tensor) -> Tensor:
 
 
 # --- training and evaluation --------------------------------------------------------------------
+def shard_batch(devices: tuple[str, ...] | None) -> Callable[[Tensor], Tensor]:
+    """A batch as the step sees it: split along its first axis over devices (data parallel),
+    or as it is."""
+    return (lambda t: t) if devices is None else (lambda t: t.shard(devices, axis=0))
+
+
+def gather_result(devices: tuple[str, ...] | None) -> Callable[[Tensor], Tensor]:
+    """A result as the step returns it: on the first device (TinyJit returns tensors of one
+    device), or as it is."""
+    return (lambda t: t) if devices is None else (lambda t: t.to(devices[0]))
+
+
 def make_train_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
-                    jit: bool) -> Callable[[Tensor, Tensor], Tensor]:
+                    jit: bool, devices: tuple[str, ...] | None = None
+                    ) -> Callable[[Tensor, Tensor], Tensor]:
     """One step on a batch: forward, loss, backward, Adam; returns the loss.
 
     TinyJit's rules (tinyfw/engine/jit.py) shape this function: the batch comes in as tensor
@@ -91,23 +112,28 @@ def make_train_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
     running statistics) is realized by the end: one realize_all of the loss and the
     optimizer's lazy update does it, in a single schedule."""
 
+    place, gather = shard_batch(devices), gather_result(devices)
+
     def train_step(x: Tensor, y: Tensor) -> Tensor:
+        x, y = place(x), place(y)
         with Tensor.train():
             opt.zero_grad()
             loss = model(normalize(x)).sparse_categorical_crossentropy(y).backward()
             Tensor.realize_all(loss, *opt.schedule_step())
-        return loss
+        return gather(loss)
 
     return TinyJit(train_step) if jit else train_step
 
 
-def make_eval_step(model: Callable[[Tensor], Tensor],
-                   jit: bool) -> Callable[[Tensor, Tensor], Tensor]:
+def make_eval_step(model: Callable[[Tensor], Tensor], jit: bool,
+                   devices: tuple[str, ...] | None = None) -> Callable[[Tensor, Tensor], Tensor]:
     """How many images of a batch the model classifies right (a 0-d tensor)."""
+    place, gather = shard_batch(devices), gather_result(devices)
 
     def eval_step(x: Tensor, y: Tensor) -> Tensor:
+        x, y = place(x), place(y)
         # a count in int32: a sum of bools is int64 (as in torch), which WEBGPU cannot hold
-        return (model(normalize(x)).argmax(axis=1) == y).sum(dtype="int32")
+        return gather((model(normalize(x)).argmax(axis=1) == y).sum(dtype="int32"))
 
     return TinyJit(eval_step) if jit else eval_step
 
@@ -117,9 +143,10 @@ def train(model: Callable[[Tensor], Tensor], X: Tensor, Y: Tensor,
     """args.epochs passes over (X, Y), in batches of args.batch; returns the steps taken."""
     # The learning rate is a tensor, not a float: a float would be baked into the captured
     # kernels, while a tensor's new value (assigned between epochs) reaches the replays too.
-    lr = Tensor(args.lr).realize()
+    lr = Tensor(args.lr)
+    lr = (lr if args.devices is None else lr.to(args.devices)).realize()
     opt = nn.optim.Adam(get_parameters(model), lr=lr)
-    step = make_train_step(model, opt, jit=not args.no_jit)
+    step = make_train_step(model, opt, jit=not args.no_jit, devices=args.devices)
     per_epoch = len(Y) // args.batch  # whole batches only: a jitted step keeps its shapes
     if args.steps:
         per_epoch = min(per_epoch, args.steps)
@@ -138,9 +165,10 @@ def train(model: Callable[[Tensor], Tensor], X: Tensor, Y: Tensor,
     return taken
 
 
-def evaluate(model: Callable[[Tensor], Tensor], X: Tensor, Y: Tensor, jit: bool) -> int:
+def evaluate(model: Callable[[Tensor], Tensor], X: Tensor, Y: Tensor, jit: bool,
+             devices: tuple[str, ...] | None = None) -> int:
     """The number of images of (X, Y) that the model classifies right."""
-    step = make_eval_step(model, jit)
+    step = make_eval_step(model, jit, devices)
     return sum(int(step(x, y).item()) for x, y in batches(X, Y, EVAL_BATCH, shuffle=False))
 
 
@@ -151,6 +179,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", choices=["mlp", "conv"], default="mlp")
     parser.add_argument("--device", choices=DEVICES, default=None,
                         help="tinyfw's device (default: $DEVICE, else CPU)")
+    parser.add_argument("--devices", default=None, metavar="CPU:0,CPU:1",
+                        help="data parallel over these devices (weights replicated, batches "
+                        "sharded)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=None,
@@ -166,6 +197,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--save", type=Path, default=None, metavar="PATH.safetensors",
                         help="save the trained weights here")
     args = parser.parse_args(argv)
+    if args.devices is not None:
+        args.devices = tuple(d.strip() for d in args.devices.split(","))
     if args.lr is None:
         args.lr = 0.005 if args.model == "conv" else 0.003
     return args
@@ -179,9 +212,13 @@ def main(argv: list[str] | None = None) -> int:
 
     X_train, Y_train, X_test, Y_test = mnist()
     model = MLP() if args.model == "mlp" else ConvNet(args.channels)
+    if args.devices is not None:
+        for p in get_parameters(model):
+            p.shard_(args.devices)  # replicated: a whole copy on each device
     n_params = sum(p.numel() for p in get_parameters(model))
     jit = "no JIT" if args.no_jit else "TinyJit"
-    print(f"{args.model}: {n_params} parameters, device {X_train.device}, batch {args.batch}, "
+    where = ",".join(args.devices) if args.devices else X_train.device
+    print(f"{args.model}: {n_params} parameters, device {where}, batch {args.batch}, "
           f"Adam lr {args.lr} (x{args.lr_decay} per epoch), {jit}")
 
     start = time.perf_counter()
@@ -189,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     train_s = time.perf_counter() - start
 
     start = time.perf_counter()
-    correct = evaluate(model, X_test, Y_test, jit=not args.no_jit)
+    correct = evaluate(model, X_test, Y_test, jit=not args.no_jit, devices=args.devices)
     eval_s = time.perf_counter() - start
     print(f"test accuracy {correct / len(Y_test):.2%} ({correct}/{len(Y_test)})")
     print(f"{steps} steps in {args.epochs} epoch(s): training {train_s:.1f} s "

@@ -52,7 +52,6 @@ NOT_YET: dict[str, str] = {
     **_group("indexing", ""),
     **_group("nn functional", ""
                               ""),
-    **_group("not named in issue 11 (multi-device)", "shard shard_ shard_like"),
 }
 
 

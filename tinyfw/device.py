@@ -137,7 +137,13 @@ class Runtime:
 
 
 class _DeviceRegistry:
-    """Device["NUMPY"] gives a device; Device.DEFAULT names the default device."""
+    """Device["NUMPY"] gives a device; Device.DEFAULT names the default device.
+
+    A name may carry an index: "CPU:1", "NUMPY:2", "CL:0" are devices of one kind, each with
+    buffers of its own, so one machine can play several (chapter 13: tinyfw/multi.py shards a
+    tensor over them). Index 0 is the plain name ("CPU:0" is "CPU", exactly today's device).
+    The devices of one kind share one runtime (its compiler, its caches): on one machine the
+    index only says whose memory a buffer is, and a COPY between two of them is a transfer."""
 
     def __init__(self) -> None:
         self._runtimes: dict[str, Runtime] = {}
@@ -147,26 +153,42 @@ class _DeviceRegistry:
         return tuple(_RUNTIMES)
 
     def canonicalize(self, name: str | None) -> str:
-        """A device name in its standard spelling ('numpy' and 'NUMPY:0' -> 'NUMPY')."""
+        """A device name in its standard spelling ('numpy' and 'NUMPY:0' -> 'NUMPY', 'cpu:1'
+        -> 'CPU:1')."""
         if name is None:
             return self.DEFAULT
-        base = str(name).split(":")[0].upper()
+        base, _, index = str(name).partition(":")
+        base = base.upper()
         if base not in self.names:
             raise RuntimeError(f"unknown device {name!r}: tinyfw has {', '.join(self.names)}")
-        return base
+        if index in ("", "0"):
+            return base
+        if not index.isdigit():
+            raise RuntimeError(f"bad device index in {name!r}: say KIND:n, n a number >= 0")
+        return f"{base}:{int(index)}"
 
     @property
     def DEFAULT(self) -> str:
         return self.canonicalize(os.getenv("DEVICE", "CPU"))
 
     def __getitem__(self, name: str) -> Runtime:
+        if isinstance(name, tuple):  # a tensor over many devices (tinyfw/multi.py) asks what
+            return self[name[0]]     # its devices can do: the first one answers for all
         if (runtime := self._runtimes.get(name)) is not None:  # (a standard name, started)
             return runtime
         name = self.canonicalize(name)
         if name not in self._runtimes:
-            module, cls = _RUNTIMES[name]
-            self._runtimes[name] = getattr(importlib.import_module(module), cls)()
+            kind = kind_of(name)
+            if kind not in self._runtimes:
+                module, cls = _RUNTIMES[kind]
+                self._runtimes[kind] = getattr(importlib.import_module(module), cls)()
+            self._runtimes[name] = self._runtimes[kind]  # "CPU:1" runs on CPU's runtime
         return self._runtimes[name]
+
+
+def kind_of(device: str) -> str:
+    """The kind of a device name, its index dropped: 'CPU:1' -> 'CPU'."""
+    return device.partition(":")[0]
 
 
 def probe(name: str) -> tuple[bool, str]:

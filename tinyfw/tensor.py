@@ -7,7 +7,7 @@ import math
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -27,6 +27,8 @@ from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.uop.gradient import GradientOverride, compute_gradient, with_gradient
 from tinyfw.uop.ops import Ops, UOp, const
+from tinyfw import multi
+from tinyfw.multi import MultiUOp
 
 Scalar = bool | int | float
 Sizes = int | Sequence[int]  # a shape: its sizes one by one, or one tuple or list of them
@@ -86,6 +88,29 @@ def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
     return UOp(Ops.BUFFER, dtype, (), buf).reshape(data.shape)
 
 
+def _fresh(node: UOp) -> UOp:
+    """A multi tensor's value in new buffers of its own, part by part (a parameter's)."""
+    assert isinstance(node, MultiUOp)
+    parts = [_buffer_node(Tensor(p).numpy(), p.device, p.dtype) for p in node.parts]
+    return cast(UOp, MultiUOp(parts, node.axis))
+
+
+def _const(value: Scalar, dtype: DType, device: str | tuple[str, ...],
+           shape: tuple[int, ...]) -> UOp:
+    """A constant on a device, or on each of a tuple of devices (replicated: tinyfw/multi.py;
+    typed as a UOp, which a MultiUOp stands in for)."""
+    if isinstance(device, tuple):
+        return cast(UOp, MultiUOp([const(value, dtype, d, shape) for d in device], None))
+    return const(value, dtype, device, shape)
+
+
+def _canonical(device: str | tuple[str, ...] | list[str] | None) -> str | tuple[str, ...]:
+    """A device name, or a tuple of them (a tensor over many devices), in standard spelling."""
+    if isinstance(device, (tuple, list)):
+        return tuple(Device.canonicalize(d) for d in device)
+    return Device.canonicalize(device)
+
+
 def scalar_first(swaps: bool) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
     """For a binary method called as Tensor.f(2, t), as torch.f(2, t) can be: computed as
     t.f(2, reverse=True) where torch computes it (swaps), else torch's TypeError."""
@@ -128,14 +153,14 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         # (base, view ops) for a view of another tensor (x[1:], x.reshape(...)): an assign to
         # the view writes through to the base, as in torch (MovementOps._view_result)
         self._view: tuple[Tensor, tuple] | None = None
-        if isinstance(data, UOp):
-            self.uop = data if dt is None else data.cast(dt)
+        if isinstance(data, (UOp, MultiUOp)):
+            self.uop = cast(UOp, data if dt is None else data.cast(dt))
         elif isinstance(data, Tensor):
             self.uop = data.uop.detach() if dt is None else data.uop.detach().cast(dt)
             if device is not None:
-                self.uop = self.uop.copy_to(Device.canonicalize(device))
+                self.uop = Tensor(self.uop).to(device).uop
         else:
-            device = Device.canonicalize(device)
+            where = _canonical(device)  # a tuple: a whole copy on each (tinyfw/multi.py)
             if isinstance(data, (np.ndarray, np.generic)):
                 arr = np.asarray(data)
                 dt = dt or dtypes.from_np(arr.dtype)
@@ -146,7 +171,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 arr = _ints_as(data, dt) if dt.is_int else np.array(data)
             else:
                 raise TypeError(f"can't make a Tensor from {type(data).__name__}")
-            self.uop = _buffer_node(arr, device, dt)
+            self.uop = _buffer_node(arr, where, dt) if isinstance(where, str) else \
+                cast(UOp, MultiUOp([_buffer_node(arr, d, dt) for d in where], None))
         if requires_grad is not None:
             self.requires_grad = requires_grad
 
@@ -161,6 +187,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     @property
     def device(self) -> str:
+        """The device's name; a tuple of names for a tensor over many (tinyfw/multi.py)."""
         return self.uop.device
 
     @property
@@ -201,7 +228,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if value and not self.dtype.is_float:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if value and not self._requires_grad:  # a parameter gets a buffer of its own, so no
-            self.uop = _buffer_node(self.numpy(), self.device, self.dtype)  # node is shared
+            self.uop = _fresh(self.uop) if isinstance(self.uop, MultiUOp) else \
+                _buffer_node(self.numpy(), self.device, self.dtype)  # node is shared
             self._view = None  # a parameter is storage of its own, not a view of its source
             Tensor._grad_leaves[id(self)] = self
         elif not value:
@@ -240,18 +268,22 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         `Tensor.realize(a, b)`: work they share is done once); returns self. Tensors that need a
         graph for backward keep it."""
         tensors = (self, *others)
-        items = realize.schedule(*(t.uop for t in tensors))
+        items = realize.schedule(*(p for t in tensors for p in multi.parts_of(t.uop)))
         if items:  # (all computed before: nothing to run)
             realize.run_schedule(items)
         for t in tensors:
-            node = realize.realize(t.uop)  # computed above: a buffer view, nothing more to run
+            # computed above: a buffer view, nothing more to run
+            if isinstance(t.uop, MultiUOp):
+                node = cast(UOp, MultiUOp([realize.realize(p) for p in t.uop.parts], t.uop.axis))
+            else:
+                node = realize.realize(t.uop)
             if not t._requires_grad or t._is_leaf:
                 t.uop = node
         return self
 
     def schedule(self, *others: Tensor) -> list:
         """The kernels realize() would run for this tensor (and others), without running them."""
-        return realize.schedule(self.uop, *(t.uop for t in others))
+        return realize.schedule(*(p for t in (self, *others) for p in multi.parts_of(t.uop)))
 
     @staticmethod
     def realize_all(*tensors: Tensor) -> None:
@@ -276,6 +308,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         one only to read, with no copy where the device's memory is a numpy array. Every read of
         data goes through here, so a TinyJit capturing is told of it (and refuses it)."""
         realize.note_read(self)  # tinyfw/engine/jit.py
+        if isinstance(self.uop, MultiUOp):  # gathered on the host: each part read, put together
+            self.realize()
+            arrays = [Tensor(p)._read(copy) for p in self.uop.parts]
+            if self.uop.axis is None:
+                return arrays[0]
+            return np.concatenate(arrays, axis=self.uop.axis)
         buffer = realize.buffer_of(realize.realize(self.uop))
         # Buffer.numpy is already a new array of the caller's own: a copy more would be a second
         # pass over the memory and a second array at once.
@@ -297,6 +335,18 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if x.shape != self.shape:
             raise RuntimeError(f"assign of shape {shape_str(x.shape)} to a tensor of shape "
                                f"{shape_str(self.shape)}")
+        if isinstance(self.uop, MultiUOp):  # placed as self is: each part on its device
+            if self._view is not None:
+                raise multi.MultiError("assign to a view of a tensor over many devices is not "
+                                       "supported: it would not write through to the base")
+            realize.note_assign(self)
+            placed = multi.shard(x.uop, self.uop.device, None) if isinstance(x.uop, UOp) else \
+                x.uop
+            value = placed.detach().cast(self.dtype).to_axis(self.uop.axis, self.uop.bounds()
+                                                              if self.uop.axis is not None
+                                                              else None)
+            self.uop = cast(UOp, value.assigned(next(_assign_numbers)))
+            return self
         value = x.uop.detach().cast(self.dtype).copy_to(self.device)
         if self._view is not None:
             self._assign_through(value)  # the base changes (a TinyJit follows it, not the view)
@@ -331,9 +381,41 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def contiguous(self) -> Tensor:
         return self._result(self.uop.contiguous(), self)
 
-    def to(self, device: str) -> Tensor:
-        """This tensor on another device."""
-        return self._result(self.uop.copy_to(Device.canonicalize(device)), self)
+    def to(self, device: str | tuple[str, ...]) -> Tensor:
+        """This tensor on another device; on a tuple of devices, a whole copy on each
+        (replicated: shard with axis None); a sharded tensor sent to one device is gathered."""
+        target = _canonical(device)
+        if isinstance(target, tuple) and isinstance(self.uop, UOp):
+            return self.shard(target)
+        moved: Any = self.uop  # a UOp, or a MultiUOp typed as one
+        return self._result(cast(UOp, moved.copy_to(target)), self)
+
+    def shard(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
+        """This tensor over several devices (chapter 13, tinyfw/multi.py): split along axis,
+        each device holding its slice (as even as it goes), or a whole copy on each (None)."""
+        names = _canonical(tuple(devices))
+        assert isinstance(names, tuple)
+        if len(set(names)) != len(names):
+            raise RuntimeError(f"shard over {names}: a device twice")
+        axis = None if axis is None else normalize_axis(axis, self.ndim)
+        return self._result(cast(UOp, multi.shard(self.uop, names, axis)), self)
+
+    def shard_like(self, y: Tensor) -> Tensor:
+        """This tensor placed as y is: sharded on y's devices and axis, or on y's device."""
+        if isinstance(y.uop, MultiUOp):
+            return self.shard(y.uop.device, y.uop.axis)
+        return self.to(y.device)
+
+    def shard_(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
+        """shard in place: this tensor now lives on devices (a parameter stays a parameter,
+        with buffers of its own on each device)."""
+        sharded = self.shard(devices, axis)
+        if self.requires_grad and self.is_leaf:
+            self.uop = _fresh(sharded.uop)
+        else:
+            self.uop = sharded.uop
+        self._view = None
+        return self
 
     def cast(self, dtype: DType | str) -> Tensor:
         dt = to_dtype(dtype)
@@ -346,6 +428,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
         """The gradients of this tensor with respect to targets, as new (lazy) tensors."""
         root_grad = self._root_grad(gradient)
+        if isinstance(self.uop, MultiUOp) or any(isinstance(t.uop, MultiUOp) for t in targets):
+            found = self._multi_gradients(root_grad, [t.uop for t in targets])
+            if any(g is None for g in found):
+                raise RuntimeError("a target was not used to compute this tensor, so it has no "
+                                   "gradient")
+            return [Tensor(cast(UOp, g)) for g in found]
         wanted = {t.uop for t in targets}
         grads = compute_gradient(self.uop, root_grad.uop, wanted)
         connected = self._connected()
@@ -371,7 +459,17 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                                "grad_fn")
         root_grad = self._root_grad(gradient)
         in_graph = set(self.uop.toposort())
-        leaves = [t for t in list(Tensor._grad_leaves.values()) if t.uop in in_graph]
+        leaves = [t for t in list(Tensor._grad_leaves.values())
+                  if any(p in in_graph for p in multi.parts_of(t.uop))]
+        if isinstance(self.uop, MultiUOp) or any(isinstance(t.uop, MultiUOp) for t in leaves):
+            connected = self._connected()
+            for t, g in zip(leaves, self._multi_gradients(root_grad, [t.uop for t in leaves])):
+                if g is not None:
+                    t.grad = Tensor(cast(UOp, g)) if t.grad is None else t.grad + \
+                        Tensor(cast(UOp, g))
+                elif t.grad is None and any(p in connected for p in multi.parts_of(t.uop)):
+                    t.grad = t.zeros_like()  # reached, but no gradient flows (as above)
+            return self
         grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in leaves})
         connected = self._connected()
         for t in leaves:
@@ -382,10 +480,46 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 t.grad = t.zeros_like()
         return self
 
+    def _multi_gradients(self, root_grad: Tensor, targets: list[UOp]) -> list[Any]:
+        """The gradients of targets where this tensor or a target is over many devices
+        (tinyfw/multi.py): the backward pass runs on the plain graphs of the parts; a
+        replicated root seeds its first part only (each part is the whole value); a replicated
+        target's gradient is the all-reduce of its parts' (each device saw only its shard)."""
+        roots = multi.parts_of(self.uop)
+        seeds = multi.parts_of(root_grad.uop)
+        if isinstance(self.uop, MultiUOp):
+            seed = root_grad.uop
+            if isinstance(seed, UOp):
+                seed = multi.shard(seed, self.uop.device, None)
+            placed = seed.to_axis(self.uop.axis, self.uop.bounds() if self.uop.axis is not None
+                                  else None)
+            seeds = placed.parts
+            if self.uop.axis is None:
+                roots, seeds = roots[:1], seeds[:1]
+        wanted = {p for t in targets for p in multi.parts_of(t)}
+        grads: dict[UOp, UOp] = {}
+        for root, seed_part in zip(roots, seeds):
+            for node, g in compute_gradient(root, seed_part, wanted).items():
+                grads[node] = grads[node] + g if node in grads else g
+        out: list[Any] = []
+        for t in targets:
+            if not isinstance(t, MultiUOp):
+                out.append(grads.get(t))
+                continue
+            if not any(p in grads for p in t.parts):
+                out.append(None)
+                continue
+            parts = [grads[p] if p in grads else p.const_like(0.0) for p in t.parts]
+            out.append(MultiUOp(multi.all_reduce(Ops.ADD, parts), None) if t.axis is None
+                       else MultiUOp(parts, t.axis))
+        return out
+
     def _root_grad(self, grad: Tensor | None) -> Tensor:
         if grad is None:
             if self.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if isinstance(self.uop, MultiUOp):
+                return Tensor(self.uop.const_like(1.0))
             return Tensor(const(1.0, self.dtype, self.device, self.shape))
         if grad.shape != self.shape:
             raise RuntimeError(f"gradient of shape {shape_str(grad.shape)} for a tensor of "
@@ -399,7 +533,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """A tensor of shape filled with one value: a constant, expanded (no memory is filled)."""
         shape = Tensor._new_shape(shape)  # ints (else TypeError), none negative
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
-        out = Tensor(const(fill_value, dt, Device.canonicalize(device), shape))
+        out = Tensor(_const(fill_value, dt, _canonical(device), shape))
         if requires_grad is not None:
             out.requires_grad = requires_grad
         return out
@@ -714,6 +848,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def full_like(self, fill_value: Scalar, dtype: DType | str | None = None,
                   device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """A tensor of self's shape (and dtype and device, unless given) filled with one value."""
+        if isinstance(self.uop, MultiUOp) and device is None:  # in self's layout
+            out = Tensor(self.uop.const_like(fill_value, to_dtype(dtype or self.dtype)))
+            if requires_grad is not None:
+                out.requires_grad = requires_grad
+            return out
         return Tensor.full(self.shape, fill_value, dtype or self.dtype, device or self.device,
                            requires_grad)
 
@@ -789,7 +928,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             other = other.item() if isinstance(other, np.generic) else other
             out_dt = dtype or scalar_result_type(self.dtype, other)
             # made at self's shape at once (the graph is the same as broadcasting it after)
-            y = Tensor(const(other, out_dt, self.device, self.shape))
+            y = Tensor(self.uop.const_like(other, out_dt) if isinstance(self.uop, MultiUOp)
+                       else const(other, out_dt, self.device, self.shape))
         else:
             raise TypeError(f"unsupported operand type: Tensor and {type(other).__name__}")
         x, y = self.cast(out_dt), y.cast(out_dt)
@@ -926,6 +1066,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         differentiating the ops that made it (a GradientOverride); ints keep their graph."""
         if not self.dtype.is_float:
             return self
+        if isinstance(self.uop, MultiUOp):  # part by part, each input in self's layout
+            return self._result(cast(UOp, multi.with_gradient_parts(
+                self.uop, [t.uop for t in inputs], GradientOverride(rule, params))), *inputs)
         node = with_gradient(self.uop, tuple(t.uop for t in inputs),
                              GradientOverride(rule, params))
         return self._result(node, *inputs)
@@ -1018,7 +1161,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             yt, xt = y._operands(x)
         else:
             dt = promote_types(dtypes.from_py(x), dtypes.from_py(y))
-            xt, yt = Tensor(const(x, dt, self.device, ())), Tensor(const(y, dt, self.device, ()))
+            xt, yt = Tensor(_const(x, dt, self.device, ())), Tensor(_const(y, dt, self.device, ()))
         cond = self if self.dtype.is_bool else self != 0
         shape = broadcast_shape(cond.shape, xt.shape)
         cond, xt, yt = (t._broadcast_to(shape) for t in (cond, xt, yt))

@@ -128,7 +128,11 @@ class Adam(Optimizer):
         self.b1, self.b2, self.eps, self.weight_decay = b1, b2, eps, weight_decay
         self.m = [p.zeros_like() for p in self.params]  # running mean of the gradient
         self.v = [p.zeros_like() for p in self.params]  # running mean of its square
-        self.t = Tensor.zeros((), dtype=dtypes.int32)  # steps taken
+        # steps taken; on the parameters' devices when they are over many (tinyfw/multi.py)
+        devices = {p.device for p in self.params}
+        shared = devices.pop() if len(devices) == 1 else None
+        self.t = Tensor.zeros((), dtype=dtypes.int32,
+                              device=shared if isinstance(shared, tuple) else None)
 
     def schedule_step(self) -> list[Tensor]:
         self.t.assign(self.t + 1)  # this step's number, which every _update reads

@@ -359,7 +359,7 @@ class CPURuntime(Runtime):
     def run(self, program: CPUProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         # an input on another device is read through a host view: no copy where its memory is
         # a numpy array already (NUMPY), a host copy otherwise
-        arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == "CPU"
+        arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == out.device
                                              else b.host_view() for b in inputs]
         if not program.threaded:
             program(*arrays)

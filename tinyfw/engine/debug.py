@@ -35,7 +35,7 @@ def print_kernel_run(number: int, item: Any, seconds: float, input_bytes: int) -
     gflops = flops / max(seconds, 1e-9) / 1e9
     gbs = moved / max(seconds, 1e-9) / 1e9
     share = ""
-    if item.device == "CPU":  # (the other devices' limits are not probed)
+    if item.device.partition(":")[0] == "CPU":  # (the other devices' limits are not probed)
         from tinyfw.engine.peak import cpu_peak
         peak = cpu_peak()
         share = f"  of peak: {gflops / peak.gflops:4.0%} FLOP/s {gbs / peak.gbs:4.0%} GB/s"

@@ -92,7 +92,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -176,6 +176,9 @@ class TinyJit:
                            "call the inner function undecorated.")
         _copy_back_moved()
         tensors, others = _arguments(self.name, self.positional, args, kwargs)
+        if any(not isinstance(t.uop, UOp) for t in tensors.values()):
+            raise JitError(f"TinyJit({self.name}): an argument is a tensor over many devices "
+                           "(tinyfw/multi.py); pass it on one device and shard it inside")
         for t in tensors.values():
             t.realize()  # inputs are buffers before the call
         if self.cnt == 0:
@@ -323,7 +326,7 @@ class TinyJit:
         """Can the kernel at jit_cache[writer] write old rather than its own new buffer?"""
         launch = self.jit_cache[writer]
         ast = launch.item.ast
-        if ast is None or launch.item.device in NO_IN_PLACE:
+        if ast is None or launch.item.device.partition(":")[0] in NO_IN_PLACE:
             return False
         if any(old in later.inputs for later in self.jit_cache[writer + 1:]):
             return False  # a later kernel reads the old value
@@ -555,6 +558,12 @@ class _Recorder(realize.Listener):
         self.launches.append(Launch(item, out, list(inputs)))
 
     def assigning(self, tensor: Any) -> None:
+        if not isinstance(tensor.uop, UOp):  # over many devices: each part is state of its own
+            for i in range(len(tensor.uop.parts)):
+                if not any(isinstance(t, _Part) and t.tensor is tensor and t.index == i
+                           for t, _ in self.assigned):
+                    self.assigning(_Part(tensor, i))
+            return
         if any(t is tensor for t, _ in self.assigned):
             return
         if not realize.is_realized(tensor.uop):
@@ -579,16 +588,20 @@ class _Guard(realize.Listener):
     def assigning(self, tensor: Any) -> None:
         if _capture_in_this_thread() is not None:  # this thread's capture follows it itself
             return
-        if not realize.is_realized(tensor.uop):
-            return
-        buf = realize.buffer_of(tensor.uop)
-        if any(buf in jit.pinned for jit in list(_jits)):
-            _moved.append((weakref.ref(tensor), buf))
+        nodes = [tensor.uop] if isinstance(tensor.uop, UOp) else list(tensor.uop.parts)
+        for index, node in enumerate(nodes):
+            if not realize.is_realized(node):
+                continue
+            buf = realize.buffer_of(node)
+            if any(buf in jit.pinned for jit in list(_jits)):
+                _moved.append((weakref.ref(tensor), buf,
+                               None if isinstance(tensor.uop, UOp) else index))
 
 
 _this_thread = threading.local()  # .recorder: its capture, if any; .watched: what watch() adds to
 _jits: weakref.WeakSet[TinyJit] = weakref.WeakSet()     # the TinyJits captured, still alive
-_moved: list[tuple[weakref.ref[Tensor], Buffer]] = []   # pinned tensors assigned since
+# pinned tensors assigned since (with the index of the part, for a tensor over many devices)
+_moved: list[tuple[weakref.ref[Tensor], Buffer, int | None]] = []
 realize.listeners.append(_Guard())
 
 
@@ -626,9 +639,10 @@ def _copy_back_moved() -> None:
     its pinned buffer (through the host), and it points at that buffer again."""
     global _moved
     moved, _moved = _moved, []
-    for ref, pinned in moved:
-        if (tensor := ref()) is None:
+    for ref, pinned, index in moved:
+        if (found := ref()) is None:
             continue
+        tensor: Any = found if index is None else _Part(found, index)
         value = realize.buffer_of(realize.realize(tensor.uop))
         if value is not pinned:
             pinned.copyin(value.numpy())
@@ -637,6 +651,30 @@ def _copy_back_moved() -> None:
 
 
 # --- helpers ---
+class _Part:
+    """One part of a tensor over many devices (tinyfw/multi.py), standing for a tensor of its
+    own where a capture keeps state: its node is the part's; setting it sets that part."""
+
+    def __init__(self, tensor: Tensor, index: int):
+        self.tensor, self.index = tensor, index
+
+    @property
+    def uop(self) -> UOp:
+        return self.tensor.uop.parts[self.index]  # type: ignore[attr-defined]
+
+    @uop.setter
+    def uop(self, node: UOp) -> None:
+        from tinyfw.multi import MultiUOp
+        whole: Any = self.tensor.uop
+        parts = list(whole.parts)
+        parts[self.index] = node
+        self.tensor.uop = cast(UOp, MultiUOp(parts, whole.axis))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.uop.shape
+
+
 def _view(buf: Buffer, shape: tuple[int, ...]) -> UOp:
     """A lazy node for buf's whole memory, in shape."""
     return UOp(Ops.BUFFER, buf.dtype, (), buf).reshape(shape)
@@ -716,6 +754,9 @@ def _output_tensors(ret: Any, name: str) -> list[Tensor]:
     if ret is None:
         return []
     if isinstance(ret, Tensor):
+        if not isinstance(ret.uop, UOp):
+            raise JitError(f"TinyJit({name}): the function returned a tensor over many devices "
+                           "(tinyfw/multi.py): return it gathered on one, .to(device)")
         return [ret]
     if isinstance(ret, (tuple, list, dict)):
         items = ret.values() if isinstance(ret, dict) else ret
@@ -743,7 +784,7 @@ def _leftover_grads() -> set[Buffer]:
     """The buffers of the .grad tensors there before a capture (realized now, before it)."""
     grads = [t.grad for t in list(Tensor._grad_leaves.values()) if t.grad is not None]
     Tensor.realize_all(*grads)
-    return {_buffer(g) for g in grads}
+    return {realize.buffer_of(p) for g in grads for p in getattr(g.uop, "parts", (g.uop,))}
 
 
 def _rng_state() -> tuple[int, Any]:

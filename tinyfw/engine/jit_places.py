@@ -53,8 +53,9 @@ def find_places(fn: Callable[..., Any], arguments: dict[str, Any],
     seen: set[int] = set()
     for name, root in _roots(fn, arguments):
         for place in _walk(root, name, 0, seen):
-            if realize.is_realized(place.tensor.uop) and \
-                    realize.buffer_of(place.tensor.uop) in buffers:
+            # (a tensor over many devices, tinyfw/multi.py: any of its parts' buffers)
+            nodes = getattr(place.tensor.uop, "parts", (place.tensor.uop,))
+            if any(realize.is_realized(n) and realize.buffer_of(n) in buffers for n in nodes):
                 places.append(place)
     return places
 

@@ -51,6 +51,13 @@ _check_of: weakref.WeakKeyDictionary[UOp, weakref.ref[Check]] = weakref.WeakKeyD
 
 def attach_check(node: UOp, check: Check) -> None:
     """Make every realize of a graph containing node verify check (see Check)."""
+    if not isinstance(node, UOp):  # over many devices (tinyfw/multi.py): each part checks
+        from tinyfw.multi import one_device
+        value = None if check.value is None else one_device(check.value)
+        check = Check(one_device(check.violated), check.error, check.message, value)
+        for part in node.parts:
+            attach_check(part, check)
+        return
     _checks.setdefault(node, []).append(check)
     _check_of[check.violated] = weakref.ref(check)
 

@@ -204,6 +204,8 @@ class UOp(metaclass=_HashConsed):
 
     @staticmethod
     def true_like(x: UOp) -> UOp:
+        if not isinstance(x, UOp):  # a value over many devices (tinyfw/multi.py) makes its own
+            return type(x).true_like(x)
         return const(True, dtypes.bool, x.device, x.shape)
 
     def where(self, x: UOp | float, y: UOp | float) -> UOp:
