@@ -1,0 +1,1 @@
+"""Pretrained models built from tinyfw's layers (chapter 12)."""

@@ -1,0 +1,1 @@
+"""Tokenizers written in tinyfw (chapter 12)."""
