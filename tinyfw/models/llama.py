@@ -95,11 +95,23 @@ class LlamaConfig:
 
 class Linear:
     """x @ W.T for a weight of the file: 4-bit or 8-bit blocks read by the matmul's kernel
-    (gguf.linear), or a float matrix."""
+    (gguf.linear), or a float matrix. Several names: their matrices stacked (rows one after
+    the other), one matmul for all (q, k and v; gate and up): fewer, bigger kernels, and a
+    kernel big enough is shared by the CPU's cores."""
 
-    def __init__(self, file: GGUFFile, name: str, device: str | None):
-        self.type = file.tensors[name].type
-        self.weight = file.tensor(name, device, quantized=True).realize()
+    def __init__(self, file: GGUFFile, names: str | list[str], device: str | None):
+        names = [names] if isinstance(names, str) else names
+        types = {file.tensors[name].type for name in names}
+        if len(types) != 1:
+            raise ValueError(f"{names} are of several types {types}: they can't be stacked")
+        self.type = types.pop()
+        parts = [file.blocks(n) if self.type in QUANTIZED else file.numpy(n) for n in names]
+        self.sizes = [part.shape[0] for part in parts]
+        self.weight = Tensor(np.concatenate(parts), device=device).realize()
+
+    def split(self, y: Tensor) -> list[Tensor]:
+        """The outputs of each stacked matrix, from the output of __call__."""
+        return list(y.split(self.sizes, dim=-1))
 
     def __call__(self, x: Tensor) -> Tensor:
         if self.type in QUANTIZED:
@@ -130,10 +142,8 @@ class Attention:
 
     def __init__(self, file: GGUFFile, prefix: str, config: LlamaConfig, max_context: int,
                  device: str | None):
-        self.q, self.k = Linear(file, f"{prefix}.attn_q.weight", device), \
-            Linear(file, f"{prefix}.attn_k.weight", device)
-        self.v, self.o = Linear(file, f"{prefix}.attn_v.weight", device), \
-            Linear(file, f"{prefix}.attn_output.weight", device)
+        self.qkv = Linear(file, [f"{prefix}.attn_{n}.weight" for n in "qkv"], device)
+        self.o = Linear(file, f"{prefix}.attn_output.weight", device)
         self.heads, self.kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, \
             config.head_dim
         shape = (1, self.kv_heads, max_context, self.head_dim)
@@ -143,9 +153,10 @@ class Attention:
     def __call__(self, x: Tensor, start: int | Tensor, cos: Tensor, sin: Tensor,
                  mask: Tensor) -> Tensor:
         batch, length, _ = x.shape
-        q = self.q(x).reshape(batch, length, self.heads, self.head_dim).transpose(1, 2)
-        k = self.k(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k, v = self.qkv.split(self.qkv(x))
+        q = q.reshape(batch, length, self.heads, self.head_dim).transpose(1, 2)
+        k = k.reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = v.reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         self.cache_k.assign(_written(self.cache_k, k, start))
         self.cache_v.assign(_written(self.cache_v, v, start))
@@ -181,8 +192,9 @@ class Block:
         self.attn = Attention(file, prefix, config, max_context, device)
         self.ffn_norm = RMSNorm(file.tensor(f"{prefix}.ffn_norm.weight", device).realize(),
                                 config.norm_eps)
-        self.gate, self.up, self.down = (Linear(file, f"{prefix}.ffn_{n}.weight", device)
-                                         for n in ("gate", "up", "down"))
+        self.gate_up = Linear(file, [f"{prefix}.ffn_{n}.weight" for n in ("gate", "up")],
+                              device)
+        self.down = Linear(file, f"{prefix}.ffn_down.weight", device)
 
     def __call__(self, x: Tensor, start: int | Tensor, cos: Tensor, sin: Tensor,
                  mask: Tensor) -> Tensor:
@@ -191,7 +203,8 @@ class Block:
         # 2 loads per layer: the last layers' matmuls were 30x slower).
         x = (x + self.attn(self.attn_norm(x), start, cos, sin, mask)).contiguous()
         h = self.ffn_norm(x)
-        return (x + self.down(self.gate(h).silu() * self.up(h))).contiguous()
+        gate, up = self.gate_up.split(self.gate_up(h))
+        return (x + self.down(gate.silu() * up)).contiguous()
 
 
 class Llama:
