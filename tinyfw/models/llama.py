@@ -15,7 +15,7 @@ separate output matrix) give one score (logit) per vocabulary entry for the next
 - Attention: per head, query q, key k and value v are linear maps of x. A position's output is
   the average of the values of the positions up to it, weighted by softmax(q . k / sqrt(64)).
   Grouped-query attention (GQA): 9 query heads share 3 key/value heads, 3 each, so the cache
-  of keys and values is 3x smaller. Tensor.scaled_dot_product_attention(enable_gqa=True).
+  of keys and values is 3x smaller (attention, below).
 - Rotary embeddings (RoPE) tell attention where tokens are: before the dot product, each pair
   of q's and k's channels is rotated by the angle position * base**(-2i/64) (base 100000), so
   q . k depends on the positions only through their difference. Which channels pair up is a
@@ -132,9 +132,24 @@ class RMSNorm:
 def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """RoPE on x (..., T, head_dim), llama.cpp's pairs: channels 2i and 2i + 1 rotated by the
     angle whose cos and sin (T, head_dim / 2) are given."""
+    # >>> exercise 12.rope #rotary-position-embeddings
     pairs = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
     a, b = pairs[..., 0], pairs[..., 1]
     return Tensor.stack(a * cos - b * sin, a * sin + b * cos, dim=-1).reshape(x.shape)
+    # <<< exercise
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
+    """softmax(q k^T / sqrt(d) where mask, else -inf) v, for queries q (B, H, T, d), keys and
+    values k, v (B, Hk, S, d) with H a multiple of Hk (grouped-query attention: each key and
+    value head serves H / Hk query heads in a row) and a bool mask (T, S): True where query t
+    may look at key s. (B, H, T, d) out."""
+    # >>> exercise 12.attention #attention
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return mask.where(scores, -math.inf).softmax(-1) @ v
+    # <<< exercise
 
 
 class Attention:
@@ -158,17 +173,17 @@ class Attention:
         k = k.reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         v = v.reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-        self.cache_k.assign(_written(self.cache_k, k, start))
-        self.cache_v.assign(_written(self.cache_v, v, start))
-        out = q.scaled_dot_product_attention(self.cache_k, self.cache_v, attn_mask=mask,
-                                             enable_gqa=True)
+        self.cache_k.assign(write_cache(self.cache_k, k, start))
+        self.cache_v.assign(write_cache(self.cache_v, v, start))
+        out = attention(q, self.cache_k, self.cache_v, mask)
         return self.o(out.transpose(1, 2).reshape(batch, length, self.heads * self.head_dim))
 
 
-def _written(cache: Tensor, new: Tensor, start: int | Tensor) -> Tensor:
+def write_cache(cache: Tensor, new: Tensor, start: int | Tensor) -> Tensor:
     """The cache (1, heads, S, d) with new (1, heads, T, d) at positions start..start + T: for
     a Python int, new padded into place; for a position tensor (T = 1), new repeated along S
     and chosen where the position is, so one captured kernel serves every position."""
+    # >>> exercise 12.kv_cache #the-kv-cache
     size, length = cache.shape[2], new.shape[2]
     places = Tensor.arange(size, device=cache.device).reshape(size, 1)
     if isinstance(start, int):
@@ -179,6 +194,7 @@ def _written(cache: Tensor, new: Tensor, start: int | Tensor) -> Tensor:
     if length != 1:
         raise RuntimeError("a position tensor writes one token at a time")
     return (places == start).where(new.expand(cache.shape), cache)
+    # <<< exercise
 
 
 class Block:

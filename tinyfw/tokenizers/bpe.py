@@ -181,6 +181,7 @@ class BPETokenizer:
     def merge(self, word: str) -> list[str]:
         """BPE on one word spelled in the byte alphabet: join the best-ranked adjacent pair,
         at every place it occurs from left to right, until no adjacent pair has a merge."""
+        # >>> exercise 12.bpe #byte-pair-encoding
         parts = list(word)
         while len(parts) > 1:
             pairs = {(a, b) for a, b in zip(parts, parts[1:])}
@@ -197,6 +198,7 @@ class BPETokenizer:
                     i += 1
             parts = joined
         return parts
+        # <<< exercise
 
     # --- ids -> text ---
     def decode_bytes(self, ids: Iterable[int], skip_special: bool = False) -> bytes:
