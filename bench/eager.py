@@ -26,22 +26,9 @@ from typing import Any
 if not __package__:  # run as a file: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.run import cpu_name, load_tinygrad  # noqa: E402, I001
+from bench.run import cpu_name, load_tinygrad, per_run  # noqa: E402, I001
 
 import numpy as np  # noqa: E402
-
-
-def per_call_us(run: Callable[[], Any], rounds: int, calls: int) -> float:
-    """Median over rounds of the mean time of `calls` calls, in microseconds, after warm-up."""
-    for _ in range(50):
-        run()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            run()
-        times.append((time.perf_counter() - start) / calls)
-    return statistics.median(times) * 1e6
 
 
 def import_ms(module: str, runs: int) -> float:
@@ -88,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         rows["tinygrad (x + 1).realize(), CPU"] = tinygrad_add
         modules.append("tinygrad")
     print(f"\none small op on 16 float32, us per call (median of {args.rounds} rounds)")
-    times = {name: per_call_us(run, args.rounds, 200 if "tinygrad" in name else 2000)
+    times = {name: per_run(run, args.rounds, warmup=50, min_round_s=0.05) * 1e6
              for name, run in rows.items()}
     ours = times["tinyfw (x + 1).realize(), CPU"]
     for name, us in times.items():

@@ -26,25 +26,12 @@ from typing import Any
 if not __package__:  # run as a file: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.run import cpu_name  # noqa: E402, I001
+from bench.run import cpu_name, per_run  # noqa: E402, I001
 
 import numpy as np  # noqa: E402
 
 DEVICES = ("CPU", "CL", "WEBGPU", "CUDAEMU", "CUDA")
 CHAIN = 24  # reduces in the chain: about 2 kernels each
-
-
-def best_per_call(run: Callable[[], Any], calls: int, rounds: int) -> float:
-    """Seconds per call: the median of `rounds` timings of `calls` calls, after 5 warm-ups."""
-    for _ in range(5):
-        run()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            run()
-        times.append((time.perf_counter() - start) / calls)
-    return statistics.median(times)
 
 
 def chain_jit(device: str, graph: bool) -> tuple[Callable[[], Any], int]:
@@ -89,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         per = {}
         for graph in (False, True):
             replay, launches = chain_jit(device, graph)
-            calls = 20 if device in ("WEBGPU", "CUDAEMU") else 100
-            per[graph] = best_per_call(replay, calls, args.rounds) / launches * 1e6
+            per[graph] = per_run(replay, args.rounds, warmup=5, min_round_s=0.05) / \
+                launches * 1e6
         print(f"{device:8s} {launches:8d} {per[False]:10.1f}  {per[True]:7.1f}  "
               f"{per[False] / per[True]:5.1f}x")
 
