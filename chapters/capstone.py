@@ -7,6 +7,11 @@ digits with it. At the end it names, per chapter, the functions of yours the run
     .venv/bin/python -m chapters.capstone                 # your exercises/
     .venv/bin/python -m chapters.capstone --impl solutions --steps 300
     .venv/bin/python -m chapters.capstone --model conv    # the conv net of examples/mnist.py
+    .venv/bin/python -m chapters.capstone --model llm     # SmolLM2 answers, on your code
+
+The second run, `--model llm`, has no training: SmolLM2-135M (chapter 12) answers a question
+with your tokenizer, rotary embeddings, attention and KV cache, and with everything your other
+chapters finished (the graph, the kernels, the JIT that replays each decode step).
 """
 from __future__ import annotations
 
@@ -77,6 +82,24 @@ def train_conv(epochs: int, batch: int) -> None:
     example.main(["--model", "conv", "--epochs", str(epochs), "--batch", str(batch)])
 
 
+def generate(prompt: str, max_tokens: int) -> None:
+    """SmolLM2-135M-Instruct's reply to prompt, printed token by token as it comes."""
+    from tinyfw.models.gguf import GGUFFile, packaged_gguf
+    from tinyfw.models.llama import SMOLLM2_PACKAGE, Llama
+    from tinyfw.tokenizers.bpe import BPETokenizer
+
+    file = GGUFFile(packaged_gguf(SMOLLM2_PACKAGE))
+    tokenizer = BPETokenizer.from_gguf(file.metadata)
+    model = Llama(file, max_context=128)
+    ids = tokenizer.encode(tokenizer.apply_chat_template([{"role": "user", "content": prompt}]))
+    print(f"> {prompt}")
+    stream = tokenizer.streamer()
+    stop = () if tokenizer.eos_id is None else (tokenizer.eos_id,)
+    for token in model.generate(ids, max_tokens, stop=stop):
+        print(stream(token), end="", flush=True)
+    print(stream.flush())
+
+
 def _row(title: str, width: int, items: list[str]) -> list[str]:
     """'  title   a, b, c' as lines of at most 100 characters, items kept whole, continued
     under the first item."""
@@ -130,9 +153,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="exercises (default, or env TINYFW_IMPL), solutions, or a folder")
     parser.add_argument("--steps", type=int, default=600, help="training steps (default 600)")
     parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--model", choices=["mlp", "conv"], default="mlp",
-                        help="the MLP (default) or examples/mnist.py's conv net (98%% in 3 "
-                             "epochs, a few minutes on 2 cores)")
+    parser.add_argument("--model", choices=["mlp", "conv", "llm"], default="mlp",
+                        help="the MLP (default), examples/mnist.py's conv net (98%% in 3 "
+                             "epochs, a few minutes on 2 cores), or SmolLM2 answering --prompt")
+    parser.add_argument("--prompt", default="What is the capital of France?",
+                        help="the question SmolLM2 answers (--model llm)")
+    parser.add_argument("--max-tokens", type=int, default=24,
+                        help="the longest answer, in tokens (--model llm)")
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the conv net")
     parser.add_argument("--device", default=None,
                         help="train on this device (CPU, CL, WEBGPU, CUDA, ...): your backend")
@@ -158,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.model == "conv":
             train_conv(args.epochs, args.batch)
+        elif args.model == "llm":
+            generate(args.prompt, args.max_tokens)
+            print(f"({time.perf_counter() - start:.0f} s)")
         else:
             accuracy = train(args.steps, args.batch)
             print(f"test accuracy {accuracy:.4f} after {args.steps} steps of {args.batch} "

@@ -89,3 +89,15 @@ def test_a_chapter_partly_done_lends_only_its_finished_task(tmp_path: Path) -> N
     assert set(not_finished) == set(TITLES.values()), out
     assert "10.adam" not in not_finished[TITLES["10"]], out
     assert "10.sgd" in not_finished[TITLES["10"]] and "still to finish" in out, out
+
+
+def test_smollm2_answers_with_the_learners_chapters() -> None:
+    """--model llm: SmolLM2 answers on the learner's code (here the solutions), and the report
+    names chapter 12's functions among those the run called."""
+    out = capstone("--impl", "solutions", "--model", "llm", "--max-tokens", "8",
+                   "--prompt", "What is the capital of France?")
+    assert "> What is the capital of France?" in out and "Paris" in out, out
+    called = section(out, CALLED)
+    for function in ("attention", "rotate", "write_cache", "BPETokenizer.merge"):
+        assert f"{function} (" in called.get(TITLES["12"], ""), out
+    assert "TinyJit.capture (" in called.get(TITLES["09"], ""), out
