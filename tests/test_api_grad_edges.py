@@ -205,6 +205,15 @@ def test_pow_scalar_base_like_torch(base: float) -> None:
     assert_same_floats(grad.numpy(), ref_grad.numpy(), f"{base} ** y: gradient")
 
 
+@pytest.mark.parametrize("base", [5e-324, 1e-46, 1e39, 1.00000001, 0.9], ids=str)
+def test_pow_scalar_base_that_rounds_to_an_edge_like_torch(base: float) -> None:
+    """A Python base that float32 rounds to 0, inf or 1 (or keeps): torch's values, as for
+    those edges (1e39 ** 0 is 1, 1.00000001 ** nan is 1), not exp2 of a log of them."""
+    y = Tensor(POW_EXPONENT_TENSOR)
+    got, want = (base ** y).numpy(), (base ** torch.tensor(POW_EXPONENT_TENSOR)).numpy()
+    assert_same_floats(got, want, f"{base} ** y: value")
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float16"])
 @pytest.mark.parametrize("exponent", [0.5, -0.5, 1.5, -1.5, -1.0, -2.0, 3.0], ids=str)
 def test_pow_other_float_dtypes_like_torch(dtype: str, exponent: float,

@@ -1040,8 +1040,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if not a.dtype.is_float:
             return a._power_by_bits(b)
         if reverse and isinstance(x, (int, float)):
-            power = a._positive_base_power(x, b) if 0 < x < math.inf and x != 1 else \
-                a._float_power(b)
+            base = float(np.array(x, dtype=a.dtype.np))  # x as a's dtype rounds it
+            power = a._positive_base_power(base, b) if 0 < base < math.inf and base != 1 \
+                else a._float_power(b)
             return power._with_gradient(_scalar_base_power_gradient, (b,), (x,))
         return a._float_power(b)._with_gradient(_power_gradient, (a, b))
 
@@ -1073,12 +1074,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                              GradientOverride(rule, params))
         return self._result(node, *inputs)
 
-    def _positive_base_power(self, x: float, b: Tensor) -> Tensor:
-        """x ** b for a Python number 0 < x < inf, x != 1 (self: x as a tensor like b): the
-        few ops of exp2(b * log2 x), log2 x computed here once. No edge needs handling apart:
-        b = 0 gives 1, nan gives nan, +-inf gives 0 or inf, as C's pow (an optimizer's
-        `b1 ** t`, built for every parameter at every step, was 40 ops)."""
-        base = float(np.array(x, dtype=self.dtype.np))  # x rounded to the tensor's dtype
+    def _positive_base_power(self, base: float, b: Tensor) -> Tensor:
+        """base ** b for a number 0 < base < inf, base != 1, already rounded to self's dtype
+        (self: base as a tensor like b; a base that rounds to 0, 1 or inf takes _float_power's
+        edges): the few ops of exp2(b * log2 base), log2 base computed here once. No edge needs
+        handling apart: b = 0 gives 1, nan gives nan, +-inf gives 0 or inf, as C's pow (an
+        optimizer's `b1 ** t`, built for every parameter at every step, was 40 ops)."""
         if self.dtype.itemsize <= 4 and Device[self.device].has_float64:
             return (b.double() * math.log2(base)).exp2().cast(self.dtype)  # see _float_power
         return (b * math.log2(base)).exp2()

@@ -44,6 +44,8 @@ def test_a_prompt_longer_than_the_cache_is_refused() -> None:
     cache, new = cache_and_new(3)
     with pytest.raises(RuntimeError, match="holds 8 positions"):  # (the cache's size named)
         write_cache(Tensor(cache), Tensor(new), 6)
+    with pytest.raises(RuntimeError, match="position 0, not -1"):  # (not a crop of new)
+        write_cache(Tensor(cache), Tensor(new), -1)
 
 
 def test_one_jitted_step_writes_every_position() -> None:

@@ -144,7 +144,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
     """softmax(q k^T / sqrt(d) where mask, else -inf) v, for queries q (B, H, T, d), keys and
     values k, v (B, Hk, S, d) with H a multiple of Hk (grouped-query attention: each key and
     value head serves H / Hk query heads in a row) and a bool mask (T, S): True where query t
-    may look at key s. (B, H, T, d) out."""
+    may look at key s; each query must see at least one key, or its row is NaN (a causal mask
+    keeps the query's own position). (B, H, T, d) out."""
     # TODO 12.attention: write this part. The chapter explains it:
     #   chapters/12_transformers/README.md#attention
     raise NotImplementedError("not done yet: 12.attention")

@@ -143,7 +143,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
     """softmax(q k^T / sqrt(d) where mask, else -inf) v, for queries q (B, H, T, d), keys and
     values k, v (B, Hk, S, d) with H a multiple of Hk (grouped-query attention: each key and
     value head serves H / Hk query heads in a row) and a bool mask (T, S): True where query t
-    may look at key s. (B, H, T, d) out."""
+    may look at key s; each query must see at least one key, or its row is NaN (a causal mask
+    keeps the query's own position). (B, H, T, d) out."""
     # >>> exercise 12.attention #attention
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
@@ -187,6 +188,8 @@ def write_cache(cache: Tensor, new: Tensor, start: int | Tensor) -> Tensor:
     size, length = cache.shape[2], new.shape[2]
     places = Tensor.arange(size, device=cache.device).reshape(size, 1)
     if isinstance(start, int):
+        if start < 0:
+            raise RuntimeError(f"the KV cache starts at position 0, not {start}")
         if start + length > size:
             raise RuntimeError(f"the KV cache holds {size} positions: {start + length} needed")
         placed = new.pad(((0, 0), (0, 0), (start, size - start - length), (0, 0)))
