@@ -178,11 +178,13 @@ class MultiUOp:
                              "not supported (reshard one of them first)")
         axis = axes.pop() if axes else None
         bounds = next((o.bounds() for o in operands if o.axis is not None), None)
-        placed = [o.to_axis(axis, bounds) for o in operands]
-        dtype = dtypes.bool if op in COMPARISON else (placed[-1].dtype if op is Ops.WHERE
+        dtype = dtypes.bool if op in COMPARISON else (operands[-1].dtype if op is Ops.WHERE
                                                       else self.dtype)
+        # >>> exercise 13.per_shard #ops-on-shards
+        placed = [o.to_axis(axis, bounds) for o in operands]
         return MultiUOp([UOp(op, dtype, tuple(o.parts[i] for o in placed))
                          for i in range(len(self.parts))], axis)
+        # <<< exercise
 
     def const_like(self, value: float | int | bool, dtype: DType | None = None) -> MultiUOp:
         """value in this value's layout (each part's shape on its device)."""
@@ -233,10 +235,14 @@ class MultiUOp:
 
     # --- reduce ---
     def reduce(self, op: Ops, axes: tuple[int, ...]) -> MultiUOp:
+        """op (ADD or MAX) over axes: each part reduces its own rows; over the sharded axis an
+        all-reduce then combines the partial results, so every device holds the total."""
+        # >>> exercise 13.per_shard #ops-on-shards
         partial = self._map(lambda p: p.reduce(op, axes))
         if self.axis is None or self.axis not in axes:
             return partial
         return MultiUOp(all_reduce(op, list(partial.parts)), None)
+        # <<< exercise
 
     def sum(self, axes: tuple[int, ...]) -> MultiUOp:
         return self.reduce(Ops.ADD, axes)
@@ -381,6 +387,7 @@ def ring_all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
     # chunks[d][c]: device d's current value of chunk c
     chunks = [[f.shrink(((s, e),)) for s, e in cuts] for f in flat]
     devices = [p.device for p in parts]
+    # >>> exercise 13.ring #the-ring-all-reduce
     # reduce-scatter: at step k, device d sends chunk (d - k) % n to device d + 1, which adds
     # its own; after n - 1 steps device d holds the total of chunk (d + 1) % n
     for k in range(n - 1):
@@ -394,6 +401,7 @@ def ring_all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
         for d, c, value in sent:
             right = (d + 1) % n
             chunks[right][c] = value.copy_to(devices[right])
+    # <<< exercise
     return [concat(chunks[d], 0).reshape(shape) for d in range(n)]
 
 
@@ -408,14 +416,16 @@ def all_reduce(op: Ops, parts: list[UOp], kind: str | None = None) -> list[UOp]:
 
 
 def shard(node: UOp | MultiUOp, devices: tuple[str, ...], axis: int | None) -> MultiUOp:
-    """node's value on devices: a copy of the whole on each (axis None), or split along axis,
-    each device copying only its slice."""
+    """node's value on devices: a copy of the whole on each (axis None), or split along axis
+    as evenly as it goes (split_sizes: the first devices one row longer), each device copying
+    only its own slice."""
     if isinstance(node, MultiUOp):
         if node.device != devices:
             node = node.gather(node.device[0])
         else:
             return node.to_axis(axis)
     assert isinstance(node, UOp)
+    # >>> exercise 13.shard #sharding-a-tensor
     if axis is None:
         return MultiUOp([node.copy_to(d) for d in devices], None)
     parts = []
@@ -424,6 +434,23 @@ def shard(node: UOp | MultiUOp, devices: tuple[str, ...], axis: int | None) -> M
         cut[axis] = (start, end)
         parts.append(node.shrink(tuple(cut)).copy_to(d))
     return MultiUOp(parts, axis)
+    # <<< exercise
+
+
+def data_parallel_gradient(target: MultiUOp, grads: dict[UOp, UOp]) -> MultiUOp | None:
+    """The gradient of a tensor over many devices from those the backward pass found for its
+    parts (`grads`, by part; a part no gradient reached is missing): None when none was
+    reached. A replicated tensor (a parameter in data-parallel training) was used by every
+    device on its own shard of the batch, so its gradient is the all-reduced sum of its parts'
+    (a part that got none counts zero); a sharded tensor's parts keep their own gradients."""
+    # >>> exercise 13.gradients #data-parallel-gradients
+    if not any(p in grads for p in target.parts):
+        return None
+    parts = [grads[p] if p in grads else p.const_like(0.0) for p in target.parts]
+    if target.axis is None:
+        return MultiUOp(all_reduce(Ops.ADD, parts), None)
+    return MultiUOp(parts, target.axis)
+    # <<< exercise
 
 
 def with_gradient_parts(value: MultiUOp, inputs: list[Any], override: Any) -> MultiUOp:

@@ -501,18 +501,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         for root, seed_part in zip(roots, seeds):
             for node, g in compute_gradient(root, seed_part, wanted).items():
                 grads[node] = grads[node] + g if node in grads else g
-        out: list[Any] = []
-        for t in targets:
-            if not isinstance(t, MultiUOp):
-                out.append(grads.get(t))
-                continue
-            if not any(p in grads for p in t.parts):
-                out.append(None)
-                continue
-            parts = [grads[p] if p in grads else p.const_like(0.0) for p in t.parts]
-            out.append(MultiUOp(multi.all_reduce(Ops.ADD, parts), None) if t.axis is None
-                       else MultiUOp(parts, t.axis))
-        return out
+        return [multi.data_parallel_gradient(t, grads) if isinstance(t, MultiUOp)
+                else grads.get(t) for t in targets]
 
     def _root_grad(self, grad: Tensor | None) -> Tensor:
         if grad is None:
