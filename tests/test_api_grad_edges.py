@@ -205,11 +205,12 @@ def test_pow_scalar_base_like_torch(base: float) -> None:
     assert_same_floats(grad.numpy(), ref_grad.numpy(), f"{base} ** y: gradient")
 
 
-@pytest.mark.parametrize("base", [1.00000001, 0.9], ids=str)
+@pytest.mark.parametrize("base", [5e-324, 1e-46, 1e39, 1.00000001, 0.9], ids=str)
 def test_pow_scalar_base_that_rounds_to_an_edge_like_torch(base: float) -> None:
-    """A Python base that float32 rounds to 1 (or keeps): torch's values, as for that edge
-    (1.00000001 ** nan is 1), not exp2 of a log of it. (Bases that round to 0 or inf, 1e-46
-    and 1e39, are right on the CPU but their float32 literals fail NVRTC: not here yet.)"""
+    """A Python base that float32 rounds to 0, inf or 1 (or keeps): torch's values, as for
+    those edges (1e39 ** 0 is 1, 1.00000001 ** nan is 1), not exp2 of a log of them. (The
+    constants are float32's own, 0 and inf, in every device's source: NVRTC refuses a float
+    literal of 1e39.)"""
     y = Tensor(POW_EXPONENT_TENSOR)
     got, want = (base ** y).numpy(), (base ** torch.tensor(POW_EXPONENT_TENSOR)).numpy()
     assert_same_floats(got, want, f"{base} ** y: value")
@@ -276,3 +277,14 @@ def test_pow_then_a_flat_function_gives_zeros() -> None:
     y = Tensor([1.0, 2.0], requires_grad=True)
     (g,) = (2.0 ** y).round().sum().gradient(y)
     np.testing.assert_array_equal(g.numpy(), [0.0, 0.0])
+
+
+@pytest.mark.parametrize("value", [1e39, -1e39, 1e-46, 5e-324, 3.4028235e38, 1e-40],
+                         ids=str)
+def test_float32_constants_are_what_float32_holds(value: float) -> None:
+    """A Python number in a float32 expression is rounded to float32 first, as torch rounds
+    it: past float32's range it is inf, below half its smallest subnormal 0 (and each device's
+    compiler gets that value, not a literal it refuses)."""
+    x = Tensor([1.0, -2.0, 0.0])
+    want = (torch.tensor([1.0, -2.0, 0.0]) * value).numpy()
+    assert_same_floats((x * value).numpy(), want, f"x * {value}")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import builtins
 import functools
+import math
+import struct
 from dataclasses import dataclass
 from typing import Final
 
@@ -140,6 +142,24 @@ def wrap_int(value: int, dtype: DType) -> int:
     bits = 8 * dtype.itemsize
     value %= 2 ** bits
     return value - 2 ** bits if not dtype.is_unsigned and value >= 2 ** (bits - 1) else value
+
+
+def round_float(value: builtins.float, dtype: DType) -> builtins.float:
+    """value rounded to the nearest number of the float dtype (inf past its largest, 0 below
+    half its smallest subnormal), as a cast to it rounds: a float32 constant of 1e39 is inf."""
+    if dtype.itemsize >= 8:
+        return builtins.float(value)
+    packing = _IEEE_PACKING.get(dtype.name)
+    if packing is None:  # bfloat16: numpy's cast (ml_dtypes)
+        with np.errstate(over="ignore", under="ignore"):
+            return builtins.float(np.asarray(value, np.float64).astype(dtype.np))
+    try:  # struct rounds as a cast does (10x faster than numpy), and refuses what overflows
+        return builtins.float(packing.unpack(packing.pack(value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+_IEEE_PACKING = {"float32": struct.Struct("<f"), "float16": struct.Struct("<e")}
 
 
 def to_dtype(x: DType | str) -> DType:

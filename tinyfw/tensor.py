@@ -16,8 +16,8 @@ from tinyfw.engine import realize
 from tinyfw.mixin.core import float32_inside
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
-from tinyfw.dtype import (DType, category, dtypes, promote_types, scalar_result_type, to_dtype,
-                          torch_name, wrap_int)
+from tinyfw.dtype import (DType, category, dtypes, promote_types, round_float, scalar_result_type,
+                          to_dtype, torch_name, wrap_int)
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
@@ -1030,7 +1030,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if not a.dtype.is_float:
             return a._power_by_bits(b)
         if reverse and isinstance(x, (int, float)):
-            base = float(np.array(x, dtype=a.dtype.np))  # x as a's dtype rounds it
+            base = round_float(x, a.dtype)  # x as a's dtype holds it
             power = a._positive_base_power(base, b) if 0 < base < math.inf and base != 1 \
                 else a._float_power(b)
             return power._with_gradient(_scalar_base_power_gradient, (b,), (x,))

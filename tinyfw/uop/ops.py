@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from enum import Enum, auto
 from typing import Any
 
-from tinyfw.dtype import DType, dtypes, wrap_int
+from tinyfw.dtype import DType, dtypes, round_float, wrap_int
 from tinyfw.helpers import prod
 
 
@@ -295,8 +295,8 @@ def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int
         value = bool(value)
     elif dtype.is_int:  # out-of-range ints wrap around, as a cast in C (and torch) does
         value = wrap_int(int(value), dtype)
-    else:
-        value = float(value)
+    else:  # as the dtype holds it: a float32 1e39 is inf, as a cast in C (and torch) gives
+        value = round_float(float(value), dtype)
     node = UOp(Ops.CONST, dtype, (device_node(device),), value)
     return node.reshape((1,) * len(shape)).expand(tuple(shape))
 
