@@ -339,6 +339,8 @@ def test_an_expensive_value_a_reduce_repeats_is_stored_first() -> None:
                                atol=1e-4)
     assert len(run(Tensor(h).T @ (Tensor(a) * 2))) == 1
     assert len(run(Tensor(h[:8, :8]).T @ Tensor(a[:8]).exp())) == 1  # 80 values x 8: 640
+    # 640 values x 64 (a small MLP's cross-entropy backward in its weight gradient): stored
+    assert names(run(Tensor(h[:64, :64]).T @ Tensor(a[:64]).exp())) == ["E_64_10", "r_64_64_10"]
 
 
 def test_an_expensive_scalar_broadcast_to_a_big_kernel_is_stored_first() -> None:
