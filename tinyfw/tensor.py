@@ -138,7 +138,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "__weakref__")
     training: bool = False
-    _rng: np.random.Generator = np.random.default_rng(0)  # randint, randperm, multinomial
+    _rng: np.random.Generator | None = None  # randint, randperm, multinomial: _host_rng()
     _seed: int = 0                                          # of the device streams (threefry)
     _rng_states: dict[str, Tensor] = {}                     # per device: [key0, key1, drawn]
     _grad_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -623,6 +623,14 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return out
 
     @staticmethod
+    def _host_rng() -> np.random.Generator:
+        """The host's generator of randint, randperm and multinomial, made on first use (seeded
+        by manual_seed, else 0): numpy.random costs 10 ms to import."""
+        if Tensor._rng is None:
+            Tensor._rng = np.random.default_rng(Tensor._seed)
+        return Tensor._rng
+
+    @staticmethod
     def manual_seed(seed: int = 0) -> None:
         """Make rand, randn, uniform and friends repeat the same numbers (the same on every
         device: they are computed there, by threefry from the seed; randint, randperm and
@@ -715,7 +723,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if low >= high:
             raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                                f"from={low} >= to={high}")
-        sample = Tensor._rng.integers(low, high, Tensor._new_shape(*shape))
+        sample = Tensor._host_rng().integers(low, high, Tensor._new_shape(*shape))
         return Tensor(sample, device=device, dtype=dtype or dtypes.default_int)
 
     @staticmethod
@@ -788,7 +796,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
         if n < 0:
             raise RuntimeError(f"n must be non-negative, got {n}")
-        return Tensor(Tensor._rng.permutation(int(n)), device=device, dtype=dtype, **kwargs)
+        return Tensor(Tensor._host_rng().permutation(int(n)), device=device, dtype=dtype, **kwargs)
 
     def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
         """num_samples indices drawn from each row of weights self (1-D or 2-D), as torch:
@@ -821,9 +829,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         count smallest of exponential samples scaled by 1/weight: a weighted draw in order, and
         once the weighted indices are used up the zero-weight ones follow, as torch does."""
         if replacement:
-            return Tensor._rng.choice(len(weights), size=count, p=weights / weights.sum())
+            return Tensor._host_rng().choice(len(weights), size=count, p=weights / weights.sum())
         with np.errstate(divide="ignore"):
-            keys = Tensor._rng.exponential(size=len(weights)) / weights
+            keys = Tensor._host_rng().exponential(size=len(weights)) / weights
         return np.argsort(keys, kind="stable")[:count]
 
     @staticmethod

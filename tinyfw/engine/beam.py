@@ -26,14 +26,10 @@ from tinyfw.codegen.search import beam_search
 from tinyfw.device import Buffer, Runtime
 from tinyfw.renderer.cstyle import NotSupportedError
 from tinyfw.engine.schedule import ScheduleItem
+from tinyfw.engine.program import beam_width
 
 SHORT_S = 0.05       # a candidate that ran for less is run again (up to 3 times, the best kept)
 BUDGET_S = 30.0      # a search's time limit ($BEAM_BUDGET overrides)
-
-
-def beam_width() -> int:
-    """$BEAM: the width of the search (0: no search, the hand-coded optimizations)."""
-    return int(os.getenv("BEAM", "0") or 0)
 
 
 def cache_file() -> Path:

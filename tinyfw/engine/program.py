@@ -31,7 +31,6 @@ from tinyfw.codegen.opt import apply_opts
 from tinyfw.codegen.lower import Program, lower
 from tinyfw.device import Device, Runtime
 from tinyfw.dtype import DType
-from tinyfw.engine.beam import beam_width, searched_opts
 from tinyfw.engine.debug import debug_level, print_pass
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.uop.ops import UOp
@@ -78,6 +77,12 @@ class Build:
 # whose compiled code the device unloads meanwhile (CPU keeps only so many libraries loaded,
 # tinyfw/runtime/ops_cpu.py) loads it again itself when next called.
 cache: dict[tuple[Any, ...], CompiledKernel] = {}
+
+
+def beam_width() -> int:
+    """$BEAM: the width of the search (0: no search, the hand-coded optimizations). The search
+    (engine/beam.py) is imported only when it runs."""
+    return int(os.getenv("BEAM", "0") or 0)
 
 
 def code_identity(part: Any) -> tuple[Any, ...]:
@@ -158,6 +163,7 @@ def optimize(build: Build) -> None:
     key = (build.kernel.name, build.device.name, build.device.cores, width)
     if key not in chosen:  # (chosen once per AST and device, like the kernel itself)
         if width and build.device.renderer is not None:  # (NUMPY compiles nothing)
+            from tinyfw.engine.beam import searched_opts  # (imported only for a search)
             opts = searched_opts(build.kernel, build.item, build.device,
                                  lambda kernel, opts: _built(build.item, kernel, opts).runner)
         else:
