@@ -413,6 +413,29 @@ def atanh(x: UOp) -> UOp:
     return _odd(x, _atanh_positive)
 
 
+# erfc z = t e**(-z**2 + P(t)) with t = 1 / (1 + z/2), P of degree 9 fitted with Chebyshev
+# polynomials (Numerical Recipes, erfcc): within 1.2e-7 relative for every z >= 0
+ERFC_FIT = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+            -1.13520398, 1.48851587, -0.82215223, 0.17087277]
+
+
+def _erf_positive_float32(a: UOp) -> UOp:
+    """erf a for a >= 0 in float32, about 20 operations: the Taylor series below 1, then
+    1 - erfc a from ERFC_FIT (erfc is below 0.16 there, so its 1e-7 and the rounding of a**2
+    in the exponent cost erf less than 2e-7), then 1 from 4 on (erfc 4 is 1.5e-8)."""
+    st = SPECIAL[dtypes.float32]
+    small = a < 1.0
+    s = small.where(a, 0.0)
+    taylor = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(st.erf_taylor)]
+    near = s * _polynomial(s * s, taylor) * (2 / math.sqrt(math.pi))
+    mid = small.alu(Ops.XOR, a < st.erf_one)  # 1 <= a < erf_one (false for nan)
+    z = mid.where(a, 1.0)
+    t = (z * 0.5 + 1.0).reciprocal()
+    erfc = t * exp(_polynomial(t, ERFC_FIT) - z * z)
+    far = a.ne(a).where(a, a.const_like(1.0))  # nan stays nan
+    return small.where(near, mid.where(1.0 - erfc, far))
+
+
 def _erf_positive(a: UOp) -> UOp:
     """erf a for a >= 0: its Taylor series below 1 (terms shrink from the first, so there is
     no cancellation); up to erf_one, 2/sqrt(pi) a e**-a**2 sum (2a**2)**n / (2n+1)!!, a series
@@ -448,5 +471,5 @@ def log10(x: UOp) -> UOp:
 
 @in_float32
 def erf(x: UOp) -> UOp:
-    """erf x, odd, from erf of |x|."""
-    return _odd(x, _erf_positive)
+    """erf x, odd, from erf of |x|: in float32 from a fit (fast), in float64 from series."""
+    return _odd(x, _erf_positive_float32 if x.dtype == dtypes.float32 else _erf_positive)
