@@ -72,7 +72,12 @@ def reduce_would_be_recomputed(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
 # every repeat of a reduce (expensive_value_repeated).
 EXPENSIVE = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.FDIV})
 REPEATS = 16  # the repeats from which such a value is stored first,
-RECOMPUTED = 1 << 16  # when it would be computed that many times more (a kernel costs more)
+# when it would be computed that many times in all: a kernel of its own costs a launch (2 to
+# 20 us) and a store, as much as some thousands of evaluations with exp2 or a division (a
+# 32-64-10 MLP's cross-entropy backward, 640 values read 64 times over in a weight gradient,
+# was 1.7 ms of a 1.9 ms Adam step below 1 << 16; 0.22 ms a step at 1 << 12: chapter 13's
+# notebook's model)
+RECOMPUTED = 1 << 12
 
 
 def expensive_value_repeated(node: UOp, users: dict[UOp, list[UOp]]) -> bool:

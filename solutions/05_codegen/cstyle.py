@@ -40,6 +40,13 @@ def _math(name: str) -> Template:
 C_UNSIGNED: dict[DType, str] = {dtypes.int32: "unsigned int", dtypes.int64: "unsigned long long"}
 
 
+def safe_divisor(b: str) -> bool:
+    """Whether b is an integer literal other than 0 and -1 (as render_const writes it: 16,
+    (-3), 8U, 4LL), for which / and % need no guard (and clang warns of one on a constant)."""
+    digits = b.strip("()").rstrip("UL")
+    return digits.lstrip("-").isdigit() and int(digits) not in (0, -1)
+
+
 def c_idiv(types: dict[DType, str], unsigned: dict[DType, str]) -> Template:
     """a / b of integers, rounding toward zero, that never traps: b == 0 gives 0 (tinyfw's rule),
     and b == -1 gives -a wrapped to the type (MIN / -1 is MIN, as torch gives), where C's
@@ -48,6 +55,8 @@ def c_idiv(types: dict[DType, str], unsigned: dict[DType, str]) -> Template:
     int16 promote to int in C, so their / cannot trap. types and unsigned: the language's type
     names, and its unsigned ones for the types that can trap."""
     def render(dt: DType, a: list[str]) -> str:
+        if safe_divisor(a[1]):
+            return f"({a[0]}/{a[1]})"
         if dt not in unsigned:
             return f"({a[1]}==0?0:{a[0]}/{a[1]})"
         negated = f"({types[dt]})(0-({unsigned[dt]}){a[0]})"
@@ -58,6 +67,8 @@ def c_idiv(types: dict[DType, str], unsigned: dict[DType, str]) -> Template:
 def c_mod(dt: DType, a: list[str]) -> str:
     """a % b of integers, with the sign of a, that never traps: 0 where b is 0 (tinyfw's rule)
     or -1 (every remainder of a division by -1 is 0; C's MIN % -1 traps as MIN / -1 does)."""
+    if safe_divisor(a[1]):
+        return f"({a[0]}%{a[1]})"
     if dt in C_UNSIGNED:
         return f"(({a[1]}==0||{a[1]}==-1)?0:{a[0]}%{a[1]})"
     return f"({a[1]}==0?0:{a[0]}%{a[1]})"

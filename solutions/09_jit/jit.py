@@ -792,7 +792,8 @@ def _leftover_grads() -> set[Buffer]:
 
 def _rng_state() -> tuple[int, Any]:
     """Which generator Tensor samples with, and where it is in its sequence."""
-    return id(Tensor._rng), Tensor._rng.bit_generator.state
+    rng = Tensor._host_rng()
+    return id(rng), rng.bit_generator.state
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -114,6 +114,23 @@ def _pow2(n: UOp) -> UOp:
     return ((n + float(bias)) * float(2 ** mantissa)).cast(int_dtype).bitcast(n.dtype).detach()
 
 
+def _exponent(x: UOp) -> UOp:
+    """For a finite x > 0, the whole number e with x = 2**e m and m in [sqrt(1/2), sqrt(2)),
+    from x's bits (a subnormal x scaled up by 2**(mantissa + 1) first): its exponent field,
+    plus one where the mantissa is past sqrt(2)'s. Integer operations only, so that the kernel
+    vectorizes (log2 was a libm call), and exact (lavapipe's log2 is not, near 1)."""
+    bias, mantissa, int_dtype = FLOAT_BITS[x.dtype]
+    scale = mantissa + 1
+    subnormal = x < 2.0 ** (1 - bias)
+    bits = subnormal.where(x * float(2 ** scale), x).bitcast(int_dtype)
+    one = 2 ** mantissa
+    sqrt2 = int(np.array(math.sqrt(2), x.dtype.np).view(int_dtype.np)) % one  # its mantissa
+    field = bits.alu(Ops.IDIV, bits.const_like(one))
+    upper = (bits.alu(Ops.MOD, bits.const_like(one)) < sqrt2).where(bits.const_like(0), 1)
+    e = (field + upper).cast(x.dtype) - subnormal.where(x.const_like(bias + scale), float(bias))
+    return e.detach()
+
+
 def _pow2_halves(k: UOp) -> tuple[UOp, UOp]:
     """2**k for an integer-valued k as two factors, 2**(k//2) and 2**(k - k//2), each far from
     overflow: scaling by one and then the other rounds at most once (the second time)."""
@@ -181,11 +198,11 @@ def _finite_positive(x: UOp) -> UOp:
 @in_float32
 def log(x: UOp) -> UOp:
     """ln x = e ln 2 + ln m, with x = 2**e m exactly (m in [0.7, 1.42]) and ln m from the atanh
-    series. log2 only picks e: where it is inexact (lavapipe's near 1) e is still right."""
+    series; e read from x's bits (_exponent)."""
     c = CONSTANTS[x.dtype]
     ok = _finite_positive(x)
     xs = ok.where(x, 1.0)
-    e = _round(xs.log2())
+    e = _exponent(xs)
     lo, hi = _pow2_halves(-e)
     m = xs * lo * hi
     f = m - 1.0  # exact: m is within a factor 2 of 1
