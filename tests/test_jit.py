@@ -500,3 +500,19 @@ def test_a_method_sees_its_own_attributes_replaced() -> None:
     net.w = Tensor(np.zeros((3, 2), np.float32))
     with pytest.raises(JitError, match=r"self\.w was replaced"):
         net.forward(x)
+
+
+def test_an_assign_to_a_returned_tensor_does_not_reach_later_replays() -> None:
+    """The caller owns what a call returns: assigning to it (out *= 10) leaves the next
+    replays computing their own values (they returned the assigned tensor's value before)."""
+    w = Tensor([1.0, 2.0]).realize()
+
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        return (x * w).realize()
+
+    for i in range(5):
+        out = f(Tensor([float(i), float(i)]))
+        np.testing.assert_array_equal(out.numpy(), [i, 2 * i], err_msg=f"call {i + 1}")
+        out.assign(out * 10).realize()
+        np.testing.assert_array_equal(out.numpy(), [10 * i, 20 * i])

@@ -68,7 +68,12 @@ def test_the_captured_call_returns_what_the_function_computes() -> None:
         f"the capture calls the function once: {counted.calls} calls after 2 jit calls"
     assert isinstance(got, tuple) and isinstance(got[1], dict), \
         f"the capture returns what the function returned, got a {type(got).__name__}"
-    assert jit.ret is got, "jit.ret is what the captured call returned (replays rebuild it)"
+    kept = jit.ret
+    assert isinstance(kept, tuple) and isinstance(kept[1], dict) and kept is not got and \
+        kept[0] is not got[0] and kept[1]["total"] is not got[1]["total"], \
+        "jit.ret: the returned structure with tensors of the JIT's own, _rebuilt(ret, {})"
+    assert realize.buffer_of(kept[0].uop) is realize.buffer_of(got[0].uop), \
+        "jit.ret's tensors are on the returned tensors' buffers (replays rebuild from them)"
     z, total = got[0], got[1]["total"]
     for name, t in (("z", z), ("total", total)):
         assert realize.is_buffer_view(t.uop), \

@@ -738,10 +738,12 @@ def _output_tensors(ret: Any, name: str) -> list[Tensor]:
 
 
 def _rebuilt(ret: Any, swap: dict[Buffer, Buffer]) -> Any:
-    """The captured return value with each tensor replaced by one on its swapped buffer."""
+    """The captured return value with each tensor replaced by a new one on its buffer, swapped
+    if swap has it: never a tensor the caller already holds, which it may have assigned to (an
+    assign to a returned tensor made the next replays return that tensor's new value)."""
     if isinstance(ret, Tensor):
         buf = _buffer(ret)
-        return Tensor(_view(swap[buf], ret.shape)) if buf in swap else ret
+        return Tensor(_view(swap.get(buf, buf), ret.shape))
     if isinstance(ret, dict):
         return {key: _rebuilt(value, swap) for key, value in ret.items()}
     if isinstance(ret, (tuple, list)):
