@@ -87,7 +87,7 @@ class ProcessGroup:
         """The sum, mean or max of x over every rank (a new array, x's dtype)."""
         if op not in OPS:
             raise ValueError(f"all_reduce: op must be one of {OPS}, not {op!r}")
-        x = np.ascontiguousarray(x)
+        x = np.array(x, order="C")  # a copy (ascontiguousarray makes a 0-d array 1-d)
         mtype = _mpi_type(self.MPI, x.dtype)
         if op == "mean" and x.dtype.kind != "f":
             raise TypeError(f"all_reduce: mean of dtype {x.dtype.name} would be rounded; "
@@ -101,7 +101,7 @@ class ProcessGroup:
 
     def broadcast_array(self, x: np.ndarray, root: int = 0) -> np.ndarray:
         """root's x on every rank (x's shape and dtype must be the same everywhere)."""
-        buf = np.ascontiguousarray(x).copy()
+        buf = np.array(x, order="C")
         self._wait(self.comm.Ibcast([buf, _mpi_type(self.MPI, buf.dtype)], root=root),
                    f"broadcast(root={root})")
         return buf
@@ -126,17 +126,23 @@ class ProcessGroup:
     def all_reduce_gradients(self, params: Iterable[Tensor]) -> None:
         """Every parameter's .grad replaced by its mean over the ranks, in one all-reduce per
         dtype (each rank's loss is a mean over an equal share of the batch: see rank_slice, so
-        the mean of the gradients is the gradient of the whole batch's mean loss)."""
-        grads = [p.grad for p in params if p.grad is not None]
+        the mean of the gradients is the gradient of the whole batch's mean loss).
+
+        Each .grad becomes a new tensor, placed as the old one (not an assign into it): a
+        gradient returned by a TinyJit and then assigned, passed to a second TinyJit, was read
+        wrong by that one's replays (see the test and examples/mnist.py's --distributed)."""
+        owners = [p for p in params if p.grad is not None]
         by_dtype: dict[str, list[Tensor]] = {}
-        for g in grads:
-            by_dtype.setdefault(g.dtype.name, []).append(g)
+        for p in owners:
+            assert p.grad is not None
+            by_dtype.setdefault(p.grad.dtype.name, []).append(p)
         for group in by_dtype.values():
-            arrays = [g.numpy() for g in group]
+            arrays = [p.grad.numpy() for p in group if p.grad is not None]
             flat = self.all_reduce_array(np.concatenate([a.ravel() for a in arrays]), "mean")
             start = 0
-            for g, a in zip(group, arrays):
-                _put(g, flat[start:start + a.size].reshape(a.shape))
+            for p, a in zip(group, arrays):
+                assert p.grad is not None
+                p.grad = _placed_like(p.grad, flat[start:start + a.size].reshape(a.shape))
                 start += a.size
 
     def broadcast_parameters(self, params: Iterable[Tensor], root: int = 0) -> None:
@@ -154,8 +160,15 @@ class ProcessGroup:
         return slice(self.rank * share, (self.rank + 1) * share)
 
 
+def _placed_like(t: Tensor, value: np.ndarray) -> Tensor:
+    """A new realized tensor holding value, on t's device(s), placed (sharded) as t is."""
+    dev = t.device
+    fresh = Tensor(value, device=dev[0] if isinstance(dev, tuple) else dev, dtype=t.dtype)
+    return (fresh.shard_like(t) if isinstance(dev, tuple) else fresh).realize()
+
+
 def _put(t: Tensor, value: np.ndarray) -> Tensor:
-    """value written into t, on t's device(s), placed as t is."""
+    """value written into t (assign), on t's device(s), placed as t is."""
     if not t.is_leaf and t.requires_grad:
         raise RuntimeError("distributed: a collective writes in place; give it a leaf tensor "
                            "or a gradient, not a result inside an autograd graph")

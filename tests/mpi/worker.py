@@ -23,6 +23,8 @@ def check_reduce(pg: dist.ProcessGroup) -> None:
     total = sum(base + k for k in range(n))
     t = pg.all_reduce(Tensor(base + r), "sum")
     assert np.array_equal(t.numpy(), total), t.numpy()
+    z = pg.all_reduce(Tensor(float(r)), "sum")  # 0-d
+    assert z.shape == () and z.item() == n * (n - 1) / 2
     t = pg.all_reduce(Tensor(base + r), "mean")
     assert np.allclose(t.numpy(), total / n, rtol=0, atol=1e-6), t.numpy()
     t = pg.all_reduce(Tensor(base * (r + 1)), "max")
