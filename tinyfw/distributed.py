@@ -117,7 +117,10 @@ class ProcessGroup:
 
     # --- tensors ----------------------------------------------------------------------------
     def all_reduce(self, t: Tensor, op: str = "sum") -> Tensor:
-        """t's value replaced by its sum, mean or max over every rank (in place; returns t)."""
+        """t's value replaced by its sum, mean or max over every rank (in place, by assign;
+        returns t). Not for a tensor a TinyJit returned that another TinyJit then takes: such
+        an assign is read wrong by the second one's replays (tests/test_jit_chained.py); for
+        gradients use all_reduce_gradients, which makes new tensors."""
         return _put(t, self.all_reduce_array(t.numpy(), op))
 
     def broadcast(self, t: Tensor, root: int = 0) -> Tensor:
