@@ -3,7 +3,15 @@ gradients, the host changes them, the second takes them as arguments and updates
 
 Passing new tensors works (what tinyfw.distributed.all_reduce_gradients does). Assigning the new
 values into the first jit's returned tensors instead gives the second jit's replays wrong
-weights, silently: a known bug, kept here as a strict xfail until TinyJit is fixed."""
+weights, silently: a known bug, kept here as a strict xfail until TinyJit is fixed.
+
+The cause: TinyJit.capture keeps in self.ret the very tensors it returns to the caller, and each
+replay rebuilds its return value from their buffers (_fresh_outputs, _rebuilt). After the
+caller's assign, the returned tensor's buffer is a new one that no kernel writes, so every replay
+returns it unchanged: the gradients of the capture call's assign, step after step. Keeping
+private tensors in self.ret (`_rebuilt(ret, {b: b for b in self.written})` after the capture)
+fixes it, but chapter 09's test_capture checks `jit.ret is got`, the course's contract: the fix
+needs that test and the 09.capture exercise changed together."""
 from __future__ import annotations
 
 import numpy as np
