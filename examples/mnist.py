@@ -5,6 +5,7 @@ accuracy on the 10000 test images.
     .venv/bin/python examples/mnist.py --model conv --epochs 3  # conv net: 99.0%, 4 min
     .venv/bin/python examples/mnist.py --device CL --epochs 1 --steps 50   # a short smoke run
     .venv/bin/python examples/mnist.py --devices CPU:0,CPU:1   # data parallel on 2 devices
+    mpiexec -n 2 .venv/bin/python examples/mnist.py --distributed   # on 2 processes (MPI)
 
 (Times measured on this project's 2-core CPU machine, device CPU; bench/README.md shows a
 whole run. The conv net prints, after three progress bars, `test accuracy 98.99%
@@ -26,6 +27,19 @@ computes the loss and the gradients of its share, and the all-reduce in the loss
 the replicated weights' gradients gives every device the same update. TinyJit captures the
 step with its copies between devices; the batch comes in on one device and is sharded inside,
 and the loss goes out gathered on the first device.
+
+With --distributed (tinyfw/distributed.py, run under mpiexec) it is data parallel over
+processes: every rank goes through the same shuffled batches (the same seed) and takes its
+equal share of each (rank_slice: the batch size must divide by the process count), the weights
+start as rank 0's (broadcast), and after each backward pass the gradients are averaged over the
+processes (all_reduce_gradients, through numpy and MPI), so every rank makes the same update
+and keeps identical weights. Only rank 0 prints and saves. An MPI call cannot be captured by
+TinyJit (it is host code, not a kernel), so the step is two jitted halves with the host
+all-reduce between them: forward + backward, returning the loss and the gradients, then the
+optimizer's update, taking the averaged gradients as arguments. With --devices too, each
+process is data parallel on its devices as well (the gradients are all-reduced locally first,
+then across processes); that combination runs unjitted (a jitted function returns tensors of
+one device, and the gradients are on several).
 """
 from __future__ import annotations
 
@@ -34,6 +48,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 from tinyfw import Tensor, nn
@@ -125,6 +140,48 @@ def make_train_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
     return TinyJit(train_step) if jit else train_step
 
 
+def make_distributed_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
+                          jit: bool, pg: Any, devices: tuple[str, ...] | None = None
+                          ) -> Callable[[Tensor, Tensor], Tensor]:
+    """A step of data parallel training over processes (--distributed): this rank's share of
+    the batch, forward and backward (jitted), the gradients averaged over the processes (host
+    code: MPI, never captured), then Adam's update from them (jitted)."""
+    place, gather = shard_batch(devices), gather_result(devices)
+
+    def grads_step(x: Tensor, y: Tensor) -> tuple[Tensor, ...]:
+        x, y = place(x), place(y)
+        with Tensor.train():
+            opt.zero_grad()
+            loss = model(normalize(x)).sparse_categorical_crossentropy(y).backward()
+            grads = [p.grad for p in opt.params]
+            assert all(g is not None for g in grads)
+            Tensor.realize_all(loss, *grads)  # type: ignore[arg-type]
+        return (gather(loss), *grads)  # type: ignore[arg-type]
+
+    def update_step(*grads: Tensor) -> None:
+        with Tensor.train():
+            for p, g in zip(opt.params, grads):
+                p.grad = g
+            Tensor.realize_all(*opt.schedule_step())
+            opt.zero_grad()  # the gradients were arguments: none is left to a replay
+
+    forward = TinyJit(grads_step) if jit else grads_step
+    update = TinyJit(update_step) if jit else update_step
+
+    def train_step(x: Tensor, y: Tensor) -> Tensor:
+        rows = pg.rank_slice(len(y))
+        loss, *grads = forward(x[rows].contiguous().realize(), y[rows].contiguous().realize())
+        for p, g in zip(opt.params, grads):
+            p.grad = g
+        pg.all_reduce_gradients(opt.params)  # each .grad is now a new tensor: the mean
+        means = [p.grad for p in opt.params]
+        opt.zero_grad()  # the update takes them as arguments (TinyJit refuses leftover .grad)
+        update(*means)
+        return pg.all_reduce(loss.detach().contiguous().realize(), "mean")
+
+    return train_step
+
+
 def make_eval_step(model: Callable[[Tensor], Tensor], jit: bool,
                    devices: tuple[str, ...] | None = None) -> Callable[[Tensor, Tensor], Tensor]:
     """How many images of a batch the model classifies right (a 0-d tensor)."""
@@ -146,13 +203,16 @@ def train(model: Callable[[Tensor], Tensor], X: Tensor, Y: Tensor,
     lr = Tensor(args.lr)
     lr = (lr if args.devices is None else lr.to(args.devices)).realize()
     opt = nn.optim.Adam(get_parameters(model), lr=lr)
-    step = make_train_step(model, opt, jit=not args.no_jit, devices=args.devices)
+    if args.distributed:
+        step = make_distributed_step(model, opt, not args.no_jit, args.pg, args.devices)
+    else:
+        step = make_train_step(model, opt, jit=not args.no_jit, devices=args.devices)
     per_epoch = len(Y) // args.batch  # whole batches only: a jitted step keeps its shapes
     if args.steps:
         per_epoch = min(per_epoch, args.steps)
     taken = 0
     for epoch in range(1, args.epochs + 1):
-        bar = tqdm(total=per_epoch, desc=f"epoch {epoch}", unit="step")
+        bar = tqdm(total=per_epoch, desc=f"epoch {epoch}", unit="step", disable=not args.main)
         for x, y in batches(X, Y, args.batch):
             if bar.n == per_epoch:
                 break
@@ -182,6 +242,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--devices", default=None, metavar="CPU:0,CPU:1",
                         help="data parallel over these devices (weights replicated, batches "
                         "sharded)")
+    parser.add_argument("--distributed", action="store_true",
+                        help="data parallel over the processes of mpiexec (MPI): each takes its "
+                        "share of every batch, gradients averaged across them")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=None,
@@ -201,6 +264,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.devices = tuple(d.strip() for d in args.devices.split(","))
     if args.lr is None:
         args.lr = 0.005 if args.model == "conv" else 0.003
+    if args.distributed and args.devices is not None and not args.no_jit:
+        parser.error("--distributed with --devices runs unjitted: add --no-jit (a jitted "
+                     "function returns tensors of one device, and the gradients are on several)")
     return args
 
 
@@ -209,16 +275,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.device:  # tensors made without a device go to $DEVICE (tinyfw.device.Device.DEFAULT)
         os.environ["DEVICE"] = args.device
     Tensor.manual_seed(args.seed)  # the same weights and batch order for the same seed
+    args.pg, args.main = None, True
+    if args.distributed:
+        from tinyfw import distributed
+        args.pg = distributed.init()
+        args.main = args.pg.rank == 0  # only rank 0 prints and saves
+        args.pg.rank_slice(args.batch)  # refuses a batch that does not split evenly
 
     X_train, Y_train, X_test, Y_test = mnist()
     model = MLP() if args.model == "mlp" else ConvNet(args.channels)
     if args.devices is not None:
         for p in get_parameters(model):
             p.shard_(args.devices)  # replicated: a whole copy on each device
+    if args.pg is not None:
+        args.pg.broadcast_parameters(get_parameters(model))  # everybody starts from rank 0's
+    say = print if args.main else (lambda *a, **k: None)
     n_params = sum(p.numel() for p in get_parameters(model))
     jit = "no JIT" if args.no_jit else "TinyJit"
     where = ",".join(args.devices) if args.devices else X_train.device
-    print(f"{args.model}: {n_params} parameters, device {where}, batch {args.batch}, "
+    if args.pg is not None:
+        where += f", {args.pg.world_size} processes (MPI)"
+    say(f"{args.model}: {n_params} parameters, device {where}, batch {args.batch}, "
           f"Adam lr {args.lr} (x{args.lr_decay} per epoch), {jit}")
 
     start = time.perf_counter()
@@ -228,13 +305,13 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     correct = evaluate(model, X_test, Y_test, jit=not args.no_jit, devices=args.devices)
     eval_s = time.perf_counter() - start
-    print(f"test accuracy {correct / len(Y_test):.2%} ({correct}/{len(Y_test)})")
-    print(f"{steps} steps in {args.epochs} epoch(s): training {train_s:.1f} s "
+    say(f"test accuracy {correct / len(Y_test):.2%} ({correct}/{len(Y_test)})")
+    say(f"{steps} steps in {args.epochs} epoch(s): training {train_s:.1f} s "
           f"({train_s / max(steps, 1) * 1000:.0f} ms/step), evaluation {eval_s:.1f} s")
 
-    if args.save:
+    if args.save and args.main:
         safe_save(get_state_dict(model), args.save)
-        print(f"saved {args.save}")
+        say(f"saved {args.save}")
     return 0
 
 
