@@ -1,21 +1,13 @@
 """Two TinyJits chained as examples/mnist.py --distributed chains them: the first returns the
-gradients, the host changes them, the second takes them as arguments and updates the weights.
-
-Passing new tensors works (what tinyfw.distributed.all_reduce_gradients does). Assigning the new
-values into the first jit's returned tensors instead gives the second jit's replays wrong
-weights, silently: a known bug, kept here as a strict xfail until TinyJit is fixed.
-
-The cause: TinyJit.capture keeps in self.ret the very tensors it returns to the caller, and each
-replay rebuilds its return value from their buffers (_fresh_outputs, _rebuilt). After the
-caller's assign, the returned tensor's buffer is a new one that no kernel writes, so every replay
-returns it unchanged: the gradients of the capture call's assign, step after step. Keeping
-private tensors in self.ret (`_rebuilt(ret, {b: b for b in self.written})` after the capture)
-fixes it, but chapter 09's test_capture checks `jit.ret is got`, the course's contract: the fix
-needs that test and the 09.capture exercise changed together."""
+gradients, the host changes them, the second takes them as arguments and updates the weights:
+by passing new tensors (what tinyfw.distributed.all_reduce_gradients does) or by assigning the
+new values into the first jit's returned tensors. The second once gave wrong weights, silently:
+the first jit kept the tensors it returned as its own return value, so every replay returned
+the assigned ones (the capture now keeps tensors of its own; tests/test_jit.py has the plain
+case)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from tinyfw import Tensor, nn
 from tinyfw.engine.jit import TinyJit
@@ -65,8 +57,6 @@ def test_chained_jits_with_new_tensors() -> None:
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.xfail(strict=True, reason="TinyJit bug: a returned tensor assigned outside, then "
-                   "passed to another TinyJit, is read wrong by its replays")
 def test_chained_jits_with_assign() -> None:
     for want, got in zip(run(False, "assign"), run(True, "assign")):
         np.testing.assert_array_equal(got, want)

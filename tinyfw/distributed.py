@@ -118,9 +118,7 @@ class ProcessGroup:
     # --- tensors ----------------------------------------------------------------------------
     def all_reduce(self, t: Tensor, op: str = "sum") -> Tensor:
         """t's value replaced by its sum, mean or max over every rank (in place, by assign;
-        returns t). Not for a tensor a TinyJit returned that another TinyJit then takes: such
-        an assign is read wrong by the second one's replays (tests/test_jit_chained.py); for
-        gradients use all_reduce_gradients, which makes new tensors."""
+        returns t)."""
         return _put(t, self.all_reduce_array(t.numpy(), op))
 
     def broadcast(self, t: Tensor, root: int = 0) -> Tensor:
@@ -130,11 +128,8 @@ class ProcessGroup:
     def all_reduce_gradients(self, params: Iterable[Tensor]) -> None:
         """Every parameter's .grad replaced by its mean over the ranks, in one all-reduce per
         dtype (each rank's loss is a mean over an equal share of the batch: see rank_slice, so
-        the mean of the gradients is the gradient of the whole batch's mean loss).
-
-        Each .grad becomes a new tensor, placed as the old one (not an assign into it): a
-        gradient returned by a TinyJit and then assigned, passed to a second TinyJit, was read
-        wrong by that one's replays (see the test and examples/mnist.py's --distributed)."""
+        the mean of the gradients is the gradient of the whole batch's mean loss). Each .grad
+        becomes a new tensor, placed as the old one."""
         owners = [p for p in params if p.grad is not None]
         by_dtype: dict[str, list[Tensor]] = {}
         for p in owners:
