@@ -98,6 +98,14 @@ class ProcessGroup:
         self._wait(self.comm.Iallreduce([x, mtype], [out, mtype], op=mop), f"all_reduce({op})")
         if op == "mean":
             out /= self.world_size
+        if op == "max" and x.dtype.kind == "f":
+            # MPI's MAX of floats drops a NaN or keeps it by the order it meets them, so ranks
+            # could end with different values: a NaN anywhere is NaN everywhere, as torch's max
+            nan = np.empty(x.shape, np.uint8)
+            seen = np.isnan(x).astype(np.uint8)
+            self._wait(self.comm.Iallreduce([seen, self.MPI.UINT8_T], [nan, self.MPI.UINT8_T],
+                                            op=self.MPI.MAX), "all_reduce(max) of NaNs")
+            out[nan.astype(bool)] = np.nan
         return out
 
     def broadcast_array(self, x: np.ndarray, root: int = 0) -> np.ndarray:

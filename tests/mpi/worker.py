@@ -29,6 +29,10 @@ def check_reduce(pg: dist.ProcessGroup) -> None:
     assert np.allclose(t.numpy(), total / n, rtol=0, atol=1e-6), t.numpy()
     t = pg.all_reduce(Tensor(base * (r + 1)), "max")
     assert np.array_equal(t.numpy(), base * n)
+    # a NaN on one rank is NaN on every rank (MPI's MAX kept it or not by the order it met it)
+    v = np.array([np.nan if r == 0 else 1.0, np.nan if r == n - 1 else 2.0, r], np.float32)
+    m = pg.all_reduce(Tensor(v), "max").numpy()
+    assert np.isnan(m[:2]).all() and m[2] == n - 1, m
     i = pg.all_reduce(Tensor(np.array([1, -2, 2**30], dtype=np.int32) * (r + 1)), "sum")
     tri = n * (n + 1) // 2
     assert i.dtype.name == "int32" and i.numpy().tolist() == [tri, -2 * tri, (2**30 * tri)
