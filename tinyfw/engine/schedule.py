@@ -65,9 +65,12 @@ def reduce_would_be_recomputed(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
     # <<< exercise
 
 
-# Ops that cost many instructions each: a value computed with them is not recomputed for
-# every repeat of a reduce (expensive_value_repeated).
-EXPENSIVE = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.FDIV})
+# Ops that cost many instructions each, or mark a computation that does: a value computed with
+# them is not recomputed for every repeat of a reduce (expensive_value_repeated). TRUNC is one
+# instruction, but exp and expm1 (tinyfw/mixin/elementwise_math.py) round with it to reduce
+# their argument, and a polynomial of a dozen terms follows.
+EXPENSIVE = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.FDIV,
+                       Ops.TRUNC})
 REPEATS = 16  # the repeats from which such a value is stored first,
 # when it would be computed that many times in all: a kernel of its own costs a launch (2 to
 # 20 us) and a store, as much as some thousands of evaluations with exp2 or a division (a
