@@ -197,9 +197,13 @@ def init(timeout: float | None = None) -> ProcessGroup:
 
         def abort_all(kind: type[BaseException], error: BaseException,
                       tb: TracebackType | None) -> None:
+            # the error's line first: an abort can cut off what mpiexec has not forwarded yet
+            rank = "" if _group is None else f"rank {_group.rank}: "
+            print(f"{rank}{kind.__name__}: {error}", file=sys.stderr, flush=True)
             previous(kind, error, tb)
             sys.stderr.flush()
             if _group is not None and _group.world_size > 1:
+                time.sleep(0.5)  # time for mpiexec to forward the output before the abort
                 _group.abort(1)
 
         sys.excepthook = abort_all
