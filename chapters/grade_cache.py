@@ -25,8 +25,12 @@ from chapters.tasks import Layout
 
 CACHE_ENV = "TINYFW_GRADE_CACHE"
 # Environment variables that differ between the test session's workers (or tests) and do not
-# change what a chapter's tests do; every other variable is part of a run's inputs.
+# change what a chapter's tests do; every other variable is part of a run's inputs. COLUMNS and
+# LINES are the terminal's size, which GNU readline writes into the C environment of a process
+# that loads it: a subprocess inherits them where the process itself never sees them in
+# os.environ, and without them here the suite's grading runs missed the cache, each run twice.
 VOLATILE = ("PYTEST_", CACHE_ENV)
+TERMINAL_SIZE = ("COLUMNS", "LINES")
 
 Result = tuple[int, "dict[str, Any] | None", str]
 
@@ -47,7 +51,7 @@ def run_key(folder: Path, impl_dir: Path, layout: Layout) -> str:
     """A digest of everything a grading run of folder against impl_dir reads."""
     hasher = hashlib.sha256(sys.executable.encode())
     for name, value in sorted(os.environ.items()):
-        if not name.startswith(VOLATILE):
+        if not name.startswith(VOLATILE) and name not in TERMINAL_SIZE:
             hasher.update(f"\0{name}={value}".encode())
     _add_tree(hasher, folder)
     _add_tree(hasher, impl_dir / folder.name)
