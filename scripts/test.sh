@@ -61,10 +61,10 @@ run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --di
 # Every Tensor API suite of issue 11 on NUMPY, then on each device together with the op,
 # accuracy and edge-input suites: one pytest run per device (its start and its last tests, when
 # one worker waits for the other, paid once). NUMPY runs every case. On a backend device the
-# suites marked device_subset (scans, shape, creation, nn, elementwise) run only the distinct
-# cases of each parametrized test: every method, dtype, mode and argument value and every empty
-# or 0-d shape, not each size again (tests/conftest.py says how; TINYFW_DEVICE_SUBSET=0 runs
-# them all). The other suites run in full.
+# suites marked device_subset (ops; scans, shape, creation, nn, elementwise, linalg, call forms)
+# run only the distinct cases of each parametrized test: every method, dtype, mode and argument
+# value and every empty or 0-d shape, not each size again (tests/conftest.py says how;
+# TINYFW_DEVICE_SUBSET=0 runs them all). The other suites run in full.
 run "Tensor API suites (tests/test_api_*.py) on NUMPY" env DEVICE=NUMPY \
   .venv/bin/python -m pytest tests/test_api_*.py -q -ra "${workers[@]}" --dist load
 for device in $devices; do

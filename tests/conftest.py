@@ -64,12 +64,13 @@ def needs_dtypes() -> type[NeedsDtypes]:
 # ---------------------------------------------------------------------------------------------
 # The device subset
 #
-# A module marked `pytestmark = pytest.mark.device_subset` (the scan, shape, creation, nn and
-# elementwise API suites) parametrizes each method over many shapes, arguments and dtypes. On
-# CPU and NUMPY every case runs. On a backend device (CL, WEBGPU, CUDAEMU) nearly all the time
-# goes to compiling kernels and each case compiles new ones, so there a parametrized test runs
-# its distinct cases only: in collection order, a case runs when one of its parameters shows a
-# kind that no case kept before it (of the same test) showed. The kind of a parameter's value:
+# A module marked `pytestmark = pytest.mark.device_subset` (the op suite, and the scan, shape,
+# creation, nn, elementwise, linalg and call-form API suites) parametrizes each method over many
+# shapes, arguments and dtypes. On CPU and NUMPY every case runs. On a backend device (CL, WEBGPU,
+# CUDAEMU) nearly all the time goes to compiling kernels and each case compiles new ones, so there
+# a parametrized test runs its distinct cases only: in collection order, a case runs when one of
+# its parameters shows a kind that no case kept before it (of the same test) showed. The kind of a
+# parameter's value:
 #
 # - a scalar (None, a bool, a str, an int, a float, a dtype, a function): the value itself.
 #   Scalars choose the op, the mode, the dtype, the axis, the shift, the norm: each value of

@@ -19,6 +19,8 @@ import torch
 from tests.helpers import same_dtype
 from tinyfw import Tensor, dtypes
 
+pytestmark = pytest.mark.device_subset
+
 # tinyfw name, torch name, the Python operator, whether torch takes a scalar as second operand
 # and as first (torch.f(2, t)).
 BINARY: list[tuple[str, str, Callable[[Any, Any], Any] | None, bool, bool]] = [

@@ -13,6 +13,8 @@ import torch.nn.functional as F
 from tests.helpers import check, same_dtype
 from tinyfw import Tensor, dtypes
 
+pytestmark = pytest.mark.device_subset
+
 # The needs_dtypes fixture (tests/conftest.py): a block that needs dtypes the device may lack.
 NeedsDtypesFixture = Callable[..., AbstractContextManager[None]]
 
