@@ -18,8 +18,10 @@ from tinyfw.uop.ops import Ops
 MAX_REGISTERS = 64       # float32 accumulators of a tile on AVX2: 8 of its 16 registers
 THREAD_WORK = 1 << 20    # loop iterations below which starting the other cores costs more
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
-BIG_OUTPUTS = 1 << 18    # a matmul of at least 512 x 512 outputs gets the big tile
-BIG_TILE = (8, 16, 2)    # its rows, then columns by 16 and by 2 more: 8 x 32 outputs a pass
+# The big tile of a big matmul, per SIMD width in float32 lanes: the fewest outputs it pays
+# from, then its rows, its columns by 16 and by `more` again (8 x 32 outputs a pass), and how
+# many partial sums its reduce is unrolled into (1: not unrolled).
+BIG_TILES = {8: (1 << 18, 8, 16, 2, 1), 16: (1 << 20, 8, 16, 2, 4)}
 CHANNELS_WORK = 1 << 16  # iterations below which a kernel keeps its channels as loops
 DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
 FEW_OUTPUTS = 1024       # outputs up to which a GPU reduce is shared by a work-group (a guess)
@@ -48,25 +50,33 @@ def shared_axes(kernel: Kernel) -> list[int]:
 
 
 def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
-    """A big matmul (BIG_OUTPUTS) on an 8-lane (AVX2) CPU computes 8 rows by 32 columns of
-    outputs per pass (BIG_TILE): 256 accumulators, more than the registers hold, yet each
-    element of the first matrix read serves 32 outputs and each of the second 8, and the
-    second matrix's slab of 32 columns is read from cache 8 rows at a time. BEAM=2 found this
-    tile on an AMD EPYC (1024 x 1024: 47 to 78 GFLOP/s, bench/beam.py); at 256 it was slower
-    than the 4 x 16 tile below, hence BIG_OUTPUTS. Not measured with AVX-512 (16 lanes), where
-    this rule is left out. () when the kernel is not such a matmul."""
-    rows, cols, more = BIG_TILE
+    """A big matmul (BIG_TILES says from how many outputs) computes 8 rows by 32 columns of
+    outputs per pass: each element of the first matrix read serves 32 outputs and each of the
+    second 8, and the second matrix's slab of 32 columns is read from cache 8 rows at a time.
+    With 8 lanes (AVX2) that is 32 vector accumulators, more than the 16 registers hold, yet
+    BEAM=2 found it on an AMD EPYC (1024 x 1024: 47 to 78 GFLOP/s, bench/beam.py); at 256 it
+    was slower than the 4 x 2-vector tile of the rules below. With 16 lanes (AVX-512) it is 16
+    of the 32 registers, and its reduce is unrolled by 4 more: on a 2-core Xeon 91 GFLOP/s at
+    1024 x 1024 against 70 for the 4 x 2-vector tile, 72 against 60 at 2048, but slower at 512
+    (2.7 against 2.4 ms). () when the kernel is not such a matmul."""
+    if lanes not in BIG_TILES:
+        return ()
+    least, rows, cols, more, unroll = BIG_TILES[lanes]
     shared = shared_axes(kernel)
-    if lanes != 8 or kernel.reduce is None or prod(kernel.output_shape) < BIG_OUTPUTS or \
+    if kernel.reduce is None or prod(kernel.output_shape) < least or \
             len(shared) != 2 or kernel.axes[shared[0]].size % rows or \
             kernel.axes[shared[1]].size % (cols * more) or not outputs_vectorize(kernel, lanes):
         return ()
-    opts = (Opt(OptOps.UPCAST, shared[1], cols), Opt(OptOps.UPCAST, shared[0], rows),
-            Opt(OptOps.UPCAST, shared[1] + 1, more))
+    opts: tuple[Opt, ...] = (Opt(OptOps.UPCAST, shared[1], cols),
+                             Opt(OptOps.UPCAST, shared[0], rows),
+                             Opt(OptOps.UPCAST, shared[1] + 1, more))
     try:
-        apply_opts(kernel, opts)
+        tiled = apply_opts(kernel, opts)
     except KernelOptError:
         return ()
+    reduce = next(i for i, a in enumerate(tiled.axes) if a.kind is AxisKind.REDUCE)
+    if unroll > 1 and tiled.axes[reduce].size % unroll == 0:
+        opts += (Opt(OptOps.UNROLL, reduce, unroll),)
     return opts
 
 
