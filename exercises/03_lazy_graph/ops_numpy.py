@@ -137,6 +137,7 @@ def run_kernel(ast: UOp, buffers: list[np.ndarray]) -> None:
 
 
 ALIGNMENT = 64  # bytes: a cache line, and the width of an AVX-512 register
+ALIGNED_FROM = 4096  # bytes: smaller buffers start where numpy puts them
 
 
 class NumpyAllocator:
@@ -147,8 +148,11 @@ class NumpyAllocator:
         """Zeroed memory (np.zeros: the pages are mapped when first written) that starts on a
         cache line (ALIGNMENT bytes). numpy's own large arrays start 16 bytes past one, so every
         64-byte vector load of an AVX-512 kernel straddled two lines: a 1024 x 1024 matmul took
-        42 ms rather than 31 (a 2-core Xeon; bench/README.md)."""
-        itemsize = np.dtype(dtype.np).itemsize
+        42 ms rather than 31 (a 2-core Xeon; bench/README.md). A buffer under ALIGNED_FROM
+        bytes is numpy's own: aligning costs 2 us an allocation, more than its loads lose."""
+        itemsize = dtype.itemsize
+        if size * itemsize < ALIGNED_FROM:
+            return np.zeros(size, dtype=dtype.np)
         raw = np.zeros(size * itemsize + ALIGNMENT, dtype=np.uint8)
         start = -raw.ctypes.data % ALIGNMENT
         return raw[start:start + size * itemsize].view(dtype.np)
