@@ -61,6 +61,11 @@ class Ops(Enum):
     LOAD = auto()        # arg: which input buffer; src: (VIEW,)
     STORE = auto()       # arg: which output buffer; src: (VIEW, value)
 
+    # Hashed by identity, in C: every node made hashes its op (the hash-consing key), and Enum's
+    # own __hash__ is a Python call. A member is its only instance (pickling returns it), so
+    # identity is its equality, as for Enum; no hash is kept beyond the process.
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return f"Ops.{self.name}"
 
