@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import struct
 import weakref
+from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterator
 from enum import Enum, auto
 from typing import Any
@@ -92,16 +93,29 @@ def arg_key(arg: Any) -> Any:
 
 
 class _HashConsed(type):
-    """Builds each distinct (op, dtype, src, arg) once: the same node twice is the same object."""
-    cache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+    """Builds each distinct (op, dtype, src, arg) once: the same node twice is the same object.
+
+    The nodes are held weakly: key -> a weak reference to the node, whose entry goes when the
+    node does (a WeakValueDictionary, written out: its get and set are Python calls, and every
+    node made goes through both)."""
+    cache: dict[tuple[Any, ...], weakref.KeyedRef] = {}
 
     def __call__(cls, op: Ops, dtype: DType, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
         key = (op, dtype, src, arg_key(arg))
-        if (found := _HashConsed.cache.get(key)) is not None:
+        if (ref := _HashConsed.cache.get(key)) is not None and (found := ref()) is not None:
             return found
         node = super().__call__(op, dtype, src, arg)
-        _HashConsed.cache[key] = node
+        _HashConsed.cache[key] = weakref.KeyedRef(node, _forget_node, key)
         return node
+
+
+def _forget_node(ref: weakref.KeyedRef, cache: dict[tuple[Any, ...], weakref.KeyedRef]
+                 = _HashConsed.cache, remove: Callable[..., None] = _remove_dead_weakref) -> None:
+    """A node has gone: drop its entry, unless a new node of the same key has taken it."""
+    # (remove, in C, deletes the entry only if it still holds a dead reference. The cache and
+    # remove are bound here, as WeakValueDictionary binds them: nodes that die while the
+    # interpreter exits find this module's globals already cleared.)
+    remove(cache, ref.key)
 
 
 class UOp(metaclass=_HashConsed):
