@@ -322,6 +322,12 @@ def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int
 
 def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
     """The shape of a node, from its op, its sources and its argument (checked as it goes)."""
+    if op in ALU:  # (first: most nodes made are these)
+        shape = src[0].shape
+        for other in src[1:]:
+            assert other.shape == shape, \
+                f"{op} needs sources of one shape, got {[s.shape for s in src]}"
+        return shape
     if op is Ops.VIEW:
         return arg.shape
     if op in (Ops.CONST, Ops.LOAD, Ops.STORE):  # a number or memory, seen through a view
@@ -330,10 +336,6 @@ def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
         return ()
     if op is Ops.BUFFER:
         return (arg.size,)
-    if op in ALU:
-        shapes = {s.shape for s in src}
-        assert len(shapes) == 1, f"{op} needs sources of one shape, got {[s.shape for s in src]}"
-        return src[0].shape
     x = src[0].shape
     if op is Ops.REDUCE:
         return tuple(1 if i in arg[1] else s for i, s in enumerate(x))
