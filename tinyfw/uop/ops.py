@@ -169,18 +169,23 @@ class UOp(metaclass=_HashConsed):
         their graph (a loss and the parameters it updates) list each node once in all."""
         order: list[UOp] = []
         seen = set() if seen is None else seen
-        stack: list[tuple[UOp, bool]] = [(self, False)]
+        if self in seen:
+            return order
+        seen.add(self)
+        # a depth-first walk, as a recursion would make it: each node on the stack with the
+        # iterator of its sources still to visit (none when stop is true of it); a node is
+        # listed once all its sources are
+        stack = [(self, iter(self.src if stop is None or not stop(self) else ()))]
         while stack:
-            node, expanded = stack.pop()
-            if expanded:
+            node, sources = stack[-1]
+            for src in sources:
+                if src not in seen:
+                    seen.add(src)
+                    stack.append((src, iter(src.src if stop is None or not stop(src) else ())))
+                    break
+            else:  # every source is listed
+                stack.pop()
                 order.append(node)
-                continue
-            if node in seen:
-                continue
-            seen.add(node)
-            stack.append((node, True))
-            if stop is None or not stop(node):
-                stack.extend((s, False) for s in reversed(node.src) if s not in seen)
         return order
 
     def walk(self) -> Iterator[UOp]:
