@@ -76,7 +76,7 @@ def structure(targets: list[UOp], is_loaded: Callable[[UOp], bool]
                 arg = None
             else:
                 arg = arg_key(node.arg)
-            parts.append((node.op, node.dtype, arg, tuple(position[s] for s in node.src),
+            parts.append((node.op, node.dtype, arg, tuple(map(position.__getitem__, node.src)),
                           is_loaded(node)))
     return (tuple(parts), tuple(position[t] for t in targets)), order
 
