@@ -5,7 +5,7 @@ import builtins
 import functools
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Final
 
 import numpy as np
@@ -17,6 +17,17 @@ class DType:
     name: str
     itemsize: int
     kind: str
+
+    def __post_init__(self) -> None:
+        # every node made hashes its dtype (the hash-consing key): the hash is worked out once
+        object.__setattr__(self, "_hash", hash((self.name, self.itemsize, self.kind)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        """Pickled as its fields: the cached hash is this process's, made again on loading."""
+        return type(self), tuple(getattr(self, field.name) for field in fields(self))
 
     @property
     def np(self) -> np.dtype:

@@ -930,7 +930,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                        else const(other, out_dt, self.device, self.shape))
         else:
             raise TypeError(f"unsupported operand type: Tensor and {type(other).__name__}")
-        x, y = self.cast(out_dt), y.cast(out_dt)
+        # (an operand already of out_dt is used as it is: its cast would be a new tensor of the
+        # same node, requiring grad as it does, and is no part of the result)
+        x = self if self.dtype == out_dt else self.cast(out_dt)
+        y = y if y.dtype == out_dt else y.cast(out_dt)
         if reverse:
             x, y = y, x
         shape = broadcast_shape(x.shape, y.shape)

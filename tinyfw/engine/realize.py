@@ -72,11 +72,12 @@ def pending_checks(nodes: list[UOp]) -> list[Check]:
     """The checks attached under nodes (and under those checks' own nodes), except below nodes
     already computed, whose checks were verified when they were."""
     found: list[Check] = []
+    checked = set(_checks.keys())  # (a set: looked up for every node walked)
     work: list[UOp] = list(nodes)
     seen: set[UOp] = set()  # (shared by the walks: each node is visited once in all)
-    while work and _checks:
+    while work and checked:
         for node in work.pop().toposort(stop=is_loaded, seen=seen):
-            if is_loaded(node):
+            if node not in checked or is_loaded(node):
                 continue
             for check in _checks.get(node, ()):
                 found.append(check)

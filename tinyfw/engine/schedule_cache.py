@@ -17,9 +17,10 @@ pushes, swapped (a learner's exercise, a test's monkeypatch), schedules again.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, ValuesView
+from itertools import chain
 from types import FunctionType, ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from tinyfw.engine.program import code_identity
 from tinyfw.engine.schedule import ScheduleItem, create_schedule
@@ -75,16 +76,60 @@ def structure(targets: list[UOp], is_loaded: Callable[[UOp], bool]
                 arg = None
             else:
                 arg = arg_key(node.arg)
-            parts.append((node.op, node.dtype, arg, tuple(position[s] for s in node.src),
+            parts.append((node.op, node.dtype, arg, tuple(map(position.__getitem__, node.src)),
                           is_loaded(node)))
     return (tuple(parts), tuple(position[t] for t in targets)), order
 
 
 def scheduler_code() -> tuple[Any, ...]:
     """The functions and classes (with their methods) of the scheduler's modules, as they are
-    now."""
-    return tuple(_code_of(sys.modules[name]) for name in SCHEDULER_MODULES
-                 if name in sys.modules)
+    now. (Worked out again only when a namespace it reads, a module's or one of its classes',
+    holds other objects than last time: see _Read.)"""
+    global _last
+    modules = tuple(sys.modules[name] for name in SCHEDULER_MODULES if name in sys.modules)
+    last = _last  # (one read of it: another thread may replace it meanwhile)
+    if modules != last.modules or not last.unchanged():
+        _last = last = _read(modules)
+    return last.code
+
+
+class _Read(NamedTuple):
+    """scheduler_code's answer, and what it was read from: the modules, the namespaces looked in
+    (each module's, and those of the classes it defines and of their bases, but builtins', which
+    cannot change) and the objects they held then. Any object set, added or removed in one of
+    them (a learner's function, a method patched onto a class) shows as another object, or
+    another count, there."""
+    modules: tuple[ModuleType, ...]
+    namespaces: tuple[ValuesView[Any], ...]  # (live views of the namespaces' values)
+    held: tuple[Any, ...]
+    code: tuple[Any, ...]
+
+    def unchanged(self) -> bool:
+        """True when the namespaces hold the objects they held when read. (Compared with ==,
+        which tries identity first: a function or a class is equal only to itself, and what
+        else a module holds is no part of the answer. A comparison that fails, as an array's
+        can, counts as a change.)"""
+        try:
+            return tuple(chain.from_iterable(self.namespaces)) == self.held
+        except Exception:
+            return False
+
+
+def _read(modules: tuple[ModuleType, ...]) -> _Read:
+    """scheduler_code's answer for modules as they are now, with what it was read from."""
+    namespaces: list[Mapping[str, Any]] = [vars(module) for module in modules]
+    for module in modules:
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                namespaces += [vars(klass) for klass in value.__mro__
+                               if klass.__module__ != "builtins"]
+    views = tuple(namespace.values() for namespace in namespaces)
+    held = tuple(chain.from_iterable(views))  # (before the code: a change meanwhile is seen)
+    code = tuple(_code_of(module) for module in modules)
+    return _Read(modules, views, held, code)
+
+
+_last = _Read((), (), (), ())
 
 
 def _code_of(module: ModuleType) -> tuple[Any, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import struct
 import weakref
+from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterator
 from enum import Enum, auto
 from typing import Any
@@ -61,6 +62,11 @@ class Ops(Enum):
     LOAD = auto()        # arg: which input buffer; src: (VIEW,)
     STORE = auto()       # arg: which output buffer; src: (VIEW, value)
 
+    # Hashed by identity, in C: every node made hashes its op (the hash-consing key), and Enum's
+    # own __hash__ is a Python call. A member is its only instance (pickling returns it), so
+    # identity is its equality, as for Enum; no hash is kept beyond the process.
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return f"Ops.{self.name}"
 
@@ -87,16 +93,29 @@ def arg_key(arg: Any) -> Any:
 
 
 class _HashConsed(type):
-    """Builds each distinct (op, dtype, src, arg) once: the same node twice is the same object."""
-    cache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+    """Builds each distinct (op, dtype, src, arg) once: the same node twice is the same object.
+
+    The nodes are held weakly: key -> a weak reference to the node, whose entry goes when the
+    node does (a WeakValueDictionary, written out: its get and set are Python calls, and every
+    node made goes through both)."""
+    cache: dict[tuple[Any, ...], weakref.KeyedRef] = {}
 
     def __call__(cls, op: Ops, dtype: DType, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
         key = (op, dtype, src, arg_key(arg))
-        if (found := _HashConsed.cache.get(key)) is not None:
+        if (ref := _HashConsed.cache.get(key)) is not None and (found := ref()) is not None:
             return found
         node = super().__call__(op, dtype, src, arg)
-        _HashConsed.cache[key] = node
+        _HashConsed.cache[key] = weakref.KeyedRef(node, _forget_node, key)
         return node
+
+
+def _forget_node(ref: weakref.KeyedRef, cache: dict[tuple[Any, ...], weakref.KeyedRef]
+                 = _HashConsed.cache, remove: Callable[..., None] = _remove_dead_weakref) -> None:
+    """A node has gone: drop its entry, unless a new node of the same key has taken it."""
+    # (remove, in C, deletes the entry only if it still holds a dead reference. The cache and
+    # remove are bound here, as WeakValueDictionary binds them: nodes that die while the
+    # interpreter exits find this module's globals already cleared.)
+    remove(cache, ref.key)
 
 
 class UOp(metaclass=_HashConsed):
@@ -150,18 +169,23 @@ class UOp(metaclass=_HashConsed):
         their graph (a loss and the parameters it updates) list each node once in all."""
         order: list[UOp] = []
         seen = set() if seen is None else seen
-        stack: list[tuple[UOp, bool]] = [(self, False)]
+        if self in seen:
+            return order
+        seen.add(self)
+        # a depth-first walk, as a recursion would make it: each node on the stack with the
+        # iterator of its sources still to visit (none when stop is true of it); a node is
+        # listed once all its sources are
+        stack = [(self, iter(self.src if stop is None or not stop(self) else ()))]
         while stack:
-            node, expanded = stack.pop()
-            if expanded:
+            node, sources = stack[-1]
+            for src in sources:
+                if src not in seen:
+                    seen.add(src)
+                    stack.append((src, iter(src.src if stop is None or not stop(src) else ())))
+                    break
+            else:  # every source is listed
+                stack.pop()
                 order.append(node)
-                continue
-            if node in seen:
-                continue
-            seen.add(node)
-            stack.append((node, True))
-            if stop is None or not stop(node):
-                stack.extend((s, False) for s in reversed(node.src) if s not in seen)
         return order
 
     def walk(self) -> Iterator[UOp]:
@@ -303,6 +327,12 @@ def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int
 
 def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
     """The shape of a node, from its op, its sources and its argument (checked as it goes)."""
+    if op in ALU:  # (first: most nodes made are these)
+        shape = src[0].shape
+        for other in src[1:]:
+            assert other.shape == shape, \
+                f"{op} needs sources of one shape, got {[s.shape for s in src]}"
+        return shape
     if op is Ops.VIEW:
         return arg.shape
     if op in (Ops.CONST, Ops.LOAD, Ops.STORE):  # a number or memory, seen through a view
@@ -311,10 +341,6 @@ def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
         return ()
     if op is Ops.BUFFER:
         return (arg.size,)
-    if op in ALU:
-        shapes = {s.shape for s in src}
-        assert len(shapes) == 1, f"{op} needs sources of one shape, got {[s.shape for s in src]}"
-        return src[0].shape
     x = src[0].shape
     if op is Ops.REDUCE:
         return tuple(1 if i in arg[1] else s for i, s in enumerate(x))
