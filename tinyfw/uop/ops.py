@@ -314,7 +314,27 @@ _device_nodes: dict[str, UOp] = {}
 
 
 def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int, ...] = ()) -> UOp:
-    """A constant, broadcast to shape by a reshape and an expand (no memory is filled)."""
+    """A constant, broadcast to shape by a reshape and an expand (no memory is filled). The
+    last CONST_MEMO constants made are remembered: a step of training makes the same hundred
+    again each time (an optimizer's betas, a loss's scale), three nodes each."""
+    if type(value) not in (float, int, bool):  # (numpy's scalars: -0.0 == 0.0 would match)
+        return _make_const(value, dtype, device, shape)
+    key = (type(value), arg_key(value), dtype, device, shape)
+    if (known := _consts.get(key)) is not None:
+        return known
+    if len(_consts) >= CONST_MEMO:
+        _consts.clear()
+    node = _consts[key] = _make_const(value, dtype, device, shape)
+    return node
+
+
+CONST_MEMO = 4096
+_consts: dict[tuple[Any, ...], UOp] = {}
+
+
+def _make_const(value: float | int | bool, dtype: DType, device: str,
+                shape: tuple[int, ...]) -> UOp:
+    """const's node, made."""
     if dtype.is_bool:
         value = bool(value)
     elif dtype.is_int:  # out-of-range ints wrap around, as a cast in C (and torch) does
