@@ -160,20 +160,19 @@ def test_a_big_matmul_gets_the_big_tile() -> None:
 
 
 def test_a_big_matmul_on_16_lanes_gets_the_big_tile_unrolled() -> None:
-    """On a 16-lane (AVX-512) CPU a matmul of 1024 x 1024 outputs and more computes 8 rows by
-    32 columns per pass with its reduce unrolled into 4 partial sums, with the values of
+    """On a 16-lane (AVX-512) CPU a matmul of 1024 x 1024 outputs and more computes 16 rows by
+    16 columns per pass with its reduce unrolled into 4 partial sums, with the values of
     numpy's; a reduce that 4 does not divide keeps the tile, not unrolled."""
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((1024, 24), np.float32), rng.standard_normal((24, 1024), np.float32)
     k = kernel_of(Tensor(a) @ Tensor(b))
     opts = hand_coded_optimizations(k, "CPU", cores=2, lanes=16)
-    assert opts == (Opt(U, 2, 16), Opt(U, 0, 8), Opt(U, 3, 2), Opt(R, 2, 4),
-                    Opt(OptOps.THREAD, 0, 128)), opts
+    assert opts == (Opt(U, 2, 16), Opt(U, 0, 16), Opt(R, 2, 4), Opt(OptOps.THREAD, 0, 64)), opts
     got = run_with(opts, lambda: Tensor(a) @ Tensor(b))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     odd = kernel_of(Tensor(a[:, :22]) @ Tensor(b[:22]))
-    assert hand_coded_optimizations(odd, "CPU", cores=2, lanes=16)[:4] == (
-        Opt(U, 2, 16), Opt(U, 0, 8), Opt(U, 3, 2), Opt(OptOps.THREAD, 0, 128))
+    assert hand_coded_optimizations(odd, "CPU", cores=2, lanes=16) == (
+        Opt(U, 2, 16), Opt(U, 0, 16), Opt(OptOps.THREAD, 0, 64))
 
 
 def test_a_dot_product_matmul_keeps_partial_sums_in_vectors() -> None:

@@ -19,9 +19,9 @@ MAX_REGISTERS = 64       # float32 accumulators of a tile on AVX2: 8 of its 16 r
 THREAD_WORK = 1 << 20    # loop iterations below which starting the other cores costs more
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 # The big tile of a big matmul, per SIMD width in float32 lanes: the fewest outputs it pays
-# from, then its rows, its columns by 16 and by `more` again (8 x 32 outputs a pass), and how
-# many partial sums its reduce is unrolled into (1: not unrolled).
-BIG_TILES = {8: (1 << 18, 8, 16, 2, 1), 16: (1 << 20, 8, 16, 2, 4)}
+# from, then its rows, its columns by 16 and by `more` again (1: no more), and how many
+# partial sums its reduce is unrolled into (1: not unrolled).
+BIG_TILES = {8: (1 << 18, 8, 16, 2, 1), 16: (1 << 20, 16, 16, 1, 4)}
 CHANNELS_WORK = 1 << 16  # iterations below which a kernel keeps its channels as loops
 DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
 FEW_OUTPUTS = 1024       # outputs up to which a GPU reduce is shared by a work-group (a guess)
@@ -50,15 +50,17 @@ def shared_axes(kernel: Kernel) -> list[int]:
 
 
 def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
-    """A big matmul (BIG_TILES says from how many outputs) computes 8 rows by 32 columns of
-    outputs per pass: each element of the first matrix read serves 32 outputs and each of the
-    second 8, and the second matrix's slab of 32 columns is read from cache 8 rows at a time.
-    With 8 lanes (AVX2) that is 32 vector accumulators, more than the 16 registers hold, yet
-    BEAM=2 found it on an AMD EPYC (1024 x 1024: 47 to 78 GFLOP/s, bench/beam.py); at 256 it
-    was slower than the 4 x 2-vector tile of the rules below. With 16 lanes (AVX-512) it is 16
-    of the 32 registers, and its reduce is unrolled by 4 more: on a 2-core Xeon 91 GFLOP/s at
-    1024 x 1024 against 70 for the 4 x 2-vector tile, 72 against 60 at 2048, but slower at 512
-    (2.7 against 2.4 ms). () when the kernel is not such a matmul."""
+    """A big matmul (BIG_TILES says from how many outputs) computes a big tile of outputs per
+    pass: each element of the first matrix read serves a row of the tile, each of the second
+    a column, and the second matrix's slab of the tile's columns is read from cache for many
+    rows at a time. With 8 lanes (AVX2) the tile is 8 rows by 32 columns: 32 vector
+    accumulators, more than the 16 registers hold, yet BEAM=2 found it on an AMD EPYC
+    (1024 x 1024: 47 to 78 GFLOP/s, bench/beam.py); at 256 it was slower than the 4 x
+    2-vector tile of the rules below. With 16 lanes (AVX-512) it is 16 rows by one vector of
+    16, 16 of the 32 registers, its reduce unrolled into 4 partial sums: on a 2-core Xeon 114
+    to 118 GFLOP/s at 1024 x 1024, against 100 to 105 for 8 x 32 unrolled and 76 for the 4 x
+    2-vector tile; slower than the latter at 512 (bench/tiles.py). () when the kernel is not
+    such a matmul."""
     if lanes not in BIG_TILES:
         return ()
     least, rows, cols, more, unroll = BIG_TILES[lanes]
@@ -68,8 +70,9 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
             kernel.axes[shared[1]].size % (cols * more) or not outputs_vectorize(kernel, lanes):
         return ()
     opts: tuple[Opt, ...] = (Opt(OptOps.UPCAST, shared[1], cols),
-                             Opt(OptOps.UPCAST, shared[0], rows),
-                             Opt(OptOps.UPCAST, shared[1] + 1, more))
+                             Opt(OptOps.UPCAST, shared[0], rows))
+    if more > 1:
+        opts += (Opt(OptOps.UPCAST, shared[1] + 1, more),)
     try:
         tiled = apply_opts(kernel, opts)
     except KernelOptError:
