@@ -319,6 +319,7 @@ def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int
     again each time (an optimizer's betas, a loss's scale), three nodes each."""
     if type(value) not in (float, int, bool):  # (numpy's scalars: -0.0 == 0.0 would match)
         return _make_const(value, dtype, device, shape)
+    shape = tuple(shape)  # (a list is taken too, as expand takes it)
     key = (type(value), arg_key(value), dtype, device, shape)
     if (known := _consts.get(key)) is not None:
         return known
