@@ -55,9 +55,10 @@ lint
 
 # Two pytest workers (pytest-xdist), one per core: most of the time goes to compiling kernels,
 # one compiler run at a time per worker. In tests/ a module stays on one worker (--dist
-# loadfile: its fixtures, like the built site, are made once); the op suite's tests spread.
+# loadgroup, a module a group: its fixtures, like the built site, are made once), and the
+# course's gradings on the solutions and on fresh stubs are two groups (tests/conftest.py).
 workers=(-n "${TINYFW_WORKERS:-2}")
-run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --dist loadfile "$@"
+run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --dist loadgroup "$@"
 # Every Tensor API suite of issue 11 on NUMPY, then on each device together with the op,
 # accuracy and edge-input suites: one pytest run per device (its start and its last tests, when
 # one worker waits for the other, paid once). NUMPY runs every case. On a backend device the

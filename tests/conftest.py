@@ -93,6 +93,25 @@ DEVICES_RUNNING_EVERY_CASE = frozenset({"CPU", "NUMPY"})
 _GRADE_CACHE = pytest.StashKey[Path]()
 
 
+# ---------------------------------------------------------------------------------------------
+# Workers
+#
+# scripts/test.sh runs tests/ on two workers with `--dist loadgroup`: a group of tests runs on
+# one worker. A module is a group of its own (its module fixtures, like the built site, are
+# made once), except the tests that grade the whole course (test_grading, test_progress,
+# test_capstone), which are grouped by what they grade: on the solutions, or on fresh stubs.
+# Each group's runs share the session's grade cache (below) and wait for each other's runs of
+# the same files; the two groups grade different files, so they run side by side on the two
+# workers instead of one worker waiting for the other's gradings.
+
+
+def group_by_module(items: list[pytest.Item]) -> None:
+    """Marks each item that has no xdist_group with its module's."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Registers the device_subset marker; gives the session a folder of chapter grading runs
     (chapters/grade_cache.py) that its workers share, so that the course graded by
@@ -162,8 +181,11 @@ def distinct_cases(items: list[pytest.Item]) -> list[pytest.Item]:
     return kept
 
 
+@pytest.hookimpl(tryfirst=True)  # (before pytest-xdist reads the groups)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On a backend device, deselects the repeated cases of device_subset modules."""
+    """Puts each test without an xdist_group in its module's group; on a backend device,
+    deselects the repeated cases of device_subset modules."""
+    group_by_module(items)
     if Device.DEFAULT in DEVICES_RUNNING_EVERY_CASE or \
             os.getenv("TINYFW_DEVICE_SUBSET", "1") == "0":
         return
