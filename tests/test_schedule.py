@@ -354,3 +354,14 @@ def test_an_expensive_scalar_broadcast_to_a_big_kernel_is_stored_first() -> None
     assert names(items) == ["E_1", "E_128_784"], names(items)
     np.testing.assert_allclose(out.numpy(), m / (1 - 0.9 ** 3), rtol=1e-5)
     assert len(run(Tensor(m[:4, :4]) / (1 - 0.9 ** t))) == 1
+
+
+def test_a_constant_realized_before_is_inlined_where_used_again() -> None:
+    """Nodes are shared: `Tensor.ones(3) + 1` builds the very node that an earlier, realized
+    `Tensor.ones(3)` computed into a buffer. A constant is still inlined, not read from there
+    (before: which kernels a graph became depended on what the process had realized)."""
+    Tensor.ones(3).realize()
+    Tensor.full((3, 4), 1.0).realize()
+    x = Tensor(data(3, 4))
+    items = run(x + Tensor.ones(3, 4) + Tensor.ones(3).reshape(3, 1))
+    assert names(items) == ["E_3_4"] and items[0].inputs == (x.uop,), items[0].inputs

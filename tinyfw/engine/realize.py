@@ -127,10 +127,13 @@ def is_realized(node: UOp) -> bool:
 
 def is_loaded(node: UOp) -> bool:
     """True for a node the scheduler loads from memory rather than computes: a buffer in its own
-    shape (one reshape of a BUFFER) or a node computed before. Reshapes stacked on those stay in
-    the kernel as views of the load, so a deeper buffer view is realized but not loaded itself."""
+    shape (one reshape of a BUFFER) or a node computed before from buffers. Reshapes stacked on
+    those stay in the kernel as views of the load, so a deeper buffer view is realized but not
+    loaded itself. A node computed before from constants alone (`Tensor.ones(3)`, realized)
+    is computed again where it is used: nodes are shared (hash-consed), so another graph that
+    builds the same constant would otherwise read it from that buffer, not inline it."""
     direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
-    return direct or node in _computed
+    return direct or (node in _computed and bool(buffers_read(node)))
 
 
 def buffer_of(node: UOp) -> Buffer:
