@@ -56,7 +56,7 @@ lint
 # Two pytest workers (pytest-xdist), one per core: most of the time goes to compiling kernels,
 # one compiler run at a time per worker. In tests/ a module stays on one worker (--dist
 # loadgroup, a module a group: its fixtures, like the built site, are made once), and the
-# course's gradings on the solutions and on fresh stubs are two groups (tests/conftest.py).
+# course's gradings on the solutions and on fresh stubs are two groups (tests/workers.py).
 workers=(-n "${TINYFW_WORKERS:-2}")
 run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --dist loadgroup "$@"
 # Every Tensor API suite of issue 11 on NUMPY, then on each device together with the op,

@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from typing import Any
 from collections.abc import Hashable
 from pathlib import Path
 from types import TracebackType
@@ -96,20 +97,18 @@ _GRADE_CACHE = pytest.StashKey[Path]()
 # ---------------------------------------------------------------------------------------------
 # Workers
 #
-# scripts/test.sh runs tests/ on two workers with `--dist loadgroup`: a group of tests runs on
-# one worker. A module is a group of its own (its module fixtures, like the built site, are
-# made once), except the tests that grade the whole course (test_grading, test_progress,
-# test_capstone), which are grouped by what they grade: on the solutions, or on fresh stubs.
-# Each group's runs share the session's grade cache (below) and wait for each other's runs of
-# the same files; the two groups grade different files, so they run side by side on the two
-# workers instead of one worker waiting for the other's gradings.
+# scripts/test.sh runs tests/ on two workers with `--dist loadgroup`; tests/workers.py says
+# which tests run together on one worker (a module, or one of the course's two gradings) and
+# hands out the longest groups first.
 
 
-def group_by_module(items: list[pytest.Item]) -> None:
-    """Marks each item that has no xdist_group with its module's."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # (a hook of pytest-xdist's, if loaded)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With --dist loadgroup, tests/workers.py's scheduler (else pytest-xdist's own)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.workers import WorkerGroups  # (pytest-xdist only where it runs)
+    return WorkerGroups(config, log)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -181,11 +180,12 @@ def distinct_cases(items: list[pytest.Item]) -> list[pytest.Item]:
     return kept
 
 
-@pytest.hookimpl(tryfirst=True)  # (before pytest-xdist reads the groups)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Puts each test without an xdist_group in its module's group; on a backend device,
-    deselects the repeated cases of device_subset modules."""
-    group_by_module(items)
+    """On a worker of --dist loadgroup, puts the longest groups first (tests/workers.py); on a
+    backend device, deselects the repeated cases of device_subset modules."""
+    if getattr(config.option, "loadgroup", False):  # (set on pytest-xdist's workers only)
+        from tests.workers import order_longest_first
+        order_longest_first(items)
     if Device.DEFAULT in DEVICES_RUNNING_EVERY_CASE or \
             os.getenv("TINYFW_DEVICE_SUBSET", "1") == "0":
         return

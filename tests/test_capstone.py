@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from chapters.tasks import chapter_dirs, default_layout
-from tests.workers import ON_SOLUTIONS, ON_STUBS
 
 LAYOUT = default_layout()
 TITLES = {number: folder.name for number, folder in chapter_dirs(LAYOUT).items()}
@@ -58,7 +57,6 @@ def fill_in(learner_dir: Path, chapter: str, basename: str, task_id: str) -> Non
     path.write_text("".join(lines))
 
 
-@ON_SOLUTIONS
 def test_with_the_solutions_it_names_the_functions_called() -> None:
     """Every graded task is the learner's; the report lists, per chapter, the functions the run
     called, and chapter 01 (Value) is not among them: the MLP never touches it."""
@@ -76,7 +74,6 @@ def test_with_the_solutions_it_names_the_functions_called() -> None:
     assert "DerivedOps.softmax" not in out, "the MLP's loss does not call softmax"
 
 
-@ON_STUBS
 def test_a_chapter_partly_done_lends_only_its_finished_task(tmp_path: Path) -> None:
     """With one task of chapter 10 written (Adam's update), only its code is the learner's:
     tinyfw's code runs for the chapter's other tasks and for every other chapter."""
@@ -94,7 +91,6 @@ def test_a_chapter_partly_done_lends_only_its_finished_task(tmp_path: Path) -> N
     assert "10.sgd" in not_finished[TITLES["10"]] and "still to finish" in out, out
 
 
-@ON_SOLUTIONS
 def test_smollm2_answers_with_the_learners_chapters() -> None:
     """--model llm: SmolLM2 answers on the learner's code (here the solutions), and the report
     names chapter 12's functions among those the run called."""

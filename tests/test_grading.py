@@ -13,7 +13,6 @@ import pytest
 from chapters.__main__ import run_chapter
 from chapters.grading import NOT_GRADED
 from chapters.tasks import chapter_dirs, default_layout, discover
-from tests.workers import ON_SOLUTIONS, ON_STUBS
 
 LAYOUT = default_layout()
 CHAPTERS = sorted(chapter_dirs(LAYOUT).items())
@@ -50,7 +49,6 @@ def not_graded_here(test: dict[str, Any]) -> bool:
     return test["outcome"] == "skipped" and test["message"].startswith(NOT_GRADED)
 
 
-@ON_SOLUTIONS
 @pytest.mark.parametrize("number, folder", CHAPTERS, ids=IDS)
 def test_solutions_pass_every_test(number: str, folder: Path) -> None:
     """With --impl=solutions every test of the chapter passes (none skipped or xfailed, except
@@ -63,7 +61,6 @@ def test_solutions_pass_every_test(number: str, folder: Path) -> None:
         output[-4000:] + summary({"tests": failing, "collect_errors": progress["collect_errors"]}))
 
 
-@ON_STUBS
 @pytest.mark.parametrize("number, folder", CHAPTERS, ids=IDS)
 def test_stubs_fail_every_test(number: str, folder: Path, stubs: Path) -> None:
     """Against fresh stubs every test fails (no pass, skip or error) saying 'not done yet:'."""
@@ -75,7 +72,6 @@ def test_stubs_fail_every_test(number: str, folder: Path, stubs: Path) -> None:
         {"tests": unexpected, "collect_errors": []})
 
 
-@ON_SOLUTIONS
 @pytest.mark.parametrize("number, folder", CHAPTERS, ids=IDS)
 def test_every_task_has_a_test(number: str, folder: Path) -> None:
     """Each task found in tinyfw's markers is graded by a test; each test names a real task."""

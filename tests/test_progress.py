@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from chapters.tasks import chapter_dirs, default_layout, discover
-from tests.workers import ON_SOLUTIONS, ON_STUBS
 
 LAYOUT = default_layout()
 
@@ -27,7 +26,6 @@ def task_count(number: str) -> int:
     return len(discover(LAYOUT, number))
 
 
-@ON_SOLUTIONS
 def test_solutions_complete_every_chapter() -> None:
     """With the solutions each chapter shows N/N tasks and 'done'."""
     for number, row in progress_rows("solutions").items():
@@ -36,7 +34,6 @@ def test_solutions_complete_every_chapter() -> None:
         assert total > 0 and words[-2:] == [f"{total}/{total}", "done"], row
 
 
-@ON_STUBS
 def test_stubs_start_every_chapter_at_zero(tmp_path: Path) -> None:
     """With fresh stubs each chapter shows 0/N tasks and 'not started'."""
     subprocess.run([sys.executable, "-m", "tools.generate", "--out", str(tmp_path)],
