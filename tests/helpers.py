@@ -124,9 +124,31 @@ def check(inputs: Sequence[Input], torch_fn: Fn, tinyfw_fn: Fn | None = None, gr
     for i, (t, f) in enumerate(zip(t_out, f_out)):
         assert isinstance(f, Tensor), f"result {i} is a {type(f).__name__}, not a Tensor"
         assert same_dtype(f.dtype, t.dtype), f"result {i}: dtype {f.dtype}, torch gives {t.dtype}"
+    backward = grad and any(t.requires_grad for t in t_in) and _backward(t_out, f_out, seed,
+                                                                         weighted)
+    f_grads = [f.grad for f in f_in if f.grad is not None] if backward else []
+    # the results and the gradients in one schedule: one build of their kernels where a device
+    # builds a schedule's kernels together (CL), as a training step realizes them
+    Tensor.realize_all(*f_out, *f_grads)
+    for i, (t, f) in enumerate(zip(t_out, f_out)):
         assert_close(f.numpy(), t.detach().numpy(), atol, rtol, f"forward value of result {i}")
-    if not grad or not any(t.requires_grad for t in t_in):
+    if not backward:
         return f_out
+    g_atol = grad_atol if grad_atol is not None else max(atol * 10, 1e-5)
+    g_rtol = grad_rtol if grad_rtol is not None else rtol * 10
+    for i, (t, f) in enumerate(zip(t_in, f_in)):
+        if not t.requires_grad:
+            continue
+        expected = t.grad.numpy() if t.grad is not None else np.zeros(t.shape)
+        actual = f.grad.numpy() if f.grad is not None else np.zeros(f.shape)
+        assert_close(actual, expected, g_atol, g_rtol, f"gradient of input {i}")
+    return f_out
+
+
+def _backward(t_out: list[torch.Tensor], f_out: list[Tensor], seed: int, weighted: bool) -> bool:
+    """Backward of (out * weights).sum() over the float results in torch and tinyfw, with the
+    same random weights (ones when not weighted); False if no result takes part."""
+    __tracebackhide__ = True
     rng = np.random.default_rng(seed + 1)
     t_loss, f_loss = [], []
     for i, (t, f) in enumerate(zip(t_out, f_out)):
@@ -140,18 +162,10 @@ def check(inputs: Sequence[Input], torch_fn: Fn, tinyfw_fn: Fn | None = None, gr
         t_loss.append((t * torch.tensor(w, dtype=t.dtype)).sum())
         f_loss.append((f * Tensor(w, dtype=f.dtype)).sum())
     if not t_loss:
-        return f_out
+        return False
     sum(t_loss[1:], t_loss[0]).backward()
     sum(f_loss[1:], f_loss[0]).backward()
-    g_atol = grad_atol if grad_atol is not None else max(atol * 10, 1e-5)
-    g_rtol = grad_rtol if grad_rtol is not None else rtol * 10
-    for i, (t, f) in enumerate(zip(t_in, f_in)):
-        if not t.requires_grad:
-            continue
-        expected = t.grad.numpy() if t.grad is not None else np.zeros(t.shape)
-        actual = f.grad.numpy() if f.grad is not None else np.zeros(f.shape)
-        assert_close(actual, expected, g_atol, g_rtol, f"gradient of input {i}")
-    return f_out
+    return True
 
 
 def check_error(inputs: Sequence[Input], torch_fn: Fn, tinyfw_fn: Fn | None = None,
