@@ -400,3 +400,50 @@ def test_two_processes_fill_one_cache_at_once(tmp_path: Path) -> None:
     assert len(found) == 12
     for lib, record in found.values():
         assert_sound(lib, record)
+
+
+# --- a schedule's new kernels, one compiler run ---
+def kernel(name: str, body: str) -> str:
+    """A C kernel as the CPU device's sources look: the prelude, then one function."""
+    return f"#include <math.h>\nvoid {name}(float* restrict data0) {{ data0[0] = {body}; }}\n"
+
+
+def test_new_kernels_are_compiled_in_one_run_each_entry_verified(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """Three new kernels, one compiler run; each has an entry of its own, found alone later, and
+    one whose shared library is damaged is compiled again alone, with the right value."""
+    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
+    runs: list[list[str]] = []
+    original = subprocess.run
+
+    def counting(cmd: list[str], *args: object, **kwargs: object) -> object:
+        runs.append(cmd)
+        return original(cmd, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(ops_cpu.subprocess, "run", counting)
+    compiler = ClangStyleCompiler()
+    sources = [kernel("k_a", "1.0f"), kernel("k_b", "2.0f"), kernel("k_c", "sqrtf(9.0f)")]
+    libs = compiler.compile_many(sources)
+    assert len(runs) == 1 and len(set(libs)) == 3
+    assert compiler.compile_many(sources) == libs and len(runs) == 1, "all found in the cache"
+    libs[1].write_bytes(b"damaged")  # (the three entries share one file: all are damaged now)
+    for name, lib, source, want in zip(["k_a", "k_b", "k_c"], libs, sources, [1, 2, 3]):
+        out = np.zeros(1, np.float32)
+        CPUProgram(name, lib, source, compiler)(out)
+        assert out[0] == want
+    assert len(runs) == 4, "each damaged entry compiled again on its own"
+
+
+def test_kernels_that_define_the_same_name_go_to_different_runs() -> None:
+    """Two kernels of one name (a schedule may hold two) and a threaded kernel, whose whole
+    library is marked threaded, are never compiled into one library with another."""
+    same = [kernel("E_4", "1.0f"), kernel("E_4", "2.0f"), kernel("r_4", "3.0f")]
+    assert ops_cpu.runs_together(same, ClangStyleCompiler.alone) == [[0, 2], [1]]
+    threaded = "const int tf_threaded = 1;\nvoid t_4(float* data0, int tf_core, int tf_cores) {}"
+    assert ops_cpu.runs_together([threaded, same[0], same[2]], ClangStyleCompiler.alone) == \
+        [[0], [1, 2]]
+    cuda = ('#ifdef __CUDACC_RTC__\n__device__ float tf_h2f(unsigned short h) {}\n#endif\n'
+            'extern "C" __global__ void E_8(float* data0) {}\n')
+    assert ops_cpu.defined_names(cuda) == {"E_8"}, "NVRTC's own helpers are not the CPU's"
+    assert ops_cpu.defined_names(threaded) == {"tf_threaded", "t_4"}

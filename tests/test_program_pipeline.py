@@ -32,13 +32,13 @@ def compiles(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     """The sources the CPU device's compilers are given from now on (an empty disk cache)."""
     monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
     seen: list[str] = []
-    original = ClangStyleCompiler.compile
+    original = ClangStyleCompiler.compile_many  # (compile() goes through it too)
 
-    def counting(self: ClangStyleCompiler, source: str) -> Path:
-        seen.append(source)
-        return original(self, source)
+    def counting(self: ClangStyleCompiler, sources: list[str]) -> list[Path]:
+        seen.extend(sources)
+        return original(self, sources)
 
-    monkeypatch.setattr(ClangStyleCompiler, "compile", counting)
+    monkeypatch.setattr(ClangStyleCompiler, "compile_many", counting)
     return seen
 
 

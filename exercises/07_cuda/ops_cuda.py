@@ -210,11 +210,18 @@ class EmulatorCompiler:
 
     def compile(self, source: str) -> EmulatedBinary:
         """PTX and a CPU library of the source."""
-        ptx = nvrtc_compile(source)
+        return self.compile_many([source])[0]
+
+    def compile_many(self, sources: list[str]) -> list[EmulatedBinary]:
+        """compile() of each source, the CPU libraries of those not in the cache built together
+        (ClangStyleCompiler.compile_many; NVRTC still compiles each source on its own)."""
+        ptx = [nvrtc_compile(source) for source in sources]
         # the header's hash in the source: an entry made with another header is not used
         header = hashlib.sha256(EMU_HEADER.read_bytes()).hexdigest()
-        emulated = f"// {EMU_HEADER.name} sha256 {header}\n{emulation_source(source)}"
-        return EmulatedBinary(ptx, self.cxx.compile(emulated), "__syncthreads" in source)
+        libraries = self.cxx.compile_many([f"// {EMU_HEADER.name} sha256 {header}\n"
+                                           f"{emulation_source(source)}" for source in sources])
+        return [EmulatedBinary(code, library, "__syncthreads" in source)
+                for code, library, source in zip(ptx, libraries, sources)]
 
 
 class EmulatedCUDAProgram:

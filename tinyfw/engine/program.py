@@ -285,9 +285,10 @@ def get_program(item: ScheduleItem) -> CompiledKernel:
 
 def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
     """The program of each of a schedule's kernels (None for a copy or an empty output): found,
-    or built with the others of its device together (Runtime.load_many: CL builds them all as
-    one OpenCL program, paying the platform's cost per program once). PASSES as get_program
-    runs them, with load_program done for all the kernels of a device at once."""
+    or built with the others of its device together (compile_together: one C compiler run for
+    the CPU device's new kernels; Runtime.load_many: CL builds them all as one OpenCL program,
+    paying the platform's cost per program once). PASSES as get_program runs them, with
+    compile_source and load_program done for all the kernels of a device at once."""
     builds: list[Build | None] = []
     waiting: dict[str, list[Build]] = {}
     identities: dict[str, dict[Any, tuple[Any, ...]]] = {}  # per device
@@ -297,12 +298,14 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
             continue
         build = Build(item, Device[item.device], identities=identities.setdefault(item.device, {}))
         builds.append(build)
-        for step in PASSES[:PASSES.index(load_program)]:
+        for step in PASSES[:PASSES.index(compile_source)]:
             step(build)
             if build.result is not None:
                 break
         if build.result is None and all(b.key != build.key for b in waiting.get(item.device, [])):
             waiting.setdefault(item.device, []).append(build)
+    for loading in waiting.values():
+        compile_together(loading)
     for device, loading in waiting.items():
         kernels = [(b.kernel.name, b.binary, len(b.program.params)) for b in loading
                    if b.kernel is not None and b.program is not None]
@@ -311,6 +314,21 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
     # (a kernel twice in the schedule was built once: the second finds it in the cache now)
     return [b.result or cache.get(b.key) if b is not None and b.key is not None else None
             for b in builds]
+
+
+def compile_together(builds: list[Build]) -> None:
+    """compile_source of each build, those whose compiler compiles many sources in one go
+    (compile_many: the CPU device's C compiler, CUDAEMU's) given to it together."""
+    together: dict[int, tuple[Any, list[Build]]] = {}
+    for build in builds:
+        compiler = build.device.compiler_for(build.kernel)
+        if compiler is None or not hasattr(compiler, "compile_many"):
+            compile_source(build)
+        else:
+            together.setdefault(id(compiler), (compiler, []))[1].append(build)
+    for compiler, group in together.values():
+        for build, binary in zip(group, compiler.compile_many([b.source for b in group])):
+            build.binary = binary
 
 
 def linear_program(item: ScheduleItem) -> Program:

@@ -1,3 +1,4 @@
+#pragma once  // (several kernels' sources may be compiled as one, each including it)
 // Runs CUDA C kernels on the CPU, so tinyfw can check CUDA source without a GPU.
 // CUDA's built-in variables become thread-local variables; a launcher runs the grid block by
 // block. Threads of a block run one after another, unless the kernel calls __syncthreads(): then

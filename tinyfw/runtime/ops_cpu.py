@@ -7,6 +7,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -161,6 +162,85 @@ def _build(source: str, compiler: str, flags: list[str], lib: Path, record: Path
     return data
 
 
+# --- several kernels, one compiler run ---
+# Starting the C compiler costs about 45 ms here (the driver, cc1, the assembler, the linker);
+# each more kernel of the same run about 5 ms. So the kernels of a schedule that are not in the
+# cache are compiled together, into one library that each one's entry holds (a hard link, or a
+# copy where the cache's filesystem has none). They must not define the same name twice: the
+# names a source defines at the start of a line (its kernel, a helper, a mark) are found by
+# DEFINED, and two sources that share one go to different runs.
+DEFINED = re.compile(r'^(?:const |static |extern "C" |__global__ |__device__ |template <[^>]*> )*'
+                     r"[\w*]+[\s*]+(\w+)\s*[(=]", re.MULTILINE)
+MAX_TOGETHER = 16  # kernels in one library at most (each program loads a copy of all of it)
+
+
+# What only NVRTC compiles (CUDA source emulated on the CPU, ops_cuda.py): not the C++ compiler's
+NVRTC_ONLY = re.compile(r"^#ifdef __CUDACC_RTC__$.*?^#endif$", re.MULTILINE | re.DOTALL)
+
+
+def defined_names(source: str) -> set[str]:
+    """The names source defines at the top level (see DEFINED)."""
+    return set(DEFINED.findall(NVRTC_ONLY.sub("", source)))
+
+
+def runs_together(sources: list[str], alone: Callable[[str], bool]) -> list[list[int]]:
+    """The indices of sources, split into compiler runs: sources that define a name in common
+    are in different runs, a source for which alone() holds is in a run of its own, and no run
+    holds more than MAX_TOGETHER."""
+    runs: list[tuple[list[int], set[str]]] = []
+    for i, source in enumerate(sources):
+        names = defined_names(source)
+        free = None if alone(source) else next(
+            (run for run in runs if len(run[0]) < MAX_TOGETHER and not run[1] & names
+             and not alone(sources[run[0][0]])), None)
+        if free is None:
+            runs.append(([i], names))
+        else:
+            free[0].append(i)
+            free[1].update(names)
+    return [indices for indices, _ in runs]
+
+
+def _link_or_copy(source: Path, dest: Path, data: bytes) -> None:
+    """dest as the same file as source (a hard link), else a copy of its bytes (data), put in
+    place atomically either way."""
+    tmp = dest.with_name(f".{dest.stem}.{os.getpid()}.{threading.get_ident()}.link")
+    try:
+        _remove(tmp)
+        os.link(source, tmp)
+        os.replace(tmp, dest)
+    except OSError:
+        _remove(tmp)
+        _write_atomically(dest, data)
+
+
+def _build_together(sources: list[str], compiler: str, flags: list[str],
+                    entries: list[tuple[Path, Path]]) -> bool:
+    """Compile sources as one library, the library of each one's entry (lib, record); False
+    (nothing written) if the compiler fails on them together, so that each is compiled alone
+    and a failure names its own source."""
+    directory = entries[0][0].parent
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".together.", suffix=".so")
+    os.close(fd)
+    try:
+        cmd = [compiler, *flags, "-", "-o", tmp, "-lm"]
+        done = subprocess.run(cmd, input="\n".join(sources).encode(), capture_output=True,
+                              check=False)
+        if done.returncode != 0:
+            return False
+        data = Path(tmp).read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        for source, (lib, record) in zip(sources, entries):
+            _link_or_copy(Path(tmp), lib, data)
+            meta = {"source": source, "flags": flags, "compiler": cmd[0], "sha256": digest,
+                    "size": len(data), "kernels in the library": len(sources)}
+            _write_atomically(record, json.dumps(meta, indent=1).encode())
+        return True
+    finally:
+        _remove(tmp)
+
+
 class ClangStyleCompiler:
     """Source in, shared library out; libraries are cached on disk, verified on every load.
     flags name the language too (`-x c`); compiler finds the compiler when one must run."""
@@ -172,11 +252,33 @@ class ClangStyleCompiler:
 
     def compile(self, source: str) -> Path:
         """The path of a sound cache entry's library for source, compiled if need be."""
-        lib, record = _entry(source, self.flags)
-        if _verified_bytes(lib, record, source, self.flags) is None:
-            _build(source, self.find_compiler(), self.flags, lib, record)
-        _made_by[lib] = self
-        return lib
+        return self.compile_many([source])[0]
+
+    def compile_many(self, sources: list[str]) -> list[Path]:
+        """compile() of each source, with the sources not in the cache compiled together where
+        they can be (see runs_together): one compiler run for a schedule's new kernels."""
+        entries = [_entry(source, self.flags) for source in sources]
+        missing: dict[Path, int] = {}  # (a source twice is compiled once)
+        for i, (source, (lib, record)) in enumerate(zip(sources, entries)):
+            if lib not in missing and _verified_bytes(lib, record, source, self.flags) is None:
+                missing[lib] = i
+        todo = list(missing.values())
+        for run in runs_together([sources[i] for i in todo], self.alone):
+            chosen = [todo[j] for j in run]
+            if len(chosen) < 2 or not _build_together(
+                    [sources[i] for i in chosen], self.find_compiler(), self.flags,
+                    [entries[i] for i in chosen]):
+                for i in chosen:
+                    _build(sources[i], self.find_compiler(), self.flags, *entries[i])
+        for lib, _ in entries:
+            _made_by[lib] = self
+        return [lib for lib, _ in entries]
+
+    @staticmethod
+    def alone(source: str) -> bool:
+        """Whether source must have a library of its own: a threaded kernel's library is marked
+        so as a whole (tf_threaded, which CPUProgram looks for)."""
+        return "tf_threaded" in source
 
     def library_bytes(self, lib: Path, source: str | None = None) -> bytes:
         """The checked bytes of the library at lib, an entry's (compiled from source: the
