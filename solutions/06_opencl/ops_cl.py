@@ -13,6 +13,7 @@ from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.opencl_c import BITCAST_HELPERS
 from tinyfw.renderer.opencl_vector import OPENCL_VECTORS as OPENCL
+from tinyfw.runtime import joined
 
 FIX_CL = ("install an OpenCL platform and pyopencl: `apt-get install pocl-opencl-icd "
           "ocl-icd-libopencl1` and `pip install -e '.[cl]'`")
@@ -115,20 +116,8 @@ _OWN_BUILD = CLProgram.__init__  # a learner's CLProgram (chapter 06) builds eac
 
 def joined_source(kernels: list[tuple[str, str]]) -> tuple[str, list[str]] | None:
     """One OpenCL program's source for several kernels (name, source each) and the kernels'
-    names in it: the prelude and the bitcast helpers once, each kernel renamed k<i>_<name>
-    (two kernels of a schedule may share a name). None if a source is not of that shape."""
-    prelude, bodies, names = OPENCL.prelude, [], []
-    helpers = False
-    for i, (name, source) in enumerate(kernels):
-        header = f"__kernel void {name}("
-        if not source.startswith(prelude) or source.count(header) != 1:
-            return None
-        body = source.removeprefix(prelude)
-        helpers = helpers or body.startswith(BITCAST_HELPERS)
-        names.append(f"k{i}_{name}")
-        bodies.append(body.removeprefix(BITCAST_HELPERS).replace(
-            header, f"__kernel void {names[-1]}("))
-    return prelude + (BITCAST_HELPERS if helpers else "") + "".join(bodies), names
+    names in it (tinyfw/runtime/joined.py); None if a source is not of that shape."""
+    return joined.joined_source(kernels, OPENCL.prelude, BITCAST_HELPERS, "__kernel void {}(")
 
 
 class CLRuntime(Runtime):
