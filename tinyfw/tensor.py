@@ -1805,6 +1805,8 @@ _UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     """The shape two shapes broadcast to, or PyTorch's RuntimeError naming the mismatch."""
+    if a == b:  # (most operands: nothing to work out)
+        return a
     n = max(len(a), len(b))
     pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
     out = []
@@ -1818,6 +1820,8 @@ def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 def _promote_tensors(a: Tensor, b: Tensor) -> DType:
     """PyTorch's rule: a 0-d tensor only sets the dtype when it is of a higher category."""
+    if a.dtype == b.dtype:  # (most operands: either rule gives that dtype)
+        return a.dtype
     from tinyfw.dtype import category
     if (a.ndim == 0) != (b.ndim == 0):
         dim_t, zero_t = (a, b) if b.ndim == 0 else (b, a)
