@@ -3,6 +3,7 @@ barrier when a kernel synchronizes, shared memory per block, and NVRTC compiles 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tinyfw.runtime.ops_cuda import EmulatedCUDAProgram, EmulatorCompiler, nvrtc_compile
 
@@ -46,3 +47,28 @@ def test_every_thread_of_the_grid_runs() -> None:
     x = np.arange(3 * 128, dtype=np.float32)
     out = emulate(REVERSE, "reverse", np.full(3 * 128, -1, np.float32), x, grid=3, block=128)
     np.testing.assert_array_equal(out, x[::-1])
+
+
+def test_a_schedules_kernels_go_through_nvrtc_as_one_program(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels as the renderer writes them (prelude first) are joined into one NVRTC program,
+    the same name twice included; a kernel that does not compile makes each go alone, and the
+    error shows its own source."""
+    from tinyfw.renderer.cuda_c import CUDA_PRELUDE
+    from tinyfw.runtime import ops_cuda
+    runs: list[str] = []
+
+    def counting(source: str, arch: str = "compute_80") -> bytes:
+        runs.append(source)
+        return nvrtc_compile(source, arch)
+
+    monkeypatch.setattr(ops_cuda, "nvrtc_compile", counting)
+    kernel = 'extern "C" __global__ void E_4(float* data0) {{ data0[threadIdx.x] = {}; }}\n'
+    good = [CUDA_PRELUDE + kernel.format("1.0f"), CUDA_PRELUDE + kernel.format("2.0f")]
+    ptx = ops_cuda.nvrtc_many(good)
+    assert len(runs) == 1 and ptx[0] == ptx[1] and b"k1_E_4" in ptx[0]
+    runs.clear()
+    bad = CUDA_PRELUDE + kernel.format("undeclared_name")
+    with pytest.raises(RuntimeError, match="undeclared_name") as error:
+        ops_cuda.nvrtc_many([good[0], bad])
+    assert "1.0f" not in str(error.value) and len(runs) == 3, "joined, then each alone"
