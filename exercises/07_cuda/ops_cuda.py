@@ -182,8 +182,8 @@ def emulation_source(source: str) -> str:
 
 def nvrtc_many(sources: list[str]) -> list[bytes]:
     """nvrtc_compile of each source (one kernel each), all in one NVRTC run as one program
-    (joined_source), whose PTX each gets: NVRTC took 86 ms for one small kernel and 126 ms for
-    ten joined on this project's machine. Each on its own where they cannot be joined, or where
+    (joined_source), whose PTX each gets: NVRTC's cost is mostly per run (bench/compile_cost.py).
+    Each on its own where they cannot be joined, or where
     the joined program fails (each failure then names its own source)."""
     kernels = [(names[0], source) for source in sources
                if len(names := KERNEL_NAME.findall(source)) == 1]

@@ -166,12 +166,12 @@ def _build(source: str, compiler: str, flags: list[str], lib: Path, record: Path
 
 
 # --- several kernels, one compiler run ---
-# Starting the C compiler costs about 45 ms here (the driver, cc1, the assembler, the linker);
-# each more kernel of the same run about 5 ms. So the kernels of a schedule that are not in the
-# cache are compiled together, into one library that each one's entry holds (a hard link, or a
-# copy where the cache's filesystem has none). They must not define the same name twice: the
-# names a source defines at the start of a line (its kernel, a helper, a mark) are found by
-# DEFINED, and two sources that share one go to different runs.
+# Starting the C compiler costs most of a small kernel's compile (the driver, cc1, the
+# assembler, the linker: bench/compile_cost.py measures it). So the kernels of a schedule that
+# are not in the cache are compiled together, into one library that each one's entry holds (a
+# hard link, or a copy where the cache's filesystem has none). They must not define the same
+# name twice: the names a source defines at the start of a line (its kernel, a helper, a mark)
+# are found by DEFINED, and two sources that share one go to different runs.
 DEFINED = re.compile(r'^(?:const |static |extern "C" |__global__ |__device__ |template <[^>]*> )*'
                      r"[\w*]+[\s*]+(\w+)\s*[(=]", re.MULTILINE)
 MAX_TOGETHER = 16  # kernels in one library at most (each program loads a copy of all of it)
