@@ -24,10 +24,14 @@ from bench.run import cpu_name  # noqa: E402  (drops OpenBLAS's variables first)
 
 import numpy as np  # noqa: E402
 
-# name -> (rows, column vectors of 16, reduce unroll) of a hand-given tile; None: the heuristics
-TILES: dict[str, tuple[int, int, int] | None] = {
-    "heuristics": None, "4 x 32": (4, 2, 1), "8 x 32": (8, 2, 1), "16 x 16": (16, 1, 1),
-    "8 x 32, unroll 4": (8, 2, 4), "16 x 16, unroll 4": (16, 1, 4)}
+# name -> (rows, column vectors of 16, reduce unroll, panel length) of a hand-given tile (a
+# panel length 0: no panels); None: the heuristics
+TILES: dict[str, tuple[int, int, int, int] | None] = {
+    "heuristics": None, "4 x 32": (4, 2, 1, 0), "8 x 32": (8, 2, 1, 0),
+    "16 x 16": (16, 1, 1, 0), "8 x 32, unroll 4": (8, 2, 4, 0),
+    "16 x 16, unroll 4": (16, 1, 4, 0), "8 x 16, panels of 128": (8, 1, 1, 128),
+    "16 x 16, panels of 64": (16, 1, 1, 64), "16 x 16, panels of 128": (16, 1, 1, 128),
+    "16 x 16, panels of 256": (16, 1, 1, 256), "16 x 16, unroll 4, panels of 128": (16, 1, 4, 128)}
 
 
 def child(tile: str, n: int, rounds: int, numpy_alloc: bool) -> float:
@@ -40,10 +44,11 @@ def child(tile: str, n: int, rounds: int, numpy_alloc: bool) -> float:
         ops_numpy.NumpyAllocator.alloc = lambda self, size, dtype: np.zeros(size, dtype.np)
     shape = TILES[tile]
     if shape is not None:
-        rows, vectors, unroll = shape
+        rows, vectors, unroll, panel = shape
         opts = [Opt(OptOps.UPCAST, 2, 16), Opt(OptOps.UPCAST, 0, rows)]
         opts += [Opt(OptOps.UPCAST, 3, vectors)] if vectors > 1 else []
-        opts += [Opt(OptOps.UNROLL, 2, unroll)] if unroll > 1 else []
+        opts += [Opt(OptOps.PANEL, 2, panel)] if panel else []  # (the reduce: axis 3 then)
+        opts += [Opt(OptOps.UNROLL, 3 if panel else 2, unroll)] if unroll > 1 else []
         opts += [Opt(OptOps.THREAD, 0, n // rows)]
         program.hand_coded_optimizations = lambda *args, **kwargs: tuple(opts)
     rng = np.random.default_rng(0)

@@ -1,6 +1,7 @@
 """Helpers of chapter 11's tests: kernels of small tensors, run with chosen optimizations."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -20,18 +21,25 @@ def kernel_of(t: Tensor) -> Kernel:
 
 @contextmanager
 def optimized_with(opts: tuple[Opt, ...] | None) -> Iterator[None]:
-    """Inside the block, every kernel gets exactly opts (None: no optimization at all)."""
+    """Inside the block, every kernel gets exactly opts (None: no optimization at all), and no
+    fused multiply-adds (FMA=0): their rounding depends on the processor, and a product and a
+    sum are then rounded as your lowering wrote them, as the plain kernel rounds them."""
     def optimize(build: engine_program.Build) -> None:
         assert build.kernel is not None
         if opts:
             build.kernel, build.opts = apply_opts(build.kernel, opts), opts
-    passes = engine_program.PASSES
+    passes, fma = engine_program.PASSES, os.environ.get("FMA")
     engine_program.PASSES = tuple(optimize if p is engine_program.optimize else p
                                   for p in passes)
+    os.environ["FMA"] = "0"
     try:
         yield
     finally:
         engine_program.PASSES = passes
+        if fma is None:
+            os.environ.pop("FMA")
+        else:
+            os.environ["FMA"] = fma
 
 
 def value_with(opts: tuple[Opt, ...] | None, build: Callable[[], Tensor]) -> np.ndarray:

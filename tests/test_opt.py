@@ -1,8 +1,10 @@
 """Kernel optimizations (chapter 11): every optimized kernel computes what the plain one does.
 
 UPCAST and THREAD only reorder which output is computed when: their results are the same bits.
-UNROLL adds a reduce's values in several partial sums, so a float sum may round differently:
-within the float64 error bound of the sum (and exact for ints and maxes)."""
+UNROLL adds a reduce's values in several partial sums, and PANEL in one partial sum per panel,
+so a float sum may round differently: within the float64 error bound of the sum (and exact for
+ints and maxes). On a processor with fused multiply-adds an optimized float32 sum of products
+rounds each product once less (tinyfw/codegen/fuse.py): within that bound too."""
 from __future__ import annotations
 
 import functools
@@ -56,18 +58,19 @@ def kernel_of(t: Tensor) -> Kernel:
 
 
 # (name, the tensor to compute, opts to try on its kernel)
-U, R, T, S = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP
+U, R, T, S, P = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP, OptOps.PANEL
 A, B = RNG.normal(size=(12, 20)).astype(np.float32), RNG.normal(size=(20, 8)).astype(np.float32)
 CASES: list[tuple[str, Callable[[], Tensor], list[tuple[Opt, ...]]]] = [
     ("matmul", lambda: Tensor(A) @ Tensor(B), [
         (Opt(U, 2, 4),), (Opt(U, 0, 4),), (Opt(U, 2, 8), Opt(U, 0, 3)), (Opt(R, 1, 4),),
         (Opt(R, 1, 20),), (Opt(U, 2, 4), Opt(U, 0, 2), Opt(R, 2, 5), Opt(T, 0, 6)),
         (Opt(T, 0, 12),), (Opt(T, 2, 2),), (Opt(S, 0, 2),), (Opt(U, 2, 4), Opt(S, 0, 2)),
-        (Opt(U, 2, 4), Opt(U, 0, 2), Opt(S, 0, 3), Opt(T, 0, 2))]),
+        (Opt(U, 2, 4), Opt(U, 0, 2), Opt(S, 0, 3), Opt(T, 0, 2)), (Opt(P, 1, 5),),
+        (Opt(U, 2, 4), Opt(U, 0, 2), Opt(P, 2, 4), Opt(R, 3, 2), Opt(T, 0, 6))]),
     ("row max, odd size", lambda: Tensor(A).max(1), [(Opt(R, 1, 5),), (Opt(U, 0, 3),),
                                                        (Opt(T, 0, 4), Opt(R, 2, 2))]),
     ("int sum", lambda: Tensor((A * 100).astype(np.int32)).sum(0, dtype=dtypes.int32),
-     [(Opt(R, 0, 4),), (Opt(U, 1, 4), Opt(R, 0, 3))]),
+     [(Opt(R, 0, 4),), (Opt(U, 1, 4), Opt(R, 0, 3)), (Opt(P, 0, 3), Opt(T, 2, 4))]),
     ("elementwise", lambda: (Tensor(A).exp() * 2 + Tensor(A).sum(1).reshape(12, 1)),
      [(Opt(U, 1, 4),), (Opt(T, 0, 3), Opt(U, 2, 5))]),
     ("transposed copy", lambda: Tensor(A).T.contiguous() + 1, [(Opt(S, 0, 1),),
@@ -87,8 +90,9 @@ def test_optimized_kernels_compute_the_same(name: str, build: Callable[[], Tenso
     for opts in tries:
         got = run_with(opts, build)
         assert got.dtype == plain.dtype and got.shape == plain.shape, opts
-        unrolled = any(o.op is OptOps.UNROLL for o in opts)
-        if unrolled and plain.dtype.kind == "f" or plain.dtype == dtypes.bfloat16.np:
+        reordered = any(o.op in (OptOps.UNROLL, OptOps.PANEL) for o in opts) or \
+            "matmul" in name  # (a sum of products: fused multiply-adds where the CPU has them)
+        if reordered and plain.dtype.kind == "f" or plain.dtype == dtypes.bfloat16.np:
             np.testing.assert_allclose(got.astype(np.float64), plain.astype(np.float64),
                                        rtol=1e-2 if plain.dtype.itemsize == 2 else 1e-5,
                                        atol=1e-5, err_msg=f"{name} with {opts}")
@@ -101,9 +105,26 @@ def test_opts_that_do_not_apply_are_refused() -> None:
     a loop that is not there: KernelOptError, which the search skips."""
     k = kernel_of(Tensor(A) @ Tensor(B))  # loops: 12 (output), 20 (reduce), 8 (output)
     for bad in (Opt(U, 0, 5), Opt(U, 1, 4), Opt(R, 0, 2), Opt(R, 1, 3), Opt(T, 1, 2),
-                Opt(U, 3, 2), Opt(U, 0, 1), Opt(S, 0, 1), Opt(S, 2, 0), Opt(S, 0, 3)):
+                Opt(U, 3, 2), Opt(U, 0, 1), Opt(S, 0, 1), Opt(S, 2, 0), Opt(S, 0, 3),
+                Opt(P, 0, 2), Opt(P, 1, 3)):
         with pytest.raises(KernelOptError):
             apply_opt(k, bad)
+
+
+def test_panels_only_where_the_output_can_hold_partial_sums() -> None:
+    """PANEL keeps a sum's partial results in the output between panels: refused for a max,
+    for a sum followed by another op (a relu, a cast), for a float16 sum (accumulated in
+    float32), and a second time; a panels' loop is the kernel's outermost."""
+    a = Tensor(A)
+    for t in (a.max(1), (Tensor(A) @ Tensor(B)).relu(), a.half().sum(1), a.sum(1).half()):
+        with pytest.raises(KernelOptError):
+            apply_opt(kernel_of(t), Opt(P, 1, 4))
+    k = apply_opt(kernel_of(Tensor(A) @ Tensor(B)), Opt(P, 1, 5))
+    with pytest.raises(KernelOptError):
+        apply_opt(k, Opt(P, 2, 2))
+    prog = lower_optimized(apply_opt(k, Opt(T, 0, 12)))
+    loops = [s.arg[0] for s in prog.steps if s.op.name == "LOOP"]
+    assert loops == ["panel1", "core0", "gidx3", "ridx2"], loops
 
 
 def test_upcast_shares_loads_and_unroll_keeps_partials() -> None:
@@ -159,20 +180,22 @@ def test_a_big_matmul_gets_the_big_tile() -> None:
                                                                            Opt(U, 0, 4))
 
 
-def test_a_big_matmul_on_16_lanes_gets_the_big_tile_unrolled() -> None:
+def test_a_big_matmul_on_16_lanes_gets_the_big_tile_in_panels() -> None:
     """On a 16-lane (AVX-512) CPU a matmul of 1024 x 1024 outputs and more computes 16 rows by
-    16 columns per pass with its reduce unrolled into 4 partial sums, with the values of
-    numpy's; a reduce that 4 does not divide keeps the tile, not unrolled."""
+    16 columns per pass, its reduce in panels of 128, with the values of numpy's; a reduce
+    of one panel or less keeps the tile, without panels."""
     rng = np.random.default_rng(3)
-    a, b = rng.standard_normal((1024, 24), np.float32), rng.standard_normal((24, 1024), np.float32)
+    a, b = rng.standard_normal((1024, 256), np.float32), rng.standard_normal((256, 1024),
+                                                                             np.float32)
     k = kernel_of(Tensor(a) @ Tensor(b))
     opts = hand_coded_optimizations(k, "CPU", cores=2, lanes=16)
-    assert opts == (Opt(U, 2, 16), Opt(U, 0, 16), Opt(R, 2, 4), Opt(OptOps.THREAD, 0, 64)), opts
+    assert opts == (Opt(U, 2, 16), Opt(U, 0, 16), Opt(P, 2, 128), Opt(T, 0, 64)), opts
     got = run_with(opts, lambda: Tensor(a) @ Tensor(b))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
-    odd = kernel_of(Tensor(a[:, :22]) @ Tensor(b[:22]))
-    assert hand_coded_optimizations(odd, "CPU", cores=2, lanes=16) == (
-        Opt(U, 2, 16), Opt(U, 0, 16), Opt(OptOps.THREAD, 0, 64))
+    for depth in (22, 128):
+        odd = kernel_of(Tensor(a[:, :depth]) @ Tensor(b[:depth]))
+        assert hand_coded_optimizations(odd, "CPU", cores=2, lanes=16) == (
+            Opt(U, 2, 16), Opt(U, 0, 16), Opt(T, 0, 64)), depth
 
 
 def test_a_dot_product_matmul_keeps_partial_sums_in_vectors() -> None:
@@ -384,3 +407,32 @@ def test_beam_finds_a_winner_and_keeps_it_on_disk(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(beam, "beam_search", lambda *args, **kwargs: pytest.fail("searched"))
     found = beam.searched_opts(kernel, item, Device["CPU"], lambda *a: None)
     assert [[o.op.name, o.axis, o.amount] for o in found] == next(iter(saved.values()))
+
+
+def test_a_sum_of_products_is_fused_where_the_cpu_can() -> None:
+    """An optimized float32 sum of products becomes fused multiply-adds (fuse.py): each
+    accumulator's update is one fma, rendered as the processor's instruction, scalar or
+    vector; where the processor has it, the sum is rounded once per product: -1 + (1 + 2**-12)
+    ** 2 gives 2**-11 + 2**-24 exactly (a multiply and an add give 2**-11)."""
+    from tinyfw.codegen.fuse import MulAdd, fuse_multiply_adds
+    from tinyfw.renderer.cstyle import CPU_C, ThreadedC
+
+    kernel = apply_opts(kernel_of(Tensor(A) @ Tensor(B)), (Opt(U, 2, 8), Opt(U, 0, 2)))
+    prog = lower_optimized(kernel, vector_axis(kernel, 8))
+    fused = fuse_multiply_adds(prog, lambda dtype: True)
+    updates = [s for s in fused.steps if s.op.name == "UPDATE"]
+    assert len(updates) == 2 and all(isinstance(fused.steps[s.src[1]].arg, MulAdd)
+                                     for s in updates)
+    assert fuse_multiply_adds(prog, lambda dtype: False).steps == prog.steps
+    language = ThreadedC()
+    language.fma_lanes = frozenset({1, 8})
+    assert language.render(fused).count("__builtin_ia32_vfmaddps256(") == 2
+
+    x = 1 + 2.0 ** -12
+    a = np.array([[1, x], [1, x]], np.float32)
+    b = np.array([[-1] * 8, [x] * 8], np.float32)
+    got = run_with((Opt(U, 2, 8),), lambda: Tensor(a) @ Tensor(b))
+    if 8 in CPU_C.fma_lanes and Device.DEFAULT == "CPU":
+        assert (got == np.float32(2.0 ** -11 + 2.0 ** -24)).all(), got
+    else:  # (rounded twice: what this processor or device does without the instruction)
+        np.testing.assert_allclose(got, 2.0 ** -11, rtol=1e-6)

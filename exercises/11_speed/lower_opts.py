@@ -27,7 +27,8 @@ from tinyfw.shape.symbolic import Const, Expr, Var
 from tinyfw.uop.ops import Ops, UOp, arg_key
 
 REUSABLE = frozenset({LOps.CONST, LOps.LOAD, LOps.VALID, LOps.ALU})
-LOOP_PREFIX = {AxisKind.GLOBAL: "gidx", AxisKind.THREAD: "core", AxisKind.REDUCE: "ridx"}
+LOOP_PREFIX = {AxisKind.GLOBAL: "gidx", AxisKind.THREAD: "core", AxisKind.REDUCE: "ridx",
+               AxisKind.PANEL: "panel"}
 
 
 class ProgramBuilder:
@@ -58,9 +59,10 @@ class ProgramBuilder:
 def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     """The kernel as loops, as lower() makes them, but with its UPCAST and UNROLL axes written
     out (one copy of the expression per iteration, steps shared where they are equal) and its
-    THREAD axes as loops over the parts of the output each core computes. vector: an UPCAST
-    or UNROLL axis computed as the lanes of vector values instead (vector_axis says which one
-    can be): outputs side by side, or partial sums added lane by lane at the end."""
+    THREAD axes as loops over the parts of the output each core computes; a PANEL axis is the
+    outermost loop, and each panel adds its sums to those the panels before it stored. vector:
+    an UPCAST or UNROLL axis computed as the lanes of vector values instead (vector_axis says
+    which one can be): outputs side by side, or partial sums added lane by lane at the end."""
     # TODO 11.lower_upcast: write this part. The chapter explains it:
     #   chapters/11_speed/README.md#upcast-and-unroll
     raise NotImplementedError("not done yet: 11.lower_upcast")

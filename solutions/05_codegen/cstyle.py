@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from tinyfw.codegen.lower import WORKGROUP_STEPS, LOps, Program, Step
+from tinyfw.codegen.fuse import MulAdd, Replace
 from tinyfw.codegen.lower_opts import Broadcast, Lane
 from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.uop.ops import Ops
@@ -330,15 +331,36 @@ class CStyleLanguage:
 C = CStyleLanguage()
 
 
+def cpu_flags() -> frozenset[str]:
+    """The instruction sets this processor has, as Linux names them (/proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return frozenset(next((line for line in info if line.startswith("flags")),
+                                  "").split())
+    except OSError:
+        return frozenset()
+
+
 def simd_lanes() -> int:
     """float32s in the widest SIMD register this processor has: 16 with AVX-512, 8 with AVX,
     else 4 (SSE; Arm's NEON likewise)."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            flags = next((line for line in info if line.startswith("flags")), "").split()
-    except OSError:
-        flags = []
+    flags = cpu_flags()
     return 16 if "avx512f" in flags else 8 if "avx" in flags else 4
+
+
+# The fused multiply-add of each type, where the processor has one instruction for it: x86's
+# FMA (scalars and vectors of 4 and 8 float32s) and AVX-512 (16). GCC's and Clang's builtins
+# behind immintrin.h's _mm*_fmadd_ps (that header alone costs 0.1 s a compile).
+FMA_BUILTINS = {1: "__builtin_fmaf({}, {}, {})", 4: "__builtin_ia32_vfmaddps({}, {}, {})",
+                8: "__builtin_ia32_vfmaddps256({}, {}, {})",
+                16: "__builtin_ia32_vfmaddps512_mask({}, {}, {}, -1, 4)"}
+
+
+def fused_lanes() -> frozenset[int]:
+    """The float32 widths (1: a scalar) this processor fuses a multiply and an add in."""
+    flags = cpu_flags()
+    lanes = {1, 4, 8} if "fma" in flags else set()
+    return frozenset(lanes | {16} if "avx512f" in flags else lanes)
 
 
 class ThreadedC(CStyleLanguage):
@@ -350,6 +372,7 @@ class ThreadedC(CStyleLanguage):
     # float32s in the widest SIMD register of this processor (-march=native), for vectors of
     # GCC's and Clang's vector extensions (VectorDType); wider ones GCC splits poorly
     vector_lanes: ClassVar[int] = simd_lanes()
+    fma_lanes: ClassVar[frozenset[int]] = fused_lanes()  # float32 widths fused (chapter 11)
 
     def render(self, prog: Program) -> str:
         if prog.threaded != self.cores:
@@ -396,9 +419,17 @@ class ThreadedC(CStyleLanguage):
 
     def op(self, op: Ops, dtype: DType, args: list[str]) -> str:
         """An op; on vectors the scalar's template, applied lane by lane by the compiler; a
-        Lane of a vector (chapter 11) its element."""
+        Lane of a vector (chapter 11) its element; a MulAdd the processor's fused
+        multiply-add, a scalar operand of a vector one broadcast (chapter 11, fuse.py)."""
         if isinstance(op, Lane):
             return f"{args[0]}[{op.index}]"
+        if isinstance(op, Replace):  # (an UPDATE whose value was computed from the acc)
+            return args[1]
+        if isinstance(op, MulAdd):
+            lanes = dtype.count if isinstance(dtype, VectorDType) else 1
+            operands = [self.op(Broadcast(), dtype, [arg]) if scalar else arg  # type: ignore[arg-type]
+                        for arg, scalar in zip(args, op.scalars)] + args[2:]
+            return FMA_BUILTINS[lanes].format(*operands)
         if not isinstance(dtype, VectorDType):
             return super().op(op, dtype, args)
         if isinstance(op, Broadcast):  # (a bool's lanes: all ones for true, as a compare's)
@@ -409,6 +440,12 @@ class ThreadedC(CStyleLanguage):
             cond, a, b = args
             return f"(({dtype.name})((({mask}){a}&{cond})|(({mask}){b}&~{cond})))"
         return super().op(op, dtype.scalar, args)
+
+    def fuses(self, dtype: DType) -> bool:
+        """Whether a multiply and an add of dtype become one fused multiply-add (fuse.py)."""
+        scalar = dtype.scalar if isinstance(dtype, VectorDType) else dtype
+        lanes = dtype.count if isinstance(dtype, VectorDType) else 1
+        return scalar == dtypes.float32 and lanes in self.fma_lanes
 
     def kernel_header(self, name: str, params: list[tuple[int, str, bool]]) -> str:
         """C's header, with `int tf_core, int tf_cores` last when the kernel is threaded, and

@@ -27,7 +27,8 @@ from tinyfw.shape.symbolic import Const, Expr, Var
 from tinyfw.uop.ops import Ops, UOp, arg_key
 
 REUSABLE = frozenset({LOps.CONST, LOps.LOAD, LOps.VALID, LOps.ALU})
-LOOP_PREFIX = {AxisKind.GLOBAL: "gidx", AxisKind.THREAD: "core", AxisKind.REDUCE: "ridx"}
+LOOP_PREFIX = {AxisKind.GLOBAL: "gidx", AxisKind.THREAD: "core", AxisKind.REDUCE: "ridx",
+               AxisKind.PANEL: "panel"}
 
 
 class ProgramBuilder:
@@ -58,9 +59,10 @@ class ProgramBuilder:
 def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     """The kernel as loops, as lower() makes them, but with its UPCAST and UNROLL axes written
     out (one copy of the expression per iteration, steps shared where they are equal) and its
-    THREAD axes as loops over the parts of the output each core computes. vector: an UPCAST
-    or UNROLL axis computed as the lanes of vector values instead (vector_axis says which one
-    can be): outputs side by side, or partial sums added lane by lane at the end."""
+    THREAD axes as loops over the parts of the output each core computes; a PANEL axis is the
+    outermost loop, and each panel adds its sums to those the panels before it stored. vector:
+    an UPCAST or UNROLL axis computed as the lanes of vector values instead (vector_axis says
+    which one can be): outputs side by side, or partial sums added lane by lane at the end."""
     # >>> exercise 11.lower_upcast #upcast-and-unroll
     b = ProgramBuilder(kernel.name)
     params = add_params(kernel, b)
@@ -90,7 +92,9 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         ranges = [range(kernel.axes[i].size) for i in axes]
         return [dict(zip(axes, values)) for values in itertools.product(*ranges)]
 
-    outer = [i for i, a in enumerate(kernel.axes) if a.kind in (AxisKind.THREAD, AxisKind.GLOBAL)]
+    panels = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.PANEL]
+    outer = panels + [i for i, a in enumerate(kernel.axes)
+                      if a.kind in (AxisKind.THREAD, AxisKind.GLOBAL)]
     for i in outer:
         b.add(LOps.LOOP, dtypes.int32, (), (loops[i].render(), kernel.axes[i].size))
     reduce = kernel.reduce
@@ -127,6 +131,10 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         stored = None if across else lanes
         value = emit_value(b, kernel.ast.src[1], idxs, params, done, stored)
         index, _ = kernel.ast.src[0].arg.to_indexed(idxs)
+        for i in panels:  # the sum of the panels before this one, 0 in the first
+            earlier = b.add(LOps.LOAD, widened(kernel.ast.dtype, stored), (params[0],),
+                            (index, loops[i].ge(1)))
+            value = b.add(LOps.ALU, widened(kernel.ast.dtype, stored), (value, earlier), Ops.ADD)
         b.add(LOps.STORE, widened(kernel.ast.dtype, stored), (params[0], value), index)
     for _ in outer:
         b.add(LOps.ENDLOOP, dtypes.int32)

@@ -23,6 +23,7 @@ UPCAST_AMOUNTS = (2, 3, 4, 8, 16)
 UNROLL_AMOUNTS = (2, 4, 8, 16)
 LOCAL_AMOUNTS = (4, 8, 16, 32, 64)        # threads of a work-group, on a GPU device
 GROUP_AMOUNTS = (8, 16, 32, 64, 128, 256)
+PANEL_AMOUNTS = (64, 128, 256)            # iterations of a reduce's panel, on the CPU
 MAX_UPCAST = 256  # outputs computed together: a register tile, not a copy of the whole loop
 MAX_UNROLL = 32   # partial accumulators per output
 
@@ -33,7 +34,8 @@ def actions(kernel: Kernel, cores: int = 1, workgroups: bool = False) -> list[Op
     """Every split that applies to the kernel as it is: UPCAST of an output loop, UNROLL of a
     reduce loop (by the amounts above, where they divide it), with several cores THREAD of a
     whole output loop, and on a device of work-groups LOCAL of an output loop and GROUP of a
-    reduce loop (those and the others exclude each other: apply_opt says which apply)."""
+    reduce loop (those and the others exclude each other: apply_opt says which apply), on
+    any other PANEL of a reduce loop longer than a panel."""
     found: list[Opt] = []
     upcast = prod(a.size for a in kernel.axes if a.kind is AxisKind.UPCAST)
     unroll = prod(a.size for a in kernel.axes if a.kind is AxisKind.UNROLL)
@@ -49,6 +51,8 @@ def actions(kernel: Kernel, cores: int = 1, workgroups: bool = False) -> list[Op
             found += [Opt(OptOps.UNROLL, i, n) for n in UNROLL_AMOUNTS
                       if unroll * n <= MAX_UNROLL]
             found += [Opt(OptOps.GROUP, i, n) for n in GROUP_AMOUNTS if workgroups]
+            found += [Opt(OptOps.PANEL, i, n) for n in PANEL_AMOUNTS
+                      if not workgroups and axis.size > n]
     return [opt for opt in found if _applies(kernel, opt)]
 
 

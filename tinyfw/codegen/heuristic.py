@@ -19,9 +19,10 @@ MAX_REGISTERS = 64       # float32 accumulators of a tile on AVX2: 8 of its 16 r
 THREAD_WORK = 1 << 20    # loop iterations below which starting the other cores costs more
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 # The big tile of a big matmul, per SIMD width in float32 lanes: the fewest outputs it pays
-# from, then its rows, its columns by 16 and by `more` again (1: no more), and how many
-# partial sums its reduce is unrolled into (1: not unrolled).
-BIG_TILES = {8: (1 << 18, 8, 16, 2, 1), 16: (1 << 20, 16, 16, 1, 4)}
+# from, then its rows, its columns by 16 and by `more` again (1: no more), how many partial
+# sums its reduce is unrolled into (1: not unrolled), and the length of its reduce's panels
+# (0: none).
+BIG_TILES = {8: (1 << 18, 8, 16, 2, 1, 0), 16: (1 << 20, 16, 16, 1, 1, 128)}
 CHANNELS_WORK = 1 << 16  # iterations below which a kernel keeps its channels as loops
 DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
 FEW_OUTPUTS = 1024       # outputs up to which a GPU reduce is shared by a work-group (a guess)
@@ -57,13 +58,16 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     accumulators, more than the 16 registers hold, yet BEAM=2 found it on an AMD EPYC
     (1024 x 1024: 47 to 78 GFLOP/s, bench/beam.py); at 256 it was slower than the 4 x
     2-vector tile of the rules below. With 16 lanes (AVX-512) it is 16 rows by one vector of
-    16, 16 of the 32 registers, its reduce unrolled into 4 partial sums: on a 2-core Xeon 114
-    to 118 GFLOP/s at 1024 x 1024, against 100 to 105 for 8 x 32 unrolled and 76 for the 4 x
-    2-vector tile; slower than the latter at 512 (bench/tiles.py). () when the kernel is not
-    such a matmul."""
+    16, 16 of the 32 registers, and its reduce runs in panels of 128 (PANEL, the panels'
+    loop outermost): the second matrix's 128 rows (512 KiB at 1024 columns) stay in the
+    core's L2 while every 16-row block of the first goes by, where without panels each block
+    streamed all of the second from L3. With fused multiply-adds (fuse.py), on a 2-core Xeon
+    at 1024 x 1024: 220 GFLOP/s, against 116 without panels and 116 unrolled by 4 as well
+    (64 accumulators spill); at 512 panels gain nothing (bench/tiles.py). () when the kernel
+    is not such a matmul."""
     if lanes not in BIG_TILES:
         return ()
-    least, rows, cols, more, unroll = BIG_TILES[lanes]
+    least, rows, cols, more, unroll, panel = BIG_TILES[lanes]
     shared = shared_axes(kernel)
     if kernel.reduce is None or prod(kernel.output_shape) < least or \
             len(shared) != 2 or kernel.axes[shared[0]].size % rows or \
@@ -78,6 +82,9 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     except KernelOptError:
         return ()
     reduce = next(i for i, a in enumerate(tiled.axes) if a.kind is AxisKind.REDUCE)
+    if panel and tiled.axes[reduce].size % panel == 0 and tiled.axes[reduce].size > panel:
+        opts += (Opt(OptOps.PANEL, reduce, panel),)
+        reduce += 1  # (the panels' loop comes first)
     if unroll > 1 and tiled.axes[reduce].size % unroll == 0:
         opts += (Opt(OptOps.UNROLL, reduce, unroll),)
     return opts

@@ -19,11 +19,13 @@ class AxisKind(Enum):
     THREAD = auto()   # output elements shared out to the CPU's cores, one part each
     LOCAL = auto()    # output elements computed by the threads of one GPU work-group
     GROUP = auto()    # reduce iterations shared by a work-group's threads, combined in local memory
+    PANEL = auto()    # reduce iterations in panels, outside the output loops: partial sums in
+                      # the output between panels
 
     @property
     def reduces(self) -> bool:
         """Whether iterations of this loop accumulate into one output element."""
-        return self in (AxisKind.REDUCE, AxisKind.UNROLL, AxisKind.GROUP)
+        return self in (AxisKind.REDUCE, AxisKind.UNROLL, AxisKind.GROUP, AxisKind.PANEL)
 
     @property
     def in_workgroup(self) -> bool:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import Enum, auto
 
 from tinyfw.codegen.kernel import AxisKind, Kernel
+from tinyfw.codegen.lower import accumulator_dtype
+from tinyfw.uop.ops import Ops
 
 
 class OptOps(Enum):
@@ -16,6 +18,7 @@ class OptOps(Enum):
     SWAP = auto()    # no split: output loop `axis` exchanged with output loop `amount`
     LOCAL = auto()   # inner part of an output loop: that many threads of a GPU work-group
     GROUP = auto()   # inner part of a reduce loop: shared by that many threads of a work-group
+    PANEL = auto()   # a reduce loop in panels of `amount` iterations, the panels outermost
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ ROLE = {OptOps.UPCAST: AxisKind.UPCAST, OptOps.UNROLL: AxisKind.UNROLL,
         OptOps.THREAD: AxisKind.THREAD, OptOps.LOCAL: AxisKind.LOCAL, OptOps.GROUP: AxisKind.GROUP}
 SPLITS = {OptOps.UPCAST: AxisKind.GLOBAL, OptOps.UNROLL: AxisKind.REDUCE,
           OptOps.THREAD: AxisKind.GLOBAL, OptOps.LOCAL: AxisKind.GLOBAL,
-          OptOps.GROUP: AxisKind.REDUCE}  # the kind of loop each one splits
+          OptOps.GROUP: AxisKind.REDUCE, OptOps.PANEL: AxisKind.REDUCE}  # the loop each splits
 # The most threads a work-group gets: every GPU API here allows 256 (WebGPU's default limit
 # is 256, CUDA's 1024; PoCL's CPU device 4096), and the local memory of a GROUP is then 1 KiB.
 MAX_WORKGROUP = 256
@@ -59,6 +62,9 @@ def apply_opt(kernel: Kernel, opt: Opt) -> Kernel:
     if opt.amount < 2 or axis.size % opt.amount:
         raise KernelOptError(f"{opt}: {opt.amount} does not divide a loop of {axis.size}")
     _check_workgroup(kernel, opt)
+    if opt.op is OptOps.PANEL:  # the outer part: panels of `amount` iterations each
+        _check_panel(kernel, opt)
+        return kernel.split(opt.axis, opt.amount, outer_kind=AxisKind.PANEL)
     if opt.op is OptOps.THREAD:  # the outer part: `amount` parts, each a loop of the rest
         if opt.amount == axis.size:  # the whole loop (no loop of 1 inside)
             return kernel.with_kind(opt.axis, AxisKind.THREAD)
@@ -68,8 +74,8 @@ def apply_opt(kernel: Kernel, opt: Opt) -> Kernel:
 
 def _check_workgroup(kernel: Kernel, opt: Opt) -> None:
     """KernelOptError where opt would make a work-group of more than MAX_WORKGROUP threads, or
-    mix work-group loops (LOCAL, GROUP) with the loops of registers and cores (UPCAST, UNROLL,
-    THREAD): their lowering (lower_groups.py) does not write those."""
+    mix work-group loops (LOCAL, GROUP) with the loops of registers, cores and panels (UPCAST,
+    UNROLL, THREAD, PANEL): their lowering (lower_groups.py) does not write those."""
     kinds = {a.kind for a in kernel.axes}
     if opt.op in WORKGROUP_OPS:
         threads = opt.amount
@@ -78,12 +84,26 @@ def _check_workgroup(kernel: Kernel, opt: Opt) -> None:
         if threads > MAX_WORKGROUP:
             raise KernelOptError(f"{opt}: a work-group of {threads} threads, more than "
                                  f"{MAX_WORKGROUP}")
-        if kinds & {AxisKind.UPCAST, AxisKind.UNROLL, AxisKind.THREAD}:
-            raise KernelOptError(f"{opt}: work-groups are not combined with UPCAST, UNROLL "
-                                 "or THREAD")
+        if kinds & {AxisKind.UPCAST, AxisKind.UNROLL, AxisKind.THREAD, AxisKind.PANEL}:
+            raise KernelOptError(f"{opt}: work-groups are not combined with UPCAST, UNROLL, "
+                                 "THREAD or PANEL")
     elif any(kind.in_workgroup for kind in kinds):
-        raise KernelOptError(f"{opt}: UPCAST, UNROLL and THREAD are not combined with "
+        raise KernelOptError(f"{opt}: UPCAST, UNROLL, THREAD and PANEL are not combined with "
                              "work-groups (LOCAL, GROUP)")
+
+
+def _check_panel(kernel: Kernel, opt: Opt) -> None:
+    """KernelOptError where the reduce cannot be done in panels: between panels its partial
+    sums are kept in the output, so the kernel must store a sum itself (no op after it, no
+    rounding to a narrower type), and it has one PANEL at most."""
+    reduce = kernel.reduce
+    if reduce is None or reduce.arg[0] is not Ops.ADD or kernel.ast.src[1] is not reduce:
+        raise KernelOptError(f"{opt}: only a kernel that stores a sum as it is has panels")
+    if accumulator_dtype(reduce.dtype) != reduce.dtype:
+        raise KernelOptError(f"{opt}: a sum of {reduce.dtype} is kept in "
+                             f"{accumulator_dtype(reduce.dtype)}, not in its output")
+    if any(a.kind is AxisKind.PANEL for a in kernel.axes):
+        raise KernelOptError(f"{opt}: the kernel has panels already")
 
 
 def apply_opts(kernel: Kernel, opts: tuple[Opt, ...]) -> Kernel:

@@ -23,6 +23,7 @@ from typing import Any
 from collections.abc import Callable
 
 from tinyfw.codegen.emulate import emulate_dtypes
+from tinyfw.codegen.fuse import fuse_multiply_adds
 from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.lower_groups import has_workgroups, lower_workgroups
@@ -174,6 +175,11 @@ def optimize(build: Build) -> None:
     build.kernel, build.opts = chosen[key]
 
 
+def fusing() -> bool:
+    """Whether optimized kernels get fused multiply-adds: not with FMA=0."""
+    return os.getenv("FMA", "1") not in ("", "0")
+
+
 def optimizing() -> bool:
     """Whether kernels get optimizations: not with NOOPT=1 (chapters 01 to 10 grade without)."""
     return os.getenv("NOOPT", "0") in ("", "0")
@@ -203,7 +209,7 @@ def find_built(build: Build) -> None:
                  code_identity(device.program))
         build.identities[compiler] = parts
     build.key = (device.name, kernel.ast, kernel.name, build.opts, lower, lower_optimized,
-                 lower_workgroups, emulate_dtypes, *parts)
+                 lower_workgroups, fuse_multiply_adds, fusing(), emulate_dtypes, *parts)
     build.result = cache.get(build.key)
 
 
@@ -222,6 +228,16 @@ def lower_kernel(build: Build) -> None:
     lanes = getattr(build.device.renderer, "vector_lanes", 0)  # float32s in a SIMD register
     vector = vector_axis(build.kernel, lanes) if lanes > 1 else None
     build.program = lower_optimized(build.kernel, vector)
+
+
+def fuse_multiply_add(build: Build) -> None:
+    """build.program with each product added to a sum as one fused multiply-add (fuse.py)."""
+    # only in an optimized kernel, where the device's language fuses the type (the CPU's C
+    # with x86's FMA or AVX-512), and not with FMA=0
+    assert build.program is not None
+    fuses = getattr(build.device.renderer, "fuses", None)
+    if build.opts and fuses is not None and fusing():
+        build.program = fuse_multiply_adds(build.program, fuses)
 
 
 def emulate_types(build: Build) -> None:
@@ -261,8 +277,9 @@ def _keep(build: Build, runner: Any) -> None:
 
 
 Pass = Callable[[Build], None]
-PASSES: tuple[Pass, ...] = (kernel_from_ast, optimize, find_built, lower_kernel, emulate_types,
-                            render_source, compile_source, load_program)
+PASSES: tuple[Pass, ...] = (kernel_from_ast, optimize, find_built, lower_kernel,
+                            fuse_multiply_add, emulate_types, render_source, compile_source,
+                            load_program)
 
 
 def get_program(item: ScheduleItem) -> CompiledKernel:
