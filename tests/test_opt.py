@@ -27,6 +27,7 @@ from tinyfw.device import Device, probe
 from tinyfw.engine import beam
 from tinyfw.engine import program as engine_program
 from tinyfw.engine.program import get_program
+from tinyfw.helpers import prod
 
 RNG = np.random.default_rng(0)
 
@@ -436,3 +437,69 @@ def test_a_sum_of_products_is_fused_where_the_cpu_can() -> None:
         assert (got == np.float32(2.0 ** -11 + 2.0 ** -24)).all(), got
     else:  # (rounded twice: what this processor or device does without the instruction)
         np.testing.assert_allclose(got, 2.0 ** -11, rtol=1e-6)
+
+
+def _q4_1_blocks(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
+    """Q4_1 blocks (n, k / 32, 20) of random nibbles with float16 scales and minimums."""
+    raw = rng.integers(0, 256, (n, k // 32, 20), dtype=np.uint8)
+    scales = rng.uniform(0.001, 0.02, (n, k // 32, 2)).astype(np.float16)
+    scales[..., 1] *= -1
+    raw[..., 0:4] = scales.view(np.uint8).reshape(n, k // 32, 4)
+    return raw
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_quantized_weights_are_read_as_vectors_of_bytes(lanes: int) -> None:
+    """A matmul of Q4_1 and Q8_0 weights (gguf.linear on the CPU: x times d * q + m) gets
+    quantized_dot_tile: the bytes of a block loaded as one vector of uint8 and converted to
+    float32 lane by lane, both halves of a byte (Q4_1) or of a block (Q8_0) unrolled, 4 rows
+    a pass; the values are those of numpy's matmul of the dequantized weights, also where 4
+    rows do not divide the output (no tile)."""
+    from tinyfw.codegen.lower_opts import bytes_in_lanes
+    from tinyfw.models.gguf import GGMLType, dequantize, linear
+
+    rng = np.random.default_rng(5)
+    q4 = _q4_1_blocks(rng, 64, 96)
+    q8 = rng.integers(0, 256, (64, 3, 34), dtype=np.uint8)
+    q8[..., 0:2] = rng.uniform(0.001, 0.02, (64, 3, 1)).astype(np.float16).view(np.uint8)
+    x = rng.standard_normal((1, 96)).astype(np.float32)
+    for raw, kind in ((q4, GGMLType.Q4_1), (q8, GGMLType.Q8_0)):
+        for rows in (64, 62):
+            blocks = Tensor(raw[:rows])
+            k = kernel_of(linear(Tensor(x), blocks, kind))
+            opts = hand_coded_optimizations(k, "CPU", cores=1, lanes=lanes)
+            tiled = apply_opts(k, opts)
+            ups = [a.size for a in tiled.axes if a.kind is AxisKind.UPCAST]
+            if rows % 4:
+                assert ups != [4], (kind, opts)
+            else:
+                width = min(lanes, 16)
+                assert [a.size for a in tiled.axes if a.kind is AxisKind.UNROLL][-1] == width
+                unroll = [a.size for a in tiled.axes if a.kind is AxisKind.UNROLL]
+                assert ups == [4] and prod(unroll) == 32, (kind, opts)  # (a block: unrolled)
+                vector = vector_axis(tiled, lanes, integers=True)
+                assert vector is not None and bytes_in_lanes(tiled, vector)
+                assert vector_axis(tiled, lanes) is None  # (not without vectors of bytes)
+                prog = lower_optimized(tiled, vector)
+                assert any(s.op.name == "LOAD" and s.dtype == VectorDType.of(dtypes.uint8, width)
+                           for s in prog.steps), kind
+            got = run_with(opts, lambda b=blocks, kind=kind: linear(Tensor(x), b, kind))
+            w = dequantize(blocks, kind).numpy().reshape(rows, 96).astype(np.float64)
+            np.testing.assert_allclose(got.reshape(-1), (x.astype(np.float64) @ w.T).reshape(-1),
+                                       rtol=1e-5, atol=1e-5, err_msg=f"{kind.name} {rows}")
+
+
+def test_bytes_in_lanes_only_what_lanes_compute_exactly() -> None:
+    """Byte lanes take loads, masks, a division of uint8 by a positive constant, a choice by
+    a condition the same for all lanes, and conversions to float32; not a signed division
+    (floor, not C's truncation) nor a comparison of bytes (its mask would be bytes wide)."""
+    from tinyfw.codegen.lower_opts import bytes_in_lanes
+
+    raw = Tensor(np.arange(64 * 32, dtype=np.uint8).reshape(64, 32) % 251)
+    x = Tensor(np.ones((1, 32), np.float32))
+    fine = (x * ((raw & 15).cast(dtypes.float32) + (raw >> 4).cast(dtypes.float32))).sum(-1)
+    signed = (x * (raw.bitcast(dtypes.int8) // 3).cast(dtypes.float32)).sum(-1)
+    compared = (x * (raw < 9).cast(dtypes.float32)).sum(-1)
+    for t, ok in ((fine, True), (signed, False), (compared, False)):
+        k = apply_opt(kernel_of(t), Opt(R, len(kernel_of(t).axes) - 1, 16))
+        assert bytes_in_lanes(k, len(k.axes) - 1) is ok, t

@@ -104,11 +104,12 @@ def emit_value(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int,
         else:
             srcs = tuple(done[s] for s in n.src)
             vector = lanes is not None and any(is_vector(s) for s in srcs)
-            if vector and n.op in COMPARES | {Ops.WHERE}:  # (their templates want vectors)
-                srcs = tuple(s if is_vector(s) else b.add(
-                    LOps.ALU, widened(b.prog.steps[s].dtype, lanes), (s,), Broadcast())
-                    for s in srcs)
-            done[n] = b.add(LOps.ALU, widened(n.dtype, lanes if vector else None), srcs, n.op)
+            op: Any = n.op
+            if vector and n.op is Ops.WHERE and not is_vector(srcs[0]):  # one for all lanes
+                op, srcs = Pick(), srcs[:1] + broadcast(b, srcs[1:], lanes)
+            elif vector and n.op in COMPARES | {Ops.WHERE}:  # (their templates want vectors)
+                srcs = broadcast(b, srcs, lanes)
+            done[n] = b.add(LOps.ALU, widened(n.dtype, lanes if vector else None), srcs, op)
     return done[node]
 
 
@@ -152,6 +153,18 @@ class Broadcast:
 
 
 @dataclass(frozen=True)
+class Pick:
+    """The ALU op `c ? a : b` of a scalar condition c and two vectors: a WHERE whose
+    condition is the same for all lanes."""
+
+
+def broadcast(b: ProgramBuilder, srcs: tuple[int, ...], lanes: Lanes | None) -> tuple[int, ...]:
+    """srcs, each scalar among them put in every lane of a vector (Broadcast)."""
+    return tuple(s if isinstance(b.prog.steps[s].dtype, VectorDType) else b.add(
+        LOps.ALU, widened(b.prog.steps[s].dtype, lanes), (s,), Broadcast()) for s in srcs)
+
+
+@dataclass(frozen=True)
 class Lane:
     """The ALU op that reads lane `index` of a vector."""
     index: int
@@ -168,21 +181,24 @@ def lanes_summed(b: ProgramBuilder, vector: int, dtype: DType, op: Ops) -> int:
     return parts[0]
 
 
-def vector_axis(kernel: Kernel, max_lanes: int = 16) -> int | None:
+def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> int | None:
     """The UPCAST or UNROLL axis the kernel can compute as vectors' lanes, or None, in a float32
     kernel of VECTOR_OPS (and a sum; a WHERE of a comparison) whose loads read either one value for
     all lanes or consecutive ones along it, some load (or the sum) giving each lane its own:
     the last UPCAST of 2 to max_lanes (the widest the processor computes at once) outputs
-    stored side by side, else the last such UNROLL (partial sums, one per lane)."""
+    stored side by side, else the last such UNROLL (partial sums, one per lane). With integers
+    (a renderer with vectors of bytes), an UNROLL also where the sum reads bytes along it and
+    turns them into float32s (bytes_in_lanes: a quantized matmul's 4- and 8-bit weights)."""
     nodes = [n for n in kernel.ast.toposort() if n.op is not Ops.VIEW]
-    if any(n.dtype != dtypes.float32 and n.op not in COMPARES for n in nodes) or \
-            any(n.op in COMPARES and n.src[0].dtype != dtypes.float32 for n in nodes) or \
-            any(n.op is Ops.WHERE and n.src[0].op not in COMPARES for n in nodes):
-        return None  # (masks only from comparing float32s: their lanes are 32 bits too)
-    for n in nodes:
-        if n.op is Ops.REDUCE and n.arg[0] is not Ops.ADD or \
-                n.op not in (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS:
-            return None
+    floats = not (
+        any(n.dtype != dtypes.float32 and n.op not in COMPARES for n in nodes) or
+        any(n.op in COMPARES and n.src[0].dtype != dtypes.float32 for n in nodes) or
+        any(n.op is Ops.WHERE and n.src[0].op not in COMPARES for n in nodes) or
+        any(n.op is Ops.REDUCE and n.arg[0] is not Ops.ADD or n.op not in
+            (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS
+            for n in nodes))  # (masks only from comparing float32s: their lanes are 32 bits too)
+    if not floats and not integers:
+        return None
     store = kernel.ast.src[0].arg
     views = [n.src[0].arg for n in nodes if n.op in (Ops.LOAD, Ops.CONST)]
     consts = [n.src[0].arg for n in nodes if n.op is Ops.CONST]
@@ -198,7 +214,47 @@ def vector_axis(kernel: Kernel, max_lanes: int = 16) -> int | None:
             (kernel.reduce is not None or 1 in strides)
     for kind in (AxisKind.UPCAST, AxisKind.UNROLL):
         for i in reversed(range(len(kernel.axes))):
-            if kernel.axes[i].kind is kind and fits(i) and \
-                    (kind is AxisKind.UNROLL or lane_stride(store, i) == 1):
+            if kernel.axes[i].kind is not kind or not fits(i):
+                continue
+            if kind is AxisKind.UPCAST and floats and lane_stride(store, i) == 1 or \
+                    kind is AxisKind.UNROLL and (floats or bytes_in_lanes(kernel, i)):
                 return i
     return None
+
+
+BYTES = frozenset({dtypes.uint8, dtypes.int8})  # integers computed in vector lanes
+BITWISE = frozenset({Ops.AND, Ops.OR, Ops.XOR})
+
+
+def bytes_in_lanes(kernel: Kernel, axis: int) -> bool:
+    """Whether the kernel's float32 sum can be computed in vector lanes along `axis` where it
+    reads bytes: every value that varies along the axis is a float32 of VECTOR_OPS (no
+    compares), or bytes (uint8, int8) loaded, masked (&, |, ^), divided by a positive constant
+    (uint8: a shift), chosen by a condition the same for all lanes, reinterpreted (int8 as
+    uint8) or made float32. Values the same for all lanes are computed once, as scalars."""
+    reduce = kernel.reduce
+    if reduce is None or reduce.arg[0] is not Ops.ADD or reduce.dtype != dtypes.float32:
+        return False
+    varying: dict[UOp, bool] = {}
+    for n in reduce.src[0].toposort():
+        if n.op is Ops.VIEW:
+            continue
+        if n.op in (Ops.LOAD, Ops.CONST):
+            varying[n] = lane_stride(n.src[0].arg, axis) == 1
+            if varying[n] and n.dtype not in BYTES | {dtypes.float32}:
+                return False
+            continue
+        varying[n] = any(varying.get(s, False) for s in n.src)
+        if not varying[n]:
+            continue
+        src = n.src[0].dtype
+        if not (n.dtype == dtypes.float32 and n.op in VECTOR_OPS - COMPARES - {Ops.WHERE} or
+                n.op is Ops.WHERE and not varying[n.src[0]] and
+                n.dtype in BYTES | {dtypes.float32} or
+                n.op in BITWISE and n.dtype in BYTES or
+                n.op is Ops.IDIV and n.dtype == dtypes.uint8 and n.src[1].op is Ops.CONST and
+                not varying[n.src[1]] and n.src[1].arg > 0 or
+                n.op is Ops.CAST and n.dtype == dtypes.float32 and src in BYTES or
+                n.op is Ops.BITCAST and n.dtype in BYTES and src in BYTES):
+            return False
+    return True

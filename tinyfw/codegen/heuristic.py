@@ -25,6 +25,7 @@ UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 BIG_TILES = {8: (1 << 18, 8, 16, 2, 1, 0), 16: (1 << 20, 16, 16, 1, 1, 128)}
 CHANNELS_WORK = 1 << 16  # iterations below which a kernel keeps its channels as loops
 DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
+QUANT_ROWS = 4           # rows of quantized weights a pass (quantized_dot_tile)
 FEW_OUTPUTS = 1024       # outputs up to which a GPU reduce is shared by a work-group (a guess)
 GROUP_LOOP = 256         # the shortest reduce loop that is shared so
 
@@ -120,6 +121,43 @@ def dot_product_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
         return ()
     unrolled = next(i for i, a in enumerate(tiled.axes) if a.kind is AxisKind.UNROLL)
     return opts if vector_axis(tiled, lanes) == unrolled else ()
+
+
+def quantized_dot_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
+    """A matmul of quantized weights (tinyfw/models/gguf.py: x times 4- or 8-bit integers of
+    blocks of 32, each block's float16 scale decoded in the kernel) reads bytes, so the float32
+    tiles above do not apply. Its vectors hold partial sums along a block: the innermost reduce
+    loop unrolled by the lanes (16 bytes of a Q4_1 block, or 16 of a Q8_0 block's 32, loaded
+    as one vector and made float32 there: lower_opts.bytes_in_lanes), the other short reduce
+    loops inside a block (Q4_1's two halves of a byte, Q8_0's two halves of a block) unrolled
+    whole, and QUANT_ROWS rows of weights a pass, each vector of x loaded once for them all. A
+    block's scales are the same for its lanes: decoded once per block and row, as scalars.
+    () when the kernel is not such a matmul."""
+    shared = [i for i in shared_axes(kernel) if kernel.axes[i].size > 1]
+    reduces = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.REDUCE]
+    if kernel.reduce is None or len(shared) != 1 or len(reduces) < 2 or \
+            all(n.dtype == dtypes.float32 for n in kernel.ast.toposort() if n.op is Ops.LOAD):
+        return ()
+    inner, rows = reduces[-1], shared[0]
+    width = min(lanes, kernel.axes[inner].size)
+    if kernel.axes[inner].size % width or kernel.axes[rows].size % QUANT_ROWS or \
+            kernel.axes[rows].size <= QUANT_ROWS:
+        return ()
+    opts: tuple[Opt, ...] = (Opt(OptOps.UNROLL, inner, width),)
+    # then, the last first (a split shifts the loops after it): what is left of the innermost
+    # loop (a short loop before the lanes), and the loops between it and the blocks' loop
+    short = [inner] if kernel.axes[inner].size > width else []
+    for i in short + list(reversed(reduces[1:-1])):
+        size = kernel.axes[i].size // (width if i == inner else 1)
+        if 1 < size <= 4:
+            opts += (Opt(OptOps.UNROLL, i, size),)
+    opts += (Opt(OptOps.UPCAST, rows, QUANT_ROWS),)
+    try:
+        tiled = apply_opts(kernel, opts)
+    except KernelOptError:
+        return ()
+    unrolled = [i for i, a in enumerate(tiled.axes) if a.kind is AxisKind.UNROLL]
+    return opts if vector_axis(tiled, lanes, integers=True) == unrolled[-1] else ()
 
 
 def outputs_vectorize(kernel: Kernel, lanes: int) -> bool:
@@ -325,7 +363,8 @@ def hand_coded_optimizations(kernel: Kernel, device: str, cores: int = 1,
         return ()
     opts: list[Opt] = []
     if device == "CPU":  # a matmul's special tile, if it is one, instead of the tile rules
-        opts += big_matmul_tile(kernel, lanes) or dot_product_tile(kernel, lanes)
+        opts += big_matmul_tile(kernel, lanes) or dot_product_tile(kernel, lanes) or \
+            quantized_dot_tile(kernel, lanes)
         kernel = apply_opts(kernel, tuple(opts))
         rules = rules[-1:] if opts else rules
     for rule in rules:

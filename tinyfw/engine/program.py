@@ -226,7 +226,8 @@ def lower_kernel(build: Build) -> None:
         build.program = lower_workgroups(build.kernel)
         return
     lanes = getattr(build.device.renderer, "vector_lanes", 0)  # float32s in a SIMD register
-    vector = vector_axis(build.kernel, lanes) if lanes > 1 else None
+    integers = getattr(build.device.renderer, "vector_bytes", False)
+    vector = vector_axis(build.kernel, lanes, integers) if lanes > 1 else None
     build.program = lower_optimized(build.kernel, vector)
 
 

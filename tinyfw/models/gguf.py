@@ -27,11 +27,15 @@ weights, so weights stay 4-bit in memory. (One trap: joining the low and high ni
 `cat` pads computed values, which the scheduler must store first; choosing between them with a
 `where` on a constant mask keeps everything in one kernel.)
 
-`linear` is `x @ W.T` for such a W, computed the way llama.cpp does it: per block, the sum of
-x times the small integers q, then scaled once by d (and, for Q4_1, plus m times the sum of
-x over the block), so the float16 scales are decoded once per block rather than per weight.
-`DEBUG=2` shows its kernels: one reduce over each block of 32 that loads the 4-bit bytes and
-x (the dequantization fused into it), then a small one over the blocks.
+`linear` is `x @ W.T` for such a W, with the float16 scales decoded once per block rather than
+per weight. On the CPU it is one kernel, x times d * q + m summed over K: the kernel walks a
+block's 16 bytes as the lanes of one vector (chapter 11's vectors, for bytes: lower_opts.py's
+bytes_in_lanes), unpacks and converts them there, and the block's scales, the same for every
+lane, are computed once per block and row. Elsewhere it is computed the way llama.cpp does it:
+per block, the sum of x times the small integers q, then scaled once by d (and, for Q4_1, plus
+m times the sum of x over the block). `DEBUG=2` shows its kernels: on the CPU one reduce that
+loads the 4-bit bytes and x; elsewhere one reduce over each block of 32 (the dequantization
+fused into it), then a small one over the blocks.
 """
 from __future__ import annotations
 
@@ -280,13 +284,23 @@ def _nibbles(packed: Tensor) -> Tensor:
     return high.where(both >> 4, both & 15)
 
 
+# Devices whose kernels hold bytes in vector lanes (the CPU's C: lower_opts.bytes_in_lanes):
+# there `linear` is one kernel, x times the dequantized weights.
+BYTE_LANES = ("CPU",)
+
+
 def linear(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
     """x (..., K) @ W.T for a quantized W (N, K) held as its blocks (N, K / 32, bytes per
-    block): the sums over each block of x times the block's integers, scaled per block."""
+    block). On BYTE_LANES devices x times the weights dequantized in the kernel, one sum over
+    K: a vector of 16 lanes walks a block's bytes, so its scales, the same for every lane,
+    are decoded once per block and row (heuristic.quantized_dot_tile). Elsewhere the sums over
+    each block of x times the block's integers, scaled per block (a second kernel)."""
     nb = blocks.shape[1]
     if x.shape[-1] != nb * 32:
         raise RuntimeError(f"linear: x of shape {x.shape} and weights of {nb * 32} columns")
     lead = x.shape[:-1]
+    if x.device.split(":")[0] in BYTE_LANES and ggml_type in (GGMLType.Q8_0, GGMLType.Q4_1):
+        return _dequantized_dot(x, blocks, ggml_type)
     if ggml_type is GGMLType.Q8_0:
         xb = x.reshape(*lead, 1, nb, 32)
         q = blocks[..., 2:34].bitcast(dtypes.int8).cast(dtypes.float32)   # (N, nb, 32)
@@ -300,3 +314,16 @@ def linear(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
         d, m = half(blocks[..., 0:2]).squeeze(-1), half(blocks[..., 2:4]).squeeze(-1)
         return (sums * d + x_sums * m).sum(-1)
     raise NotImplementedError(f"linear: {ggml_type.name} weights are not supported")
+
+
+def _dequantized_dot(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
+    """x (..., K) @ W.T as one sum over K of x times W's numbers, d * q (+ m), in blocks of
+    32 (the numbers of one block: its two halves of 16 for Q4_1, its 32 for Q8_0)."""
+    nb, lead = blocks.shape[1], x.shape[:-1]
+    if ggml_type is GGMLType.Q8_0:
+        q = blocks[..., 2:34].bitcast(dtypes.int8).cast(dtypes.float32)   # (N, nb, 32)
+        w = q * half(blocks[..., 0:2])
+        return (x.reshape(*lead, 1, nb, 32) * w).sum((-2, -1))
+    q = _nibbles(blocks[..., 4:20]).cast(dtypes.float32)                   # (N, nb, 2, 16)
+    d, m = half(blocks[..., 0:2]).unsqueeze(-1), half(blocks[..., 2:4]).unsqueeze(-1)
+    return (x.reshape(*lead, 1, nb, 2, 16) * (d * q + m)).sum((-3, -2, -1))

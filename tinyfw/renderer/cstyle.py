@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from tinyfw.codegen.lower import WORKGROUP_STEPS, LOps, Program, Step
 from tinyfw.codegen.fuse import MulAdd, Replace
-from tinyfw.codegen.lower_opts import Broadcast, Lane
+from tinyfw.codegen.lower_opts import Broadcast, Lane, Pick
 from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.uop.ops import Ops
 
@@ -370,6 +370,7 @@ class ThreadedC(CStyleLanguage):
     # GCC's and Clang's vector extensions (VectorDType); wider ones GCC splits poorly
     vector_lanes: ClassVar[int] = simd_lanes()
     fma_lanes: ClassVar[frozenset[int]] = fused_lanes()  # float32 widths fused (chapter 11)
+    vector_bytes: ClassVar[bool] = True  # vectors of uint8 and int8 too (bytes_in_lanes)
 
     def render(self, prog: Program) -> str:
         if prog.threaded != self.cores:
@@ -388,9 +389,11 @@ class ThreadedC(CStyleLanguage):
         if dtype.scalar == dtypes.bool:  # a mask: what comparing float32 vectors gives
             return f"typedef int {dtype.name} __attribute__((vector_size({4 * dtype.count})));\n"
         scalar = self.type_of(dtype.scalar)
+        ints = "" if dtype.scalar != dtypes.float32 else (  # (bytes on their way to it)
+            f"typedef int tf_i32x{dtype.count} __attribute__((vector_size({dtype.itemsize})));\n")
         return (f"typedef {scalar} {dtype.name} __attribute__((vector_size({dtype.itemsize})));\n"
                 f"typedef {scalar} {dtype.name}_u __attribute__((vector_size({dtype.itemsize}), "
-                f"aligned({dtype.scalar.itemsize})));\n")
+                f"aligned({dtype.scalar.itemsize})));\n" + ints)
 
     def type_of(self, dtype: DType) -> str:
         return dtype.name if isinstance(dtype, VectorDType) else super().type_of(dtype)
@@ -429,6 +432,15 @@ class ThreadedC(CStyleLanguage):
             return FMA_BUILTINS[lanes].format(*operands)
         if not isinstance(dtype, VectorDType):
             return super().op(op, dtype, args)
+        if isinstance(op, Pick):  # (a condition the same for all lanes: C's ?: picks a vector)
+            return f"({args[0]}?{args[1]}:{args[2]})"
+        if op is Ops.CAST:  # (bytes to float32s, lane by lane, through int32s: gcc 12
+            # converts uint8 lanes straight to float one lane at a time, through int32 lanes
+            # with two instructions)
+            ints = f"__builtin_convertvector({args[0]}, tf_i32x{dtype.count})"
+            return f"__builtin_convertvector({ints}, {dtype.name})"
+        if op is Ops.BITCAST:  # (int8s as uint8s: the same bits)
+            return f"(({dtype.name})({args[0]}))"
         if isinstance(op, Broadcast):  # (a bool's lanes: all ones for true, as a compare's)
             lane = f"-({args[0]})" if dtype.scalar == dtypes.bool else args[0]
             return f"(({dtype.name}){{{', '.join([lane] * dtype.count)}}})"
