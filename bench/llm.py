@@ -4,6 +4,7 @@ against transformers (the same weights dequantized to float32, torch's eager CPU
 
     .venv/bin/python -m bench.llm                 # every row (a few minutes)
     .venv/bin/python -m bench.llm --tokens 64     # decode steps timed per row
+    .venv/bin/python -m bench.llm --kernels       # tinyfw's kernels of one decode step
 
 Each row runs in a process of its own (the thread count of either framework is fixed when it
 starts). Decode: tokens per second of steps after warm-up (tinyfw: its TinyJit already
@@ -102,12 +103,52 @@ def run_transformers(tokens: int, threads: int) -> dict[str, float]:
             "decode_tok_s": 1 / float(np.median(steps)), "decode_steps": len(steps)}
 
 
+def kernels(top: int = 12) -> None:
+    """One decode step of tinyfw, not jitted, each kernel timed on its own (DEBUG=2, which
+    waits for each): the kernels' total, and per kernel name its count and time, slowest
+    first."""
+    import contextlib
+    import io
+    import re
+    from collections import defaultdict
+
+    from tinyfw import Tensor, dtypes
+    from tinyfw.models.llama import Llama
+    model = Llama.smollm2(max_context=64)
+    model.prefill([1, 2, 3, 4, 5])
+    position = Tensor([model.position], dtype=dtypes.int32)
+
+    def step(token: int) -> None:
+        logits = model.forward(model.rows([token]), position)[:, -1]
+        Tensor.realize_all(logits, *model._state())
+    step(7)  # (its kernels compiled)
+    printed = io.StringIO()
+    os.environ["DEBUG"] = "2"
+    with contextlib.redirect_stdout(printed):
+        step(8)
+    os.environ["DEBUG"] = "0"
+    times: dict[str, list[float]] = defaultdict(list)
+    for line in printed.getvalue().splitlines():
+        if found := re.match(r"\*\*\* \S+\s+\d+ (\S+)\s+tm\s+([\d.]+)us", line):
+            times[found.group(1)].append(float(found.group(2)))
+    print(f"one decode step, unjitted: {len(sum(times.values(), []))} kernels, "
+          f"{sum(map(sum, times.values())) / 1e3:.1f} ms")
+    for name, spent in sorted(times.items(), key=lambda kv: -sum(kv[1]))[:top]:
+        print(f"  {name:<28}{len(spent):>4} x {sum(spent) / len(spent):8.1f} us = "
+              f"{sum(spent) / 1e3:6.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tokens", type=int, default=48, help="decode steps timed")
+    parser.add_argument("--kernels", action="store_true",
+                        help="instead: tinyfw's kernels of one decode step (DEBUG=2)")
     parser.add_argument("--one", nargs=2, metavar=("FRAMEWORK", "THREADS"),
                         help="(internal) run one row in this process, print it as JSON")
     args = parser.parse_args()
+    if args.kernels:
+        kernels()
+        return
     if args.one:
         name, threads = args.one[0], int(args.one[1])
         row = run_tinyfw(args.tokens) if name == "tinyfw" else \

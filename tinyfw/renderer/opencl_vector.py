@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from tinyfw.codegen.lower_opts import Broadcast, Lane
+from tinyfw.codegen.lower_opts import Broadcast, Lane, Pick
 from tinyfw.dtype import DType, VectorDType
 from tinyfw.renderer.opencl_c import OpenCLLanguage
 from tinyfw.uop.ops import Ops
@@ -41,7 +41,8 @@ class VectorOpenCL(OpenCLLanguage):
 
     def op(self, op: Any, dtype: DType, args: list[str]) -> str:
         """An op; on vectors the scalar's template (OpenCL's operators work lane by lane), a
-        where as select(), a Lane as its component .s0 to .sf."""
+        where as select() (of a condition the same for all lanes, as ?:), a Lane as its
+        component .s0 to .sf."""
         if isinstance(op, Lane):
             return f"{args[0]}.s{op.index:x}"
         if not isinstance(dtype, VectorDType):
@@ -52,6 +53,8 @@ class VectorOpenCL(OpenCLLanguage):
         if op is Ops.WHERE:
             cond, a, b = args
             return f"select({b}, {a}, {cond})"
+        if isinstance(op, Pick):  # (a condition the same for all lanes picks a whole vector)
+            return f"({args[0]}?{args[1]}:{args[2]})"
         return OpenCLLanguage.op(self, op, dtype.scalar, args)
 
 
