@@ -299,6 +299,7 @@ class ThreadedC(CStyleLanguage):
     every tf_cores-th iteration from tf_core on. A kernel without one is chapter 05's C."""
 
     cores: bool = False  # whether the kernel rendered now has THREAD loops
+    loaded: frozenset[str] = frozenset()  # its vectors of bytes as loaded (loaded_bytes)
     # float32s in the widest SIMD register of this processor (-march=native), for vectors of
     # GCC's and Clang's vector extensions (VectorDType); wider ones GCC splits poorly
     vector_lanes: ClassVar[int] = simd_lanes()
@@ -306,9 +307,10 @@ class ThreadedC(CStyleLanguage):
     vector_bytes: ClassVar[bool] = True  # vectors of uint8 and int8 too (bytes_in_lanes)
 
     def render(self, prog: Program) -> str:
-        if prog.threaded != self.cores:
+        loaded = loaded_bytes(prog)
+        if prog.threaded != self.cores or loaded != self.loaded:
             language = copy.copy(self)
-            language.cores = prog.threaded
+            language.cores, language.loaded = prog.threaded, loaded
             return language.render(prog)
         source = super().render(prog)
         vectors = {s.dtype for s in prog.steps if isinstance(s.dtype, VectorDType)}
@@ -323,6 +325,7 @@ class ThreadedC(CStyleLanguage):
             return f"typedef int {dtype.name} __attribute__((vector_size({4 * dtype.count})));\n"
         scalar = self.type_of(dtype.scalar)
         ints = "" if dtype.scalar != dtypes.float32 else (  # (bytes on their way to it)
+            f"typedef short tf_i16x{dtype.count} __attribute__((vector_size({dtype.count * 2})));\n"
             f"typedef int tf_i32x{dtype.count} __attribute__((vector_size({dtype.itemsize})));\n")
         return (f"typedef {scalar} {dtype.name} __attribute__((vector_size({dtype.itemsize})));\n"
                 f"typedef {scalar} {dtype.name}_u __attribute__((vector_size({dtype.itemsize}), "
@@ -367,10 +370,12 @@ class ThreadedC(CStyleLanguage):
             return super().op(op, dtype, args)
         if isinstance(op, Pick):  # (a condition the same for all lanes: C's ?: picks a vector)
             return f"({args[0]}?{args[1]}:{args[2]})"
-        if op is Ops.CAST:  # (bytes to float32s, lane by lane, through int32s: gcc 12
-            # converts uint8 lanes straight to float one lane at a time, through int32 lanes
-            # with two instructions)
-            ints = f"__builtin_convertvector({args[0]}, tf_i32x{dtype.count})"
+        if op is Ops.CAST:  # (bytes to float32s, lane by lane, through int32s: gcc 12 converts
+            # bytes straight to float32 a lane at a time; and bytes as loaded from memory to
+            # int32 too, so those go through int16s, a few vector instructions)
+            ints = args[0] if args[0] not in self.loaded else \
+                f"__builtin_convertvector({args[0]}, tf_i16x{dtype.count})"
+            ints = f"__builtin_convertvector({ints}, tf_i32x{dtype.count})"
             return f"__builtin_convertvector({ints}, {dtype.name})"
         if op is Ops.BITCAST:  # (int8s as uint8s: the same bits)
             return f"(({dtype.name})({args[0]}))"
@@ -408,6 +413,18 @@ class ThreadedC(CStyleLanguage):
         start, end = (f"({self.int_type})((long long)({core}) * {size} / tf_cores)"
                       for core in ("tf_core", "tf_core + 1"))  # (no int overflow)
         return f"for ({self.int_type} {var} = {start}; {var} < {end}; {var}++) {{"
+
+
+def loaded_bytes(prog: Program) -> frozenset[str]:
+    """The names of the program's vectors of bytes as loaded from memory (or reinterpreted
+    after the load): ThreadedC converts those to float32 through int16s."""
+    names: set[str] = set()
+    for i, step in enumerate(prog.steps):
+        if isinstance(step.dtype, VectorDType) and step.dtype.scalar.itemsize == 1 and (
+                step.op is LOps.LOAD or step.op is LOps.ALU and step.arg is Ops.BITCAST and
+                f"v{step.src[0]}" in names):
+            names.add(f"v{i}")
+    return frozenset(names)
 
 
 CPU_C = ThreadedC()
