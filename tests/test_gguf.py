@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, dtypes
-from tinyfw.models.gguf import GGMLType, GGUFFile, dequantize, half, linear, packaged_gguf
+from tinyfw.models.gguf import (GGMLType, GGUFFile, dequantize, half, linear, packaged_gguf,
+                                split_blocks, split_linear)
 
 gguf = pytest.importorskip("gguf")
 
@@ -123,6 +124,23 @@ def test_linear_on_8_bit_weights(ours: GGUFFile) -> None:
     x = np.random.default_rng(1).standard_normal((2, 576)).astype(np.float32)
     np.testing.assert_allclose(linear(Tensor(x), blocks, GGMLType.Q8_0).numpy(), x @ w.T,
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name, kind", [("blk.0.attn_q.weight", GGMLType.Q4_1),
+                                        ("token_embd.weight", GGMLType.Q8_0)])
+def test_split_weights_give_the_same_products(ours: GGUFFile, name: str,
+                                               kind: GGMLType) -> None:
+    """Blocks split into their numbers' bytes and their float16 scales (how the CPU device
+    holds them: llama.Linear) take as many bytes, and split_linear gives linear's values."""
+    raw = np.ascontiguousarray(ours.blocks(name)[:256])
+    numbers, scales = split_blocks(raw, kind)
+    assert numbers.nbytes + scales.nbytes == raw.nbytes and scales.dtype == np.float16
+    x = np.random.default_rng(2).standard_normal((2, raw.shape[1] * 32)).astype(np.float32)
+    want = linear(Tensor(x), Tensor(raw), kind).numpy()
+    got = split_linear(Tensor(x), Tensor(numbers), Tensor(scales), kind).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    w = dequantize(Tensor(raw), kind).numpy().reshape(256, -1)
+    np.testing.assert_allclose(got, x @ w.T, rtol=1e-4, atol=1e-4)
 
 
 def test_not_a_gguf_file(tmp_path: Path) -> None:

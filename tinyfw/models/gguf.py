@@ -327,3 +327,31 @@ def _dequantized_dot(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
     q = _nibbles(blocks[..., 4:20]).cast(dtypes.float32)                   # (N, nb, 2, 16)
     d, m = half(blocks[..., 0:2]).unsqueeze(-1), half(blocks[..., 2:4]).unsqueeze(-1)
     return (x.reshape(*lead, 1, nb, 2, 16) * (d * q + m)).sum((-3, -2, -1))
+
+
+# --- weights split in two: the numbers' bytes, and the scales as float16 ----------------------
+def split_blocks(blocks: np.ndarray, ggml_type: GGMLType) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_1 or Q8_0 blocks (..., bytes per block) as two arrays, together as many bytes: the
+    bytes of their numbers (..., 16) or (..., 32), uint8, and their scales (..., 2): d and m,
+    or (..., 1): d, float16."""
+    head = 4 if ggml_type is GGMLType.Q4_1 else 2
+    return (np.ascontiguousarray(blocks[..., head:]),
+            np.ascontiguousarray(blocks[..., :head]).view(np.float16))
+
+
+def split_linear(x: Tensor, numbers: Tensor, scales: Tensor, ggml_type: GGMLType) -> Tensor:
+    """linear() of weights held as split_blocks gives them: the same sum over K of x times
+    d * q (+ m), whose scales are each one float16 load, not two bytes put together (the CPU
+    device's kernels: a block's scales cost as much as its 16 lanes of work otherwise)."""
+    nb, lead = numbers.shape[1], x.shape[:-1]
+    if x.shape[-1] != nb * 32:
+        raise RuntimeError(f"linear: x of shape {x.shape} and weights of {nb * 32} columns")
+    d = scales[..., 0:1].cast(dtypes.float32)                                  # (N, nb, 1)
+    if ggml_type is GGMLType.Q8_0:
+        q = numbers.bitcast(dtypes.int8).cast(dtypes.float32)                 # (N, nb, 32)
+        return (x.reshape(*lead, 1, nb, 32) * (q * d)).sum((-2, -1))
+    if ggml_type is not GGMLType.Q4_1:
+        raise NotImplementedError(f"linear: {ggml_type.name} weights are not supported")
+    q = _nibbles(numbers).cast(dtypes.float32)                                # (N, nb, 2, 16)
+    m = scales[..., 1:2].cast(dtypes.float32).unsqueeze(-1)
+    return (x.reshape(*lead, 1, nb, 2, 16) * (d.unsqueeze(-1) * q + m)).sum((-3, -2, -1))
