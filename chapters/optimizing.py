@@ -21,25 +21,29 @@ def kernel_of(t: Tensor) -> Kernel:
 
 @contextmanager
 def optimized_with(opts: tuple[Opt, ...] | None) -> Iterator[None]:
-    """Inside the block, every kernel gets exactly opts (None: no optimization at all), and no
+    """Inside the block, every kernel gets exactly opts (None: no optimization at all), no
     fused multiply-adds (FMA=0): their rounding depends on the processor, and a product and a
-    sum are then rounded as your lowering wrote them, as the plain kernel rounds them."""
+    sum are then rounded as your lowering wrote them, as the plain kernel rounds them; and a
+    threaded kernel's parts go through CPURuntime.run's pool (CPU_WORKERS=0), the route your
+    11.threads writes, not tinyfw's C workers."""
     def optimize(build: engine_program.Build) -> None:
         assert build.kernel is not None
         if opts:
             build.kernel, build.opts = apply_opts(build.kernel, opts), opts
-    passes, fma = engine_program.PASSES, os.environ.get("FMA")
+    passes = engine_program.PASSES
+    saved = {name: os.environ.get(name) for name in ("FMA", "CPU_WORKERS")}
     engine_program.PASSES = tuple(optimize if p is engine_program.optimize else p
                                   for p in passes)
-    os.environ["FMA"] = "0"
+    os.environ.update(FMA="0", CPU_WORKERS="0")
     try:
         yield
     finally:
         engine_program.PASSES = passes
-        if fma is None:
-            os.environ.pop("FMA")
-        else:
-            os.environ["FMA"] = fma
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name)
+            else:
+                os.environ[name] = value
 
 
 def value_with(opts: tuple[Opt, ...] | None, build: Callable[[], Tensor]) -> np.ndarray:

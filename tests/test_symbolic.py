@@ -60,6 +60,25 @@ def test_division_cancels_factors() -> None:
     assert y // 4 == Const(0) and (x + 10) // 20 == Const(0)
 
 
+def test_division_by_a_multiple_of_a_shared_factor() -> None:
+    """A head index of a reshaped expand: (h*16384 + p*64 + d + 64) // 49152 is h // 3, as
+    ((...) // 16384) // 3 with the rest in [0, 16384); kept where a division would remain."""
+    h, p, d = Var("h", 0, 8), Var("p", 0, 63), Var("d", 0, 63)
+    assert (h * 16384 + p * 64 + d + 64) // 49152 == Div(h, 3)
+    assert (h * 4 + y) // 12 == Div(h, 3)
+    assert isinstance((h * 4 + x) // 12, Div) and (h * 4 + x) // 12 != Div(h, 3)
+    assert (h * 4 + Var("w", 0, 7)) // 12 == Div(Sum((h * 4, Var("w", 0, 7))), 12), \
+        "w // 4 would stay: no rewrite"
+
+
+def test_modulo_folds_constants() -> None:
+    """A constant in a sum keeps only its rest: (d + 64) % 64 is d, (d + 65) % 64 (d + 1) % 64."""
+    d = Var("d", 0, 63)
+    assert (d + 64) % 64 is d
+    assert (d + 65) % 64 == Mod(Sum((d, Const(1))), 64)
+    assert (d * 64 + 130) % 64 == Const(2)
+
+
 def test_modulo_uses_bounds() -> None:
     """x % 8 is x when x is in [0, 8); multiples of the divisor drop out of a sum."""
     assert Var("a", 0, 7) % 8 == Var("a", 0, 7)

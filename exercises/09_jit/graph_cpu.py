@@ -16,11 +16,13 @@ A replay writes the new inputs' and outputs' addresses into `arg` and makes the 
 Python between the kernels. (Every buffer is passed as `void *`; a kernel takes `float *` or
 `int *`: on the x86-64 and AArch64 calling conventions every data pointer travels the same way.)
 
-A kernel split across the cores (chapter 11's THREAD) is not in a graph: it runs on its own,
-through the CPU device's pool of threads, between two graphs. (A graph that started a POSIX
-thread per other core for it was no faster on an idle machine, and much slower on a busy one,
-where a new thread waits for a core; a kernel big enough to be split pays little for one call
-from Python.)
+A kernel split across the cores (chapter 11's THREAD) is in the graph too, called through the
+CPU workers (cpu_workers.py): its line in tf_graph calls `tf_parts_<n>` with its n buffers, the
+kernel's address and the number of cores, and tf_parts runs the kernel's parts at once on
+persistent C threads, core 0 on the caller's. (An earlier graph that started a POSIX thread per
+other core at each launch was no faster on an idle machine and much slower on a busy one, where
+a new thread waits for a core; so those kernels ran alone, through Python's pool, until a
+decode step of a hundred of them showed what that hand-off cost.)
 
 CUDAEMU's graph is the same function calling each kernel's grid launcher (cuda_emu.h) with its
 arguments, grid and block.
@@ -33,7 +35,8 @@ from typing import Any
 
 from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
 from tinyfw.runtime.graph import DeviceGraph, GraphKernel
-from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, ClangStyleCompiler, CPUProgram
+from tinyfw.runtime.cpu_workers import parts_entry
+from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, ClangStyleCompiler, CPUProgram, cores
 
 GRAPH_FLAGS = COMPILE_FLAGS
 
@@ -54,18 +57,14 @@ def _address(memory: Any) -> int:
 class CPUGraph(DeviceGraph):
     """The CPU's graph: tf_graph (render_graph) compiled like a kernel and called once."""
 
-    @classmethod
-    def accepts(cls, program: Any) -> bool:
-        """Not a kernel split across the cores (see the module docstring)."""
-        return not program.threaded
-
     def __init__(self, device: Runtime, kernels: list[GraphKernel], variable: set[Buffer]):
         super().__init__(device, kernels, variable)
         self.programs = [self.function_of(k) for k in kernels]
         for program in self.programs:
             program.hold()  # its library stays loaded while the graph may call it
         weakref.finalize(self, _release, self.programs)
-        self.fn = (ctypes.c_void_p * len(kernels))(*[p.address() for p in self.programs])
+        self.cores = cores()  # (a threaded kernel's parts: as many as when captured)
+        self.fn = (ctypes.c_void_p * len(kernels))(*[self.entry(i) for i in range(len(kernels))])
         arguments = self.arguments()
         self.arg = (ctypes.c_void_p * len(arguments))(*arguments)
         source = self.source()
@@ -76,15 +75,37 @@ class CPUGraph(DeviceGraph):
         """The C function that runs a kernel."""
         return kernel.program
 
+    def threaded(self, i: int) -> bool:
+        """Whether kernel i is split across the cores (called through the workers)."""
+        return bool(self.programs[i].threaded)
+
+    def entry(self, i: int) -> int:
+        """The function tf_graph calls for kernel i: the kernel's own, or for a threaded kernel
+        the workers' tf_parts_<n>."""
+        if self.threaded(i):
+            return parts_entry(len(self.kernels[i].buffers))
+        return self.programs[i].address()
+
+    def extra(self, i: int) -> list[int]:
+        """What kernel i's call takes after its buffers: a threaded kernel's address and the
+        number of cores (tf_parts_<n>'s last two arguments)."""
+        return [self.programs[i].address(), self.cores] if self.threaded(i) else []
+
     def arguments(self) -> list[int]:
-        """The `arg` array tf_graph reads: every kernel's buffers' addresses in turn."""
-        self.offsets = [sum(len(k.buffers) for k in self.kernels[:i])
-                        for i in range(len(self.kernels))]
-        return [_address(b.ensure_allocated()) for k in self.kernels for b in k.buffers]
+        """The `arg` array tf_graph reads: every kernel's buffers' addresses in turn (and
+        extra's after a threaded kernel's)."""
+        arities = self.arities()
+        self.offsets = [sum(arities[:i]) for i in range(len(self.kernels))]
+        return [value for i, k in enumerate(self.kernels)
+                for value in [_address(b.ensure_allocated()) for b in k.buffers] + self.extra(i)]
+
+    def arities(self) -> list[int]:
+        """How many arguments tf_graph passes each kernel's function."""
+        return [len(k.buffers) + len(self.extra(i)) for i, k in enumerate(self.kernels)]
 
     def source(self) -> str:
         """tf_graph's C source."""
-        return render_graph([len(k.buffers) for k in self.kernels])
+        return render_graph(self.arities())
 
     def bind(self, kernel: int, argument: int, buf: Buffer) -> None:
         self.arg[self.offsets[kernel] + argument] = _address(buf.ensure_allocated())
@@ -103,10 +124,6 @@ class CUDAEmulatorGraph(CPUGraph):
     """CUDAEMU's graph: tf_graph calls each kernel's grid launcher (EmulatedCUDAProgram), whose
     arguments are an array of its buffers' addresses, the grid, the block and whether the
     block's threads run as real threads."""
-
-    @classmethod
-    def accepts(cls, program: Any) -> bool:
-        return True  # (its kernels are never split across the cores)
 
     def function_of(self, kernel: GraphKernel) -> CPUProgram:
         return kernel.program.program  # (tf_launch_<name>: it runs the grid)

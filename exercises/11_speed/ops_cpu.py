@@ -470,6 +470,10 @@ class CPURuntime(Runtime):
         if not program.threaded:
             program(*arrays)
             return
+        from tinyfw.runtime import cpu_workers  # (it imports this module)
+        if workers_enabled() and len(arrays) <= cpu_workers.MAX_BUFFERS:
+            cpu_workers.run_parts(program, arrays, cores())  # (C threads: cpu_workers.py)
+            return
         # TODO 11.threads: write this part. The chapter explains it:
         #   chapters/11_speed/README.md#threads
         raise NotImplementedError("not done yet: 11.threads")
@@ -480,6 +484,12 @@ def cores() -> int:
     available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
         (os.cpu_count() or 1)
     return max(1, min(available, int(os.getenv("TINYFW_CORES", available))))
+
+
+def workers_enabled() -> bool:
+    """Whether threaded kernels run their parts on the C workers (cpu_workers.py; CPU_WORKERS,
+    default 1), else on pool()'s Python threads (chapter 11's 11.threads)."""
+    return os.getenv("CPU_WORKERS", "1") not in ("", "0")
 
 
 @functools.cache

@@ -16,7 +16,7 @@ from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import Ops
 
 MAX_REGISTERS = 64       # float32 accumulators of a tile on AVX2: 8 of its 16 registers
-THREAD_WORK = 1 << 20    # loop iterations below which starting the other cores costs more
+THREAD_WORK = 1 << 18    # loop iterations below which starting the other cores costs more
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 # The big tile of a big matmul, per SIMD width in float32 lanes: the fewest outputs it pays
 # from, then its rows, its columns by 16 and by `more` again (1: no more), how many partial
@@ -295,8 +295,9 @@ def tile_a_transposed_read(kernel: Kernel, lanes: int) -> Opt | None:
 
 def thread_the_outer_axis(kernel: Kernel, cores: int) -> Opt | None:
     """A big kernel shares its outermost output loop out to the cores, whole (each core takes
-    every cores-th iteration): only past THREAD_WORK iterations, where starting the other
-    threads costs less than the time they save."""
+    a block of its iterations): only past THREAD_WORK iterations, where handing the other
+    cores their parts (cpu_workers.py: a microsecond or so while they spin, tens when they
+    sleep) costs less than the time they save."""
     if cores < 2 or iterations(kernel) < THREAD_WORK or \
             any(a.kind is AxisKind.THREAD for a in kernel.axes):
         return None

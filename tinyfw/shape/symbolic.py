@@ -1,6 +1,7 @@
 """Integer index expressions over loop variables, simplified as they are built."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Union
@@ -318,11 +319,29 @@ def make_div(e: Expr, d: int) -> Expr:
                 return make_sum([make_div(t, d) for t in whole] + [make_div(remainder, d)])
         elif whole:
             return make_sum([make_div(t, d) for t in whole])
+        for inner in _inner_divisors(e, d):
+            if not _divides(divided := make_div(e, inner)):
+                return make_div(divided, d // inner)
     return Div(e, d)
 
 
+def _inner_divisors(e: Sum, d: int) -> list[int]:
+    """The divisors c of d (below it, largest first) that the terms' factors share with it:
+    e // d == (e // c) // (d // c), and e // c may simplify to an expression with no division
+    where e // d did not. Where a head index is divided out of a reshaped expand,
+    (head * 16384 + rest) // 49152, with the rest in [0, 16384), becomes head // 3."""
+    shared = {math.gcd(_split_factor(t)[1], d) for t in e.terms if not isinstance(t, Const)}
+    return sorted((c for c in shared if 1 < c < d), reverse=True)
+
+
+def _divides(e: Expr) -> bool:
+    """Whether e holds a division or a modulo anywhere."""
+    return isinstance(e, (Div, Mod)) or any(_divides(c) for c in e.children())
+
+
 def make_mod(e: Expr, d: int) -> Expr:
-    """e % d: e itself when it lies in [0, d); multiples of d dropped from a sum."""
+    """e % d: e itself when it lies in [0, d); multiples of d (and of constants, all but
+    their rest) dropped from a sum."""
     assert d > 0, "modulo by a non-positive number"
     if d == 1:
         return Const(0)
@@ -333,8 +352,9 @@ def make_mod(e: Expr, d: int) -> Expr:
     if isinstance(e, Mul) and e.factor % d == 0:
         return Const(0)
     if isinstance(e, Sum):
-        rest = [t for t in e.terms if _split_factor(t)[1] % d != 0]
-        if len(rest) != len(e.terms):
+        terms = [Const(t.value % d) if isinstance(t, Const) else t for t in e.terms]
+        rest = [t for t in terms if _split_factor(t)[1] % d != 0 and t != Const(0)]
+        if len(rest) != len(e.terms) or terms != list(e.terms):
             remainder = make_sum(rest) if rest else Const(0)
             if remainder.vmin >= 0:
                 return make_mod(remainder, d)
