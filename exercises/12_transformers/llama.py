@@ -182,7 +182,7 @@ class Attention:
         q = q.reshape(batch, length, self.heads, self.head_dim).transpose(1, 2)
         k = k.reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         v = v.reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        q, k = rotate(q, cos, sin).contiguous(), rotate(k, cos, sin)
         self.cache_k.assign(write_cache(self.cache_k, k, start))
         self.cache_v.assign(write_cache(self.cache_v, v, start))
         out = attention(q, self.cache_k, self.cache_v, mask)
@@ -268,9 +268,11 @@ class Llama:
         return Tensor(np.ascontiguousarray(picked)[None], device=self.device)
 
     def embed(self, rows: Tensor) -> Tensor:
-        """The embedding vectors (1, T, dim) of rows: dequantized by tensor ops if 8-bit."""
+        """The embedding vectors (1, T, dim) of rows: dequantized by tensor ops if 8-bit, in a
+        kernel of their own (fused into the first block's q, k, v matmul, every pass over its
+        rows dequantized them again, in scalar code: a millisecond a token)."""
         if self.embedding.type in QUANTIZED:
-            return dequantize(rows, self.embedding.type)
+            return dequantize(rows, self.embedding.type).contiguous()
         return rows
 
     def forward(self, rows: Tensor, start: int | Tensor, last: bool = False) -> Tensor:

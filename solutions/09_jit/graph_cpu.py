@@ -71,6 +71,7 @@ class CPUGraph(DeviceGraph):
             program.hold()  # its library stays loaded while the graph may call it
         weakref.finalize(self, _release, self.programs)
         self.cores = cores()  # (a threaded kernel's parts: as many as when captured)
+        self._last_bound: tuple[Buffer | None, int] = (None, 0)
         self.fn = (ctypes.c_void_p * len(kernels))(*[self.entry(i) for i in range(len(kernels))])
         arguments = self.arguments()
         self.arg = (ctypes.c_void_p * len(arguments))(*arguments)
@@ -115,9 +116,14 @@ class CPUGraph(DeviceGraph):
         return render_graph(self.arities())
 
     def bind(self, kernel: int, argument: int, buf: Buffer) -> None:
-        self.arg[self.offsets[kernel] + argument] = _address(buf.ensure_allocated())
+        # (a buffer's places are bound one after another: a decode step's position is an
+        # argument of 270 kernels, and its address is looked up once)
+        if self._last_bound[0] is not buf:
+            self._last_bound = (buf, _address(buf.ensure_allocated()))
+        self.arg[self.offsets[kernel] + argument] = self._last_bound[1]
 
     def launch(self) -> None:
+        self._last_bound = (None, 0)  # (looked up again at the next replay's binding)
         self.graph.call(self.fn, self.arg)
 
 

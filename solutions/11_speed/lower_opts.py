@@ -23,7 +23,7 @@ from typing import Any
 from tinyfw.codegen.kernel import AxisKind, Kernel
 from tinyfw.codegen.lower import LOps, Program, accumulator_dtype, identity
 from tinyfw.dtype import DType, VectorDType, dtypes
-from tinyfw.shape.symbolic import Const, Expr, Var
+from tinyfw.shape.symbolic import Const, Expr, Sum, Var
 from tinyfw.uop.ops import Ops, UOp, arg_key
 
 REUSABLE = frozenset({LOps.CONST, LOps.LOAD, LOps.VALID, LOps.ALU})
@@ -209,7 +209,8 @@ def widened(dtype: DType, lanes: Lanes | None) -> DType:
 def lane_stride(st: Any, axis: int) -> int | None:
     """How a view's element moves along loop `axis`: 0 when its index and validity do not
     depend on it, 1 when consecutive iterations read consecutive elements (one view, stride 1,
-    no mask on it), else None."""
+    no mask on it; or views whose index, simplified, is the loop's variable plus terms that
+    do not depend on it, valid whatever the loop: a repeated head's keys), else None."""
     names = [Var(f"x{i}", 0, max(size - 1, 0)) for i, size in enumerate(st.shape)]
     index, valid = st.to_indexed(names)
     if f"x{axis}" not in index.vars() | valid.vars():
@@ -217,6 +218,10 @@ def lane_stride(st: Any, axis: int) -> int | None:
     view = st.views[-1] if len(st.views) == 1 else None
     if view is not None and view.strides[axis] == 1 and \
             (view.mask is None or view.mask[axis] == (0, view.shape[axis])):
+        return 1
+    terms = index.terms if isinstance(index, Sum) else (index,)
+    if f"x{axis}" not in valid.vars() and \
+            [t for t in terms if f"x{axis}" in t.vars()] == [names[axis]]:
         return 1
     return None
 

@@ -171,7 +171,9 @@ def upcast_a_vector(kernel: Kernel, lanes: int) -> Opt | None:
     """A kernel that reduces (a matmul) computes a tile of outputs per pass. First, the
     innermost shared output loop is upcast by a SIMD register's lanes: its outputs are stored
     side by side, so they become one vector (lower_opts.vector_axis), and a load it shares is
-    read once for all of them."""
+    read once for all of them. Not where those outputs are no vector but the reduce's loads
+    are consecutive (attention's scores, q times each key): unroll_the_reduce then makes the
+    vectors, of partial sums."""
     if kernel.reduce is None or prod(kernel.output_shape) < UPCAST_OUTPUTS or \
             any(a.kind is AxisKind.UPCAST for a in kernel.axes):
         return None
@@ -179,7 +181,12 @@ def upcast_a_vector(kernel: Kernel, lanes: int) -> Opt | None:
     if not shared or kernel.axes[shared[-1]].size % lanes or \
             kernel.axes[shared[-1]].size <= lanes:
         return None
-    return Opt(OptOps.UPCAST, shared[-1], lanes)
+    upcast = Opt(OptOps.UPCAST, shared[-1], lanes)
+    if vector_axis(apply_opt(kernel, upcast), lanes) is None and \
+            (unroll := unroll_the_reduce(kernel, lanes)) is not None and \
+            vector_axis(apply_opt(kernel, unroll), lanes) is not None:
+        return None
+    return upcast
 
 
 def upcast_the_other_axis(kernel: Kernel, lanes: int) -> Opt | None:
