@@ -4,6 +4,7 @@
 # API suites (tests/test_api_*.py) on NUMPY, then on each backend device of TINYFW_DEVICES
 # (default: CL WEBGPU CUDAEMU; all run on the CPU here) the op, accuracy, edge-input and Tensor
 # API suites (there the larger API suites run a subset of their cases: tests/conftest.py).
+# Last, SmolLM2's greedy tokens on those devices (tests/test_llama.py, TINYFW_LLM_DEVICES=1).
 # Extra arguments go to the first pytest run only, and then the device runs are left out.
 # Exits non-zero when anything fails.
 set -euo pipefail
@@ -73,6 +74,14 @@ for device in $devices; do
     .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py tests/test_edge_inputs.py \
     tests/test_reduce_accuracy.py tests/test_api_*.py -q -ra "${workers[@]}" --dist load
 done
+# SmolLM2's 8 greedy tokens on each device against transformers' (each compiles the model's
+# kernels: about 40 s for the three, two workers). Left out of tests/ on CPU: a developer's
+# pytest run stays minutes shorter.
+if [ -n "$devices" ]; then
+  run "SmolLM2's greedy tokens on CL, WEBGPU and CUDAEMU" env TINYFW_LLM_DEVICES=1 \
+    .venv/bin/python -m pytest tests/test_llama.py -k other_devices -q -ra "${workers[@]}" \
+    --dist load
+fi
 
 echo
 echo "test: summary"
