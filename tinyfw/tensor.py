@@ -471,12 +471,14 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                     t.grad = t.zeros_like()  # reached, but no gradient flows (as above)
             return self
         grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in leaves})
-        connected = self._connected()
+        unreached = [t for t in leaves if t.uop not in grads and t.grad is None]
+        connected = self._connected() if unreached else set()  # (a walk: only when needed)
         for t in leaves:
             if t.uop in grads:
                 g = Tensor(grads[t.uop])
                 t.grad = g if t.grad is None else t.grad + g
-            elif t.uop in connected and t.grad is None:
+        for t in unreached:
+            if t.uop in connected:
                 t.grad = t.zeros_like()
         return self
 

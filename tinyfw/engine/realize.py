@@ -11,7 +11,7 @@ from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_
 from tinyfw.device import Buffer, Device
 from tinyfw.engine.program import CompiledKernel, build_programs, get_program
 from tinyfw.engine.schedule import ScheduleItem
-from tinyfw.engine.schedule_cache import cached_schedule
+from tinyfw.engine.schedule_cache import Walk, cached_schedule
 from tinyfw.uop.ops import Ops, UOp
 
 # Lazy nodes already computed, with the buffer holding their value. Nodes are immutable and
@@ -68,20 +68,23 @@ def check_of(node: UOp) -> Check | None:
     return None if ref is None else ref()
 
 
-def pending_checks(nodes: list[UOp]) -> list[Check]:
-    """The checks attached under nodes (and under those checks' own nodes), except below nodes
-    already computed, whose checks were verified when they were."""
+def checks_in(walk: Walk, taken: set[Check]) -> list[Check]:
+    """The checks, not in taken yet, attached to nodes of walk that its schedule computes (not
+    to nodes below one already computed, whose checks were verified when it was), in the
+    walk's order; they are added to taken."""
+    if not _checks:
+        return []
+    checked = sorted(walk.position.keys() & set(_checks.keys()), key=walk.position.__getitem__)
+    if not checked:
+        return []
+    computed = walk.computed()
     found: list[Check] = []
-    checked = set(_checks.keys())  # (a set: looked up for every node walked)
-    work: list[UOp] = list(nodes)
-    seen: set[UOp] = set()  # (shared by the walks: each node is visited once in all)
-    while work and checked:
-        for node in work.pop().toposort(stop=is_loaded, seen=seen):
-            if node not in checked or is_loaded(node):
-                continue
+    for node in checked:
+        if node in computed and not is_loaded(node):
             for check in _checks.get(node, ()):
-                found.append(check)
-                work.extend(check.nodes())
+                if check not in taken:
+                    taken.add(check)
+                    found.append(check)
     return found
 
 
@@ -223,9 +226,14 @@ def note_read(tensor: Any) -> None:
 
 def schedule(*nodes: UOp) -> list[ScheduleItem]:
     """The kernels that realizing nodes would run, in order."""
-    wanted = [n for n in nodes if not is_realized(n)]
-    checks = [n for c in pending_checks(wanted) for n in c.nodes() if not is_loaded(n)]
-    return cached_schedule(wanted + list(dict.fromkeys(checks)), is_loaded)
+    # One walk of the graph: it finds the deferred checks under the nodes (and under the
+    # checks' own nodes), which are computed with them, and makes the schedule cache's key.
+    walk = Walk(is_loaded)
+    walk.add(n for n in nodes if not is_realized(n))
+    taken: set[Check] = set()
+    while checks := checks_in(walk, taken):
+        walk.add(dict.fromkeys(n for c in checks for n in c.nodes() if not is_loaded(n)))
+    return cached_schedule(walk)
 
 
 def run_schedule(items: list[ScheduleItem]) -> None:

@@ -17,7 +17,7 @@ pushes, swapped (a learner's exercise, a test's monkeypatch), schedules again.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, ValuesView
+from collections.abc import Callable, Iterable, Mapping, ValuesView
 from itertools import chain
 from types import FunctionType, ModuleType
 from typing import Any, NamedTuple
@@ -36,19 +36,19 @@ _entries: dict[tuple[Any, ...], Entry] = {}
 hits = misses = 0  # counted for tests and DEBUG
 
 
-def cached_schedule(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> list[ScheduleItem]:
-    """create_schedule(targets, is_loaded), from the cache when a graph of the same structure
-    was scheduled before with the same scheduler code."""
+def cached_schedule(walk: Walk) -> list[ScheduleItem]:
+    """create_schedule(walk.targets, walk.is_loaded), from the cache when a graph of the same
+    structure was scheduled before with the same scheduler code."""
     global hits, misses
-    key, order = structure(targets, is_loaded)
-    key = (key, scheduler_code())
+    key = (walk.key(), scheduler_code())
+    order = walk.order
     if (entry := _entries.get(key)) is not None:
         hits += 1
         return [ScheduleItem(ast, order[out], tuple(order[i] for i in ins), name)
                 for ast, out, ins, name in entry]
     misses += 1
-    items = create_schedule(targets, is_loaded)
-    position = {node: i for i, node in enumerate(order)}
+    items = create_schedule(walk.targets, walk.is_loaded)
+    position = walk.position
     if all(item.output in position and all(n in position for n in item.inputs)
            for item in items):  # (else a node made while scheduling: not kept)
         _entries[key] = [(item.ast, position[item.output],
@@ -58,27 +58,51 @@ def cached_schedule(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> lis
     return items
 
 
-def structure(targets: list[UOp], is_loaded: Callable[[UOp], bool]
-              ) -> tuple[tuple[Any, ...], list[UOp]]:
-    """The graph below targets as a key (see the module's docstring), and its nodes in the
-    key's order."""
-    order: list[UOp] = []
-    position: dict[UOp, int] = {}
-    parts: list[tuple[Any, ...]] = []
-    seen: set[UOp] = set()  # (shared: a node under several targets is walked once)
-    for target in targets:
-        for node in target.toposort(seen=seen):
-            position[node] = len(order)
-            order.append(node)
-            if node.op is Ops.BUFFER:
-                arg = (node.arg.device, node.arg.dtype, node.arg.size)
-            elif node.op is Ops.DETACH:  # its arg only tells nodes apart (an assign's number)
-                arg = None
-            else:
-                arg = arg_key(node.arg)
-            parts.append((node.op, node.dtype, arg, tuple(map(position.__getitem__, node.src)),
-                          is_loaded(node)))
-    return (tuple(parts), tuple(position[t] for t in targets)), order
+class Walk:
+    """The graph below some targets, walked once (see the module's docstring): its nodes in
+    order, the position of each, and each one's part of the key. Targets added later continue
+    the same walk (a deferred check's nodes, found among the nodes walked: realize.schedule),
+    so every node is listed once in all."""
+
+    def __init__(self, is_loaded: Callable[[UOp], bool]) -> None:
+        self.is_loaded = is_loaded
+        self.targets: list[UOp] = []
+        self.order: list[UOp] = []
+        self.position: dict[UOp, int] = {}
+        self.loaded: list[bool] = []  # (is_loaded of each node, in order)
+        self._parts: list[tuple[Any, ...]] = []
+        self._seen: set[UOp] = set()  # (shared: a node under several targets is walked once)
+
+    def add(self, targets: Iterable[UOp]) -> None:
+        """Walk the graph below targets (what is not walked yet), and make them targets."""
+        order, position, parts, loaded = self.order, self.position, self._parts, self.loaded
+        for target in targets:
+            self.targets.append(target)
+            for node in target.toposort(seen=self._seen):
+                position[node] = len(order)
+                order.append(node)
+                if node.op is Ops.BUFFER:
+                    arg = (node.arg.device, node.arg.dtype, node.arg.size)
+                elif node.op is Ops.DETACH:  # its arg only tells nodes apart (an assign's number)
+                    arg = None
+                else:
+                    arg = arg_key(node.arg)
+                loaded.append(self.is_loaded(node))
+                parts.append((node.op, node.dtype, arg,
+                              tuple(map(position.__getitem__, node.src)), loaded[-1]))
+
+    def key(self) -> tuple[Any, ...]:
+        """The structure: every node's part, and the targets' positions."""
+        return (tuple(self._parts), tuple(self.position[t] for t in self.targets))
+
+    def computed(self) -> set[UOp]:
+        """The nodes a schedule of the targets computes or loads: the targets, and the sources
+        of each one computed (what is below a loaded node is not computed again)."""
+        live = set(self.targets)
+        for node, loaded in zip(reversed(self.order), reversed(self.loaded)):
+            if not loaded and node in live:
+                live.update(node.src)
+        return live
 
 
 def scheduler_code() -> tuple[Any, ...]:
