@@ -125,7 +125,7 @@ class dtypes:
         for v in values:
             if not -2 ** 63 <= v < 2 ** 63:
                 raise ValueError(f"Overflow when unpacking long long: {v} does not fit in int64")
-        lo, hi = np.iinfo(dtypes.default_int.np).min, np.iinfo(dtypes.default_int.np).max
+        lo, hi = _int_range(dtypes.default_int)
         return dtypes.default_int if all(lo <= v <= hi for v in values) else dtypes.int64
 
     @staticmethod
@@ -207,6 +207,14 @@ _BAREBONES = frozenset({"uint16", "uint32", "uint64"})
 def torch_name(dt: DType) -> str:
     """The name torch's error messages give a dtype ("Float" for float32)."""
     return _TORCH_NAMES.get(dt.name, dt.name)
+
+
+@functools.cache
+def _int_range(dt: DType) -> tuple[int, int]:
+    """The smallest and largest value of an int dtype (np.iinfo made once per dtype: a scalar
+    operand asks for every op)."""
+    info = np.iinfo(dt.np)
+    return int(info.min), int(info.max)
 
 
 def category(dt: DType) -> int:

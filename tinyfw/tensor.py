@@ -242,9 +242,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return self._is_leaf
 
     def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
-        """A new tensor for uop, requiring grad when it is a float and any source does."""
-        out = Tensor(uop)
-        if uop.dtype.is_float and any(s.requires_grad for s in (self, *sources)):
+        """A new tensor for uop, requiring grad when it is a float and self or a source does."""
+        # (made as Tensor(uop) makes it, without the checks of data its __init__ starts with:
+        # every op's result is made here)
+        out = Tensor.__new__(Tensor)
+        out.uop, out.grad, out._requires_grad, out._is_leaf, out._view = uop, None, None, True, None
+        if uop.dtype.is_float and (self._requires_grad or any(s._requires_grad for s in sources)):
             out._requires_grad, out._is_leaf = True, False
         return out
 
@@ -458,9 +461,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             raise RuntimeError("element 0 of tensors does not require grad and does not have a "
                                "grad_fn")
         root_grad = self._root_grad(gradient)
-        in_graph = set(self.uop.toposort())
-        leaves = [t for t in list(Tensor._grad_leaves.values())
-                  if any(p in in_graph for p in multi.parts_of(t.uop))]
+        leaves = list(Tensor._grad_leaves.values())
+        if isinstance(self.uop, MultiUOp) or any(isinstance(t.uop, MultiUOp) for t in leaves):
+            in_graph = set(self.uop.toposort())
+            leaves = [t for t in leaves if any(p in in_graph for p in multi.parts_of(t.uop))]
         if isinstance(self.uop, MultiUOp) or any(isinstance(t.uop, MultiUOp) for t in leaves):
             connected = self._connected()
             for t, g in zip(leaves, self._multi_gradients(root_grad, [t.uop for t in leaves])):
@@ -470,9 +474,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 elif t.grad is None and any(p in connected for p in multi.parts_of(t.uop)):
                     t.grad = t.zeros_like()  # reached, but no gradient flows (as above)
             return self
+        # (every leaf is a target: compute_gradient's walk finds the ones in this graph; those
+        # it does not reach get zeros if connected, a walk made only when one is left)
         grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in leaves})
         unreached = [t for t in leaves if t.uop not in grads and t.grad is None]
-        connected = self._connected() if unreached else set()  # (a walk: only when needed)
+        connected = self._connected() if unreached else set()
         for t in leaves:
             if t.uop in grads:
                 g = Tensor(grads[t.uop])
@@ -934,8 +940,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             raise TypeError(f"unsupported operand type: Tensor and {type(other).__name__}")
         # (an operand already of out_dt is used as it is: its cast would be a new tensor of the
         # same node, requiring grad as it does, and is no part of the result)
-        x = self if self.dtype == out_dt else self.cast(out_dt)
-        y = y if y.dtype == out_dt else y.cast(out_dt)
+        x = self if self.dtype is out_dt or self.dtype == out_dt else self.cast(out_dt)
+        y = y if y.dtype is out_dt or y.dtype == out_dt else y.cast(out_dt)
         if reverse:
             x, y = y, x
         shape = broadcast_shape(x.shape, y.shape)

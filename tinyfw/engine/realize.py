@@ -99,6 +99,8 @@ def violation(check: Check, flag: Buffer, value: Buffer | None) -> Exception | N
 def _verify(items: list[ScheduleItem]) -> None:
     """After a schedule ran: raise the error of the first violated check it computed. The nodes
     it computed are forgotten first, so a later realize computes (and checks) them again."""
+    if not _check_of:  # (no check exists anywhere: nothing to look up)
+        return
     for item in items:
         check = check_of(item.output)
         if check is None or item.output not in _computed:
@@ -272,8 +274,9 @@ def launch(item: ScheduleItem, out: Buffer, inputs: list[Buffer],
     if item.ast is None:
         out.copyin(inputs[0].numpy())
     else:
-        compiled = compiled or _launched.get(item) or get_program(item)
-        _launched[item] = compiled
+        if compiled is None:  # (remembered for the next launch of item: a TinyJit's replay)
+            compiled = _launched.get(item) or get_program(item)
+            _launched[item] = compiled
         Device[item.device].run(compiled.runner, item, out, inputs)
 
 

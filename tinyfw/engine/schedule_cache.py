@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from tinyfw.engine.program import code_identity
 from tinyfw.engine.schedule import ScheduleItem, create_schedule
-from tinyfw.uop.ops import Ops, UOp, arg_key
+from tinyfw.uop.ops import UOp
 
 MAX_ENTRIES = 512  # graphs remembered; the oldest is forgotten past this
 SCHEDULER_MODULES = ("tinyfw.engine.schedule", "tinyfw.shape.view")  # (their exercises)
@@ -76,20 +76,14 @@ class Walk:
     def add(self, targets: Iterable[UOp]) -> None:
         """Walk the graph below targets (what is not walked yet), and make them targets."""
         order, position, parts, loaded = self.order, self.position, self._parts, self.loaded
+        is_loaded, seen = self.is_loaded, self._seen
         for target in targets:
             self.targets.append(target)
-            for node in target.toposort(seen=self._seen):
+            for node in target.toposort(seen=seen):
                 position[node] = len(order)
                 order.append(node)
-                if node.op is Ops.BUFFER:
-                    arg = (node.arg.device, node.arg.dtype, node.arg.size)
-                elif node.op is Ops.DETACH:  # its arg only tells nodes apart (an assign's number)
-                    arg = None
-                else:
-                    arg = arg_key(node.arg)
-                loaded.append(self.is_loaded(node))
-                parts.append((node.op, node.dtype, arg,
-                              tuple(map(position.__getitem__, node.src)), loaded[-1]))
+                loaded.append(flag := is_loaded(node))
+                parts.append((node.part, tuple([position[s] for s in node.src]), flag))
 
     def key(self) -> tuple[Any, ...]:
         """The structure: every node's part, and the targets' positions."""

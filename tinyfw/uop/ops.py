@@ -7,7 +7,7 @@ import weakref
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterator
 from enum import Enum, auto
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tinyfw.dtype import DType, dtypes, round_float, wrap_int
 from tinyfw.helpers import prod
@@ -98,18 +98,31 @@ class _HashConsed(type):
     The nodes are held weakly: key -> a weak reference to the node, whose entry goes when the
     node does (a WeakValueDictionary, written out: its get and set are Python calls, and every
     node made goes through both)."""
-    cache: dict[tuple[Any, ...], weakref.KeyedRef] = {}
+    cache: dict[tuple[Any, ...], _NodeRef] = {}
 
     def __call__(cls, op: Ops, dtype: DType, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
-        key = (op, dtype, src, arg_key(arg))
+        keyed_arg = arg if type(arg) in _KEYED_AS_IS else arg_key(arg)
+        key = (op, dtype, src, keyed_arg)
         if (ref := _HashConsed.cache.get(key)) is not None and (found := ref()) is not None:
             return found
-        node = super().__call__(op, dtype, src, arg)
-        _HashConsed.cache[key] = weakref.KeyedRef(node, _forget_node, key)
+        node = _made(op, dtype, src, arg, keyed_arg)
+        ref = _NodeRef(node, _forget_node)
+        ref.key = key
+        _HashConsed.cache[key] = ref
         return node
 
 
-def _forget_node(ref: weakref.KeyedRef, cache: dict[tuple[Any, ...], weakref.KeyedRef]
+_KEYED_AS_IS = frozenset({type(None), int, str, tuple})  # (arg_key gives these back as they are)
+
+
+class _NodeRef(weakref.ref["UOp"]):
+    """A weak reference to a node, with the node's key in the cache (weakref.KeyedRef, with its
+    Python __new__ and __init__, cost a third of making a node)."""
+    __slots__ = ("key",)
+    key: tuple[Any, ...]
+
+
+def _forget_node(ref: _NodeRef, cache: dict[tuple[Any, ...], _NodeRef]
                  = _HashConsed.cache, remove: Callable[..., None] = _remove_dead_weakref) -> None:
     """A node has gone: drop its entry, unless a new node of the same key has taken it."""
     # (remove, in C, deletes the entry only if it still holds a dead reference. The cache and
@@ -121,29 +134,25 @@ def _forget_node(ref: weakref.KeyedRef, cache: dict[tuple[Any, ...], weakref.Key
 class UOp(metaclass=_HashConsed):
     """One node of the lazy graph: an op applied to source nodes, with a dtype and an argument.
     Nodes are immutable and compared by identity, which hash-consing makes structural."""
-    __slots__ = ("op", "dtype", "src", "arg", "device", "shape", "__weakref__")
+    __slots__ = ("op", "dtype", "src", "arg", "device", "shape", "part", "__weakref__")
     op: Ops
     dtype: DType
     src: tuple[UOp, ...]
     arg: Any
     device: str  # where its value lives (worked out once: graphs can be very deep)
     shape: tuple[int, ...]
+    # what tells this node apart in a graph's structure, besides its sources (the schedule
+    # cache's key, tinyfw/engine/schedule_cache.py): its op, dtype and argument, a buffer as its
+    # device, dtype and size (not which buffer), a DETACH without its argument (a number that
+    # only keeps an assigned value a node of its own)
+    part: tuple[Any, ...]
 
-    def __init__(self, op: Ops, dtype: DType, src: tuple[UOp, ...] = (), arg: Any = None):
-        # (set through object.__setattr__: this class's own refuses once the node is made)
-        init = object.__setattr__
-        init(self, "op", op)
-        init(self, "dtype", dtype)
-        init(self, "src", src)
-        init(self, "arg", arg)
-        init(self, "device", arg if op is Ops.DEVICE or op is Ops.COPY else
-             arg.device if op is Ops.BUFFER else src[0].device if src else "")
-        init(self, "shape", infer_shape(op, src, arg))
+    if TYPE_CHECKING:  # (the signature of UOp(...): _HashConsed.__call__ makes the node)
+        def __init__(self, op: Ops, dtype: DType, src: tuple[UOp, ...] = (),
+                     arg: Any = None) -> None: ...
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "shape"):  # set last in __init__, after which the node is frozen
-            raise AttributeError("UOp is immutable")
-        object.__setattr__(self, name, value)
+        raise AttributeError("UOp is immutable")
 
     def __reduce__(self):
         return UOp, (self.op, self.dtype, self.src, self.arg)
@@ -344,6 +353,27 @@ def _make_const(value: float | int | bool, dtype: DType, device: str,
         value = round_float(float(value), dtype)
     node = UOp(Ops.CONST, dtype, (device_node(device),), value)
     return node.reshape((1,) * len(shape)).expand(tuple(shape))
+
+
+class _NewUOp(UOp):
+    """A node being made: UOp's very layout, with fields that can be set. _made fills one in and
+    makes it a UOp, frozen from then on. (Plain stores, where UOp's own __setattr__ would need
+    object.__setattr__ for each field: making nodes is most of building a graph.)"""
+    __slots__ = ()
+    __setattr__ = object.__setattr__  # type: ignore[assignment]
+
+
+def _made(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, keyed_arg: Any) -> UOp:
+    """A new node (_HashConsed makes each distinct one once, through here)."""
+    node = object.__new__(_NewUOp)
+    node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
+    node.device = (arg if op is Ops.DEVICE or op is Ops.COPY else
+                   arg.device if op is Ops.BUFFER else src[0].device if src else "")
+    node.part = (op, dtype, (arg.device, arg.dtype, arg.size) if op is Ops.BUFFER
+                 else None if op is Ops.DETACH else keyed_arg)
+    node.shape = infer_shape(op, src, arg)
+    node.__class__ = UOp  # type: ignore[assignment]
+    return node
 
 
 def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
