@@ -32,6 +32,9 @@ class Buffer:
         assert base is None or (base.base is None and base.device == device and
                                 base.dtype == dtype and base.size >= size), "a bad base"
         self._opaque: Any = None
+        # where the memory is the host's (a numpy array): its address, once a launch asked for
+        # it (numpy's .ctypes.data costs about a microsecond each time; tinyfw/runtime/ops_cpu.py)
+        self.address: int | None = None
         if initial is not None:
             self.copyin(initial)
 

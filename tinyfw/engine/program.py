@@ -306,16 +306,28 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
     or built with the others of its device together (compile_together: one C compiler run for
     the CPU device's new kernels; Runtime.load_many: CL builds them all as one OpenCL program,
     paying the platform's cost per program once). PASSES as get_program runs them, with
-    compile_source and load_program done for all the kernels of a device at once."""
-    builds: list[Build | None] = []
+    compile_source and load_program done for all the kernels of a device at once. A kernel
+    that got its program before, under the same setting (program_setting), gets it again
+    without the passes."""
+    results: list[CompiledKernel | None] = []
+    builds: list[tuple[int, Build]] = []
     waiting: dict[str, list[Build]] = {}
     identities: dict[str, dict[Any, tuple[Any, ...]]] = {}  # per device
+    settings: dict[str, tuple[Any, ...]] = {}  # per device
     for item in items:
         if item.ast is None or item.output.numel == 0:
-            builds.append(None)
+            results.append(None)
             continue
-        build = Build(item, Device[item.device], identities=identities.setdefault(item.device, {}))
-        builds.append(build)
+        device = Device[item.device]
+        shared = identities.setdefault(item.device, {})
+        if (setting := settings.get(item.device)) is None:
+            setting = settings[item.device] = program_setting(device)
+        if (found := _found_before(item, device, setting, shared)) is not None:
+            results.append(found)
+            continue
+        build = Build(item, device, identities=shared)
+        builds.append((len(results), build))
+        results.append(None)
         for step in PASSES[:PASSES.index(compile_source)]:
             step(build)
             if build.result is not None:
@@ -324,14 +336,73 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
             waiting.setdefault(item.device, []).append(build)
     for loading in waiting.values():
         compile_together(loading)
-    for device, loading in waiting.items():
+    for device_name, loading in waiting.items():
         kernels = [(b.kernel.name, b.binary, len(b.program.params)) for b in loading
                    if b.kernel is not None and b.program is not None]
-        for build, runner in zip(loading, Device[device].load_many(kernels)):
+        for build, runner in zip(loading, Device[device_name].load_many(kernels)):
             _keep(build, runner)
-    # (a kernel twice in the schedule was built once: the second finds it in the cache now)
-    return [b.result or cache.get(b.key) if b is not None and b.key is not None else None
-            for b in builds]
+    for index, build in builds:
+        # (a kernel twice in the schedule was built once: the second finds it in the cache now)
+        assert build.key is not None
+        program = results[index] = build.result or cache[build.key]
+        _remember(build.item, program, settings[build.item.device], build.identities)
+    return results
+
+
+def program_setting(device: Runtime) -> tuple[Any, ...]:
+    """What a kernel's program depends on besides the kernel and the device's renderer,
+    compiler and program class: NOOPT, BEAM and FMA, the device and its cores, PASSES and the
+    passes' functions (all of find_built's key but the AST, the optimizations and the parts'
+    code, and what chooses the optimizations)."""
+    return (optimizing(), beam_width(), fusing(), device, device.name, device.cores, PASSES, lower,
+            lower_optimized, lower_workgroups, fuse_multiply_adds, emulate_dtypes,
+            hand_coded_optimizations, apply_opts)
+
+
+# The program each kernel (AST, name and device) got last, with what it was found under: the
+# setting, the compiler and the code identities of the device's parts. (An eager op or a
+# training step runs the same kernels again and again: comparing these is cheaper than the
+# passes and find_built's key.)
+Found = tuple[tuple[Any, ...], Any, tuple[Any, ...], CompiledKernel]
+_found: weakref.WeakKeyDictionary[UOp, dict[tuple[str, str], Found]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _parts(device: Runtime, compiler: Any,
+           identities: dict[Any, tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The code identities of the device's renderer, this compiler and the program class (kept
+    in identities for the schedule's other kernels)."""
+    if (parts := identities.get(compiler)) is None:
+        parts = (code_identity(device.renderer), code_identity(compiler),
+                 code_identity(device.program))
+        identities[compiler] = parts
+    return parts
+
+
+def _found_before(item: ScheduleItem, device: Runtime, setting: tuple[Any, ...],
+                  identities: dict[Any, tuple[Any, ...]]) -> CompiledKernel | None:
+    """The program item's kernel got last, if it got it under the same setting, from the same
+    compiler and parts' code (forget drops what is remembered with the programs)."""
+    assert item.ast is not None
+    last = _found.get(item.ast, {}).get((item.name, item.device))
+    if last is None:
+        return None
+    old_setting, old_compiler, old_parts, program = last
+    compiler = device.compiler_for(program.kernel)
+    if (old_setting != setting or compiler is not old_compiler
+            or _parts(device, compiler, identities) != old_parts):
+        return None
+    return program
+
+
+def _remember(item: ScheduleItem, program: CompiledKernel, setting: tuple[Any, ...],
+              identities: dict[Any, tuple[Any, ...]]) -> None:
+    """Keep the program item's kernel got, for _found_before."""
+    assert item.ast is not None
+    device = Device[item.device]
+    compiler = device.compiler_for(program.kernel)
+    _found.setdefault(item.ast, {})[(item.name, item.device)] = (
+        setting, compiler, _parts(device, compiler, identities), program)
 
 
 def compile_together(builds: list[Build]) -> None:
@@ -363,3 +434,4 @@ def forget(device: str | None = None) -> None:
     """Drop the programs built for a device (every device: None), so the next are built again."""
     for key in [k for k, p in cache.items() if device is None or p.device == device]:
         del cache[key]
+    _found.clear()

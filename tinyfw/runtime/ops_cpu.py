@@ -322,6 +322,13 @@ _loaded: OrderedDict[CPUProgram, None] = OrderedDict()
 _lock = threading.Lock()
 
 
+def address_of(buffer: Buffer) -> int:
+    """The address of a buffer's memory (a numpy array on this device), kept on the buffer."""
+    if buffer.address is None:
+        buffer.address = int(buffer.ensure_allocated().ctypes.data)
+    return buffer.address
+
+
 def loaded_libraries() -> int:
     """How many kernel libraries this process has loaded now."""
     with _lock:
@@ -462,6 +469,9 @@ class CPURuntime(Runtime):
     def run(self, program: CPUProgram, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
         # an input on another device is read through a host view: no copy where its memory is
         # a numpy array already (NUMPY), a host copy otherwise
+        if not program.threaded and all(b.device == out.device for b in inputs):
+            program.call(*[ctypes.c_void_p(address_of(b)) for b in (out, *inputs)])
+            return
         arrays = [out.ensure_allocated()] + [b.ensure_allocated() if b.device == out.device
                                              else b.host_view() for b in inputs]
         if not program.threaded:
