@@ -203,11 +203,7 @@ def find_built(build: Build) -> None:
     # is found, the passes below do not run.
     device, kernel = build.device, build.kernel
     assert kernel is not None
-    compiler = device.compiler_for(kernel)
-    if (parts := build.identities.get(compiler)) is None:
-        parts = (code_identity(device.renderer), code_identity(compiler),
-                 code_identity(device.program))
-        build.identities[compiler] = parts
+    parts = _parts(device, device.compiler_for(kernel), build.identities)
     build.key = (device.name, kernel.ast, kernel.name, build.opts, lower, lower_optimized,
                  lower_workgroups, fuse_multiply_adds, fusing(), emulate_dtypes, *parts)
     build.result = cache.get(build.key)
@@ -345,7 +341,7 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
         # (a kernel twice in the schedule was built once: the second finds it in the cache now)
         assert build.key is not None
         program = results[index] = build.result or cache[build.key]
-        _remember(build.item, program, settings[build.item.device], build.identities)
+        _remember(build, program, settings[build.item.device])
     return results
 
 
@@ -395,14 +391,13 @@ def _found_before(item: ScheduleItem, device: Runtime, setting: tuple[Any, ...],
     return program
 
 
-def _remember(item: ScheduleItem, program: CompiledKernel, setting: tuple[Any, ...],
-              identities: dict[Any, tuple[Any, ...]]) -> None:
-    """Keep the program item's kernel got, for _found_before."""
+def _remember(build: Build, program: CompiledKernel, setting: tuple[Any, ...]) -> None:
+    """Keep the program the build's kernel got, for _found_before."""
+    item, device = build.item, build.device
     assert item.ast is not None
-    device = Device[item.device]
     compiler = device.compiler_for(program.kernel)
     _found.setdefault(item.ast, {})[(item.name, item.device)] = (
-        setting, compiler, _parts(device, compiler, identities), program)
+        setting, compiler, _parts(device, compiler, build.identities), program)
 
 
 def compile_together(builds: list[Build]) -> None:
