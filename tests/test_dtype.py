@@ -239,3 +239,20 @@ def test_int_pow_stays_int() -> None:
     assert (x ** 10).dtype == dtypes.int32 and (x ** 10).tolist() == [1024, 59049]
     assert (2 ** x).dtype == dtypes.int32 and (2 ** x).tolist() == [4, 8]
     assert (x ** x).dtype == dtypes.int32 and (x ** x).tolist() == [4, 27]
+
+
+def test_each_dtype_exists_once() -> None:
+    """Equal dtypes are one object (so == and hash are identity's, in C): made again, loaded
+    from a pickle, copied or replaced with the same fields, a dtype is the one of dtypes."""
+    import copy
+    import dataclasses
+    import pickle
+    from tinyfw.dtype import VectorDType
+    assert DType("float32", 4, "f") is dtypes.float32
+    assert DType(name="int8", itemsize=1, kind="i") is dtypes.int8
+    assert pickle.loads(pickle.dumps(dtypes.bfloat16)) is dtypes.bfloat16
+    assert copy.deepcopy(dtypes.bool) is dtypes.bool
+    assert dataclasses.replace(dtypes.float16) is dtypes.float16
+    vector = VectorDType.of(dtypes.float32, 4)
+    assert VectorDType.of(dtypes.float32, 4) is vector and vector != dtypes.float32
+    assert {dtypes.float32: 1}[DType("float32", 4, "f")] == 1

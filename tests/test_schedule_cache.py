@@ -109,3 +109,57 @@ def test_a_training_step_with_assigns_is_scheduled_once(monkeypatch: pytest.Monk
     again, _ = train(5)
     for p, q in zip(params, again):
         np.testing.assert_array_equal(p, q)
+
+
+def test_an_eager_op_again_over_the_same_tensors_is_found_without_a_walk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`x + 1` realized again (a new node over the same sources) takes the first one's kernel
+    without walking the graph, and gives the values of the tensors as they are now."""
+    x = Tensor(np.arange(6, dtype=np.float32)).realize()
+    np.testing.assert_array_equal((x + 1).numpy(), np.arange(6) + 1)
+    walks: list[int] = []
+    monkeypatch.setattr(schedule_cache.Walk, "add",
+                        lambda self, targets: walks.append(1) or None)  # (a walk is an error)
+    hits = counts()[0]
+    for _ in range(3):
+        np.testing.assert_array_equal((x + 1).numpy(), np.arange(6) + 1)
+    assert walks == [] and counts()[0] - hits == 3
+    monkeypatch.undo()
+    x.assign(Tensor(np.full(6, 5, np.float32))).realize()  # (x is another buffer now)
+    np.testing.assert_array_equal((x + 1).numpy(), np.full(6, 6))
+
+
+def test_an_eager_op_over_a_value_that_may_be_computed_later_walks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below `h + 1`, h is computed from x and not yet realized: once it is, the kernel must
+    load it rather than compute it, so such a node's schedule is never found without a walk."""
+    from tinyfw.uop.ops import Ops
+    x = Tensor(RNG.standard_normal(8).astype(np.float32), requires_grad=True)
+    h = (x * 3).exp()  # (requires grad: realize keeps its node, the node gets a buffer)
+
+    def exps(t: Tensor) -> int:
+        return sum(n.op is Ops.TRUNC for item in t.schedule() for n in item.ast.toposort())
+    expected = np.exp(x.numpy().astype(np.float64) * 3) + 1
+    np.testing.assert_allclose((h + 1).numpy(), expected, rtol=1e-5)
+    assert exps(h + 1) > 0
+    h.realize()
+    assert exps(h + 1) == 0
+    np.testing.assert_allclose((h + 1).numpy(), expected, rtol=1e-5)
+
+
+def test_an_eager_op_with_a_deferred_check_checks_every_time() -> None:
+    """While a deferred check exists (an integer division by a tensor holding a zero), no
+    schedule is found without a walk: the check is computed, and raises, at every realize."""
+    a = Tensor(np.array([4, 5, 6], np.int32)).realize()
+    b = Tensor(np.array([2, 0, 3], np.int32)).realize()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            (a // b).realize()
+
+
+def test_an_eager_op_after_a_swapped_scheduler_function_schedules_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    x = Tensor(np.ones(4, np.float32)).realize()
+    (x * 2).realize()
+    monkeypatch.setattr(engine_schedule, "kernel_name", lambda ast: "renamed")
+    assert [item.name for item in (x * 2).schedule()] == ["renamed"]

@@ -6,30 +6,36 @@ import functools
 import math
 import struct
 from dataclasses import dataclass, fields
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
 
-@dataclass(frozen=True, order=False)
-class DType:
-    """A scalar type: its name, size in bytes and kind ('b' bool, 'i' int, 'u' uint, 'f' float)."""
+class _Interned(type):
+    """Makes each distinct dtype once: DType("float32", 4, "f") is dtypes.float32. Equal dtypes
+    being one object, a dtype is compared and hashed by identity, in C (every node made hashes
+    its dtype, in the hash-consing key)."""
+    _made: dict[tuple[Any, ...], Any] = {}
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        made = super().__call__(*args, **kwargs)
+        key = (cls, *(getattr(made, f.name) for f in fields(made)))
+        return _Interned._made.setdefault(key, made)
+
+
+@dataclass(frozen=True, eq=False)
+class DType(metaclass=_Interned):
+    """A scalar type: its name, size in bytes and kind ('b' bool, 'i' int, 'u' uint, 'f' float).
+    Each distinct one exists once (see _Interned), so == is identity."""
     name: str
     itemsize: int
     kind: str
 
-    def __post_init__(self) -> None:
-        # every node made hashes its dtype (the hash-consing key): the hash is worked out once
-        object.__setattr__(self, "_hash", hash((self.name, self.itemsize, self.kind)))
-
-    def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined]
-
     def __reduce__(self) -> tuple[type, tuple]:
-        """Pickled as its fields: the cached hash is this process's, made again on loading."""
+        """Pickled as its fields (loading makes it through _Interned: the same object again)."""
         return type(self), tuple(getattr(self, field.name) for field in fields(self))
 
-    @property
+    @functools.cached_property
     def np(self) -> np.dtype:
         """The numpy dtype with the same bits (bfloat16's comes from ml_dtypes, made for it)."""
         if self.name == "bfloat16":
@@ -56,7 +62,7 @@ class DType:
         return f"dtypes.{self.name}"
 
 
-@dataclass(frozen=True, order=False)
+@dataclass(frozen=True, eq=False)
 class VectorDType(DType):
     """count values of a scalar dtype held and computed together (chapter 11's UPCAST, on a
     renderer with vector types): float32x8 is 8 float32s in one SIMD register."""
@@ -246,5 +252,8 @@ def promote_types(a: DType, b: DType) -> DType:
 def scalar_result_type(tensor_dtype: DType, scalar: object) -> DType:
     """The result dtype of a tensor combined with a Python scalar: the scalar only wins when it is
     of a higher category (an int tensor times 2.5 is float32, times 2 stays int)."""
+    if tensor_dtype.kind == "f" and (type(scalar) is float or type(scalar) is int
+                                     and -2 ** 63 <= scalar < 2 ** 63):  # (most ops: first)
+        return tensor_dtype
     sd = dtypes.from_py(scalar)
     return sd if category(sd) > category(tensor_dtype) else tensor_dtype

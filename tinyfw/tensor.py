@@ -241,13 +241,21 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """False only for tensors computed from tensors that require grad."""
         return self._is_leaf
 
-    def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
-        """A new tensor for uop, requiring grad when it is a float and self or a source does."""
-        # (made as Tensor(uop) makes it, without the checks of data its __init__ starts with:
-        # every op's result is made here)
+    @staticmethod
+    def _of(uop: UOp) -> Tensor:
+        """Tensor(uop), made without the checks of data its __init__ starts with (every op's
+        result is made here)."""
         out = Tensor.__new__(Tensor)
         out.uop, out.grad, out._requires_grad, out._is_leaf, out._view = uop, None, None, True, None
-        if uop.dtype.is_float and (self._requires_grad or any(s._requires_grad for s in sources)):
+        return out
+
+    def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
+        """A new tensor for uop, requiring grad when it is a float and self or a source does."""
+        out = Tensor._of(uop)
+        requires = self._requires_grad
+        for source in sources:  # (a loop: most results have one or two sources, none requiring)
+            requires = requires or source._requires_grad
+        if requires and uop.dtype.is_float:
             out._requires_grad, out._is_leaf = True, False
         return out
 
@@ -271,12 +279,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         `Tensor.realize(a, b)`: work they share is done once); returns self. Tensors that need a
         graph for backward keep it."""
         tensors = (self, *others)
-        items = realize.schedule(*(p for t in tensors for p in multi.parts_of(t.uop)))
+        items = realize.schedule(*[p for t in tensors for p in multi.parts_of(t.uop)])
         if items:  # (all computed before: nothing to run)
             realize.run_schedule(items)
         for t in tensors:
             # computed above: a buffer view, nothing more to run
-            if isinstance(t.uop, MultiUOp):
+            if type(t.uop) is MultiUOp:
                 node = cast(UOp, MultiUOp([realize.realize(p) for p in t.uop.parts], t.uop.axis))
             else:
                 node = realize.realize(t.uop)
@@ -934,14 +942,16 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             other = other.item() if isinstance(other, np.generic) else other
             out_dt = dtype or scalar_result_type(self.dtype, other)
             # made at self's shape at once (the graph is the same as broadcasting it after)
-            y = Tensor(self.uop.const_like(other, out_dt) if isinstance(self.uop, MultiUOp)
-                       else const(other, out_dt, self.device, self.shape))
+            y = Tensor._of(self.uop.const_like(other, out_dt) if isinstance(self.uop, MultiUOp)
+                           else const(other, out_dt, self.device, self.shape))
+            x = self if self.dtype is out_dt else self.cast(out_dt)
+            return (y, x) if reverse else (x, y)
         else:
             raise TypeError(f"unsupported operand type: Tensor and {type(other).__name__}")
         # (an operand already of out_dt is used as it is: its cast would be a new tensor of the
         # same node, requiring grad as it does, and is no part of the result)
-        x = self if self.dtype is out_dt or self.dtype == out_dt else self.cast(out_dt)
-        y = y if y.dtype is out_dt or y.dtype == out_dt else y.cast(out_dt)
+        x = self if self.dtype is out_dt else self.cast(out_dt)
+        y = y if y.dtype is out_dt else y.cast(out_dt)
         if reverse:
             x, y = y, x
         shape = broadcast_shape(x.shape, y.shape)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from tinyfw.codegen.lower import Program, lower
 from tinyfw.device import Device, Runtime
 from tinyfw.dtype import DType
 from tinyfw.engine.debug import debug_level, print_pass
+from tinyfw.engine.guard import Guard, getenv, owners_of_code
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.uop.ops import UOp
 
@@ -83,7 +85,7 @@ cache: dict[tuple[Any, ...], CompiledKernel] = {}
 def beam_width() -> int:
     """$BEAM: the width of the search (0: no search, the hand-coded optimizations). The search
     (engine/beam.py) is imported only when it runs."""
-    return int(os.getenv("BEAM", "0") or 0)
+    return int(getenv("BEAM", "0") or 0)
 
 
 def code_identity(part: Any) -> tuple[Any, ...]:
@@ -177,12 +179,12 @@ def optimize(build: Build) -> None:
 
 def fusing() -> bool:
     """Whether optimized kernels get fused multiply-adds: not with FMA=0."""
-    return os.getenv("FMA", "1") not in ("", "0")
+    return getenv("FMA", "1") not in ("", "0")
 
 
 def optimizing() -> bool:
     """Whether kernels get optimizations: not with NOOPT=1 (chapters 01 to 10 grade without)."""
-    return os.getenv("NOOPT", "0") in ("", "0")
+    return getenv("NOOPT", "0") in ("", "0")
 
 
 def _built(item: ScheduleItem, kernel: Kernel, opts: tuple[Any, ...]) -> CompiledKernel:
@@ -309,19 +311,16 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
     builds: list[tuple[int, Build]] = []
     waiting: dict[str, list[Build]] = {}
     identities: dict[str, dict[Any, tuple[Any, ...]]] = {}  # per device
-    settings: dict[str, tuple[Any, ...]] = {}  # per device
+    stamps: dict[tuple[str, int], tuple[Any, ...]] = {}  # per device and compiler
     for item in items:
-        if item.ast is None or item.output.numel == 0:
+        if item.ast is None or 0 in item.output.shape:  # (a copy, or an empty output)
             results.append(None)
             continue
-        device = Device[item.device]
-        shared = identities.setdefault(item.device, {})
-        if (setting := settings.get(item.device)) is None:
-            setting = settings[item.device] = program_setting(device)
-        if (found := _found_before(item, device, setting, shared)) is not None:
+        if (found := _found_before(item, stamps)) is not None:
             results.append(found)
             continue
-        build = Build(item, device, identities=shared)
+        device = Device[item.device]
+        build = Build(item, device, identities=identities.setdefault(item.device, {}))
         builds.append((len(results), build))
         results.append(None)
         for step in PASSES[:PASSES.index(compile_source)]:
@@ -341,7 +340,7 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
         # (a kernel twice in the schedule was built once: the second finds it in the cache now)
         assert build.key is not None
         program = results[index] = build.result or cache[build.key]
-        _remember(build, program, settings[build.item.device])
+        _remember(build, program, stamps)
     return results
 
 
@@ -355,11 +354,43 @@ def program_setting(device: Runtime) -> tuple[Any, ...]:
             hand_coded_optimizations, apply_opts)
 
 
-# The program each kernel (AST, name and device) got last, with what it was found under: the
-# setting, the compiler and the code identities of the device's parts. (An eager op or a
-# training step runs the same kernels again and again: comparing these is cheaper than the
-# passes and find_built's key.)
-Found = tuple[tuple[Any, ...], Any, tuple[Any, ...], CompiledKernel]
+def setting_stamp(device: Runtime, compiler: Any) -> tuple[Any, ...]:
+    """What a kernel's program on device, made by compiler, depends on besides the kernel:
+    program_setting, the compiler, the device's own code and parts, the code identities of its
+    renderer, this compiler and its program class. While a guard of everything these are read
+    from holds (os.environ, this module's namespace, each part's and those of its class and
+    bases: guard.py), the tuple of the last time is returned; read anew, it is that same tuple
+    again if equal. So a program remembered with its stamp is still right when the stamp `is`
+    the one now."""
+    key = (id(device), id(compiler))  # (both held in the stamp: their ids stay theirs)
+    last = _stamps.get(key)
+    if last is not None and last[0].holds():
+        return last[1]
+    guard = Guard([os.environ, sys.modules[__name__],
+                   *owners_of_code(device, device.renderer, compiler, device.program)])
+    stamp = (program_setting(device), compiler, code_identity(device),
+             tuple(vars(device).values()), _parts(device, compiler, {}))
+    if last is not None and _equal(last[1], stamp):
+        stamp = last[1]
+    _stamps[key] = (guard, stamp)
+    return stamp
+
+
+_stamps: dict[tuple[int, int], tuple[Guard, tuple[Any, ...]]] = {}
+
+
+def _equal(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """a == b, where a comparison that fails (an array's) counts as unequal."""
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+# The program each kernel (AST, name and device) got last, with its compiler and the
+# setting_stamp it was found under. (An eager op or a training step runs the same kernels again
+# and again: an identity check of the stamp is cheaper than the passes and find_built's key.)
+Found = tuple[Any, tuple[Any, ...], CompiledKernel]
 _found: weakref.WeakKeyDictionary[UOp, dict[tuple[str, str], Found]] = \
     weakref.WeakKeyDictionary()
 
@@ -375,29 +406,35 @@ def _parts(device: Runtime, compiler: Any,
     return parts
 
 
-def _found_before(item: ScheduleItem, device: Runtime, setting: tuple[Any, ...],
-                  identities: dict[Any, tuple[Any, ...]]) -> CompiledKernel | None:
-    """The program item's kernel got last, if it got it under the same setting, from the same
-    compiler and parts' code (forget drops what is remembered with the programs)."""
+def _stamp_of(device: str, compiler: Any,
+              stamps: dict[tuple[str, int], tuple[Any, ...]]) -> tuple[Any, ...]:
+    """setting_stamp(Device[device], compiler), asked once per schedule (kept in stamps)."""
+    if (stamp := stamps.get((device, id(compiler)))) is None:
+        stamp = stamps[(device, id(compiler))] = setting_stamp(Device[device], compiler)
+    return stamp
+
+
+def _found_before(item: ScheduleItem,
+                  stamps: dict[tuple[str, int], tuple[Any, ...]]) -> CompiledKernel | None:
+    """The program item's kernel got last, if nothing it depends on changed since (its stamp is
+    the one now; forget drops what is remembered with the programs)."""
     assert item.ast is not None
-    last = _found.get(item.ast, {}).get((item.name, item.device))
-    if last is None:
+    if (programs := _found.get(item.ast)) is None:
         return None
-    old_setting, old_compiler, old_parts, program = last
-    compiler = device.compiler_for(program.kernel)
-    if (old_setting != setting or compiler is not old_compiler
-            or _parts(device, compiler, identities) != old_parts):
+    if (last := programs.get((item.name, item.device))) is None:
         return None
-    return program
+    compiler, stamp, program = last
+    return program if _stamp_of(item.device, compiler, stamps) is stamp else None
 
 
-def _remember(build: Build, program: CompiledKernel, setting: tuple[Any, ...]) -> None:
+def _remember(build: Build, program: CompiledKernel,
+              stamps: dict[tuple[str, int], tuple[Any, ...]]) -> None:
     """Keep the program the build's kernel got, for _found_before."""
-    item, device = build.item, build.device
+    item = build.item
     assert item.ast is not None
-    compiler = device.compiler_for(program.kernel)
+    compiler = build.device.compiler_for(program.kernel)
     _found.setdefault(item.ast, {})[(item.name, item.device)] = (
-        setting, compiler, _parts(device, compiler, build.identities), program)
+        compiler, _stamp_of(item.device, compiler, stamps), program)
 
 
 def compile_together(builds: list[Build]) -> None:

@@ -5,19 +5,46 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
 from tinyfw.device import Buffer, Device
 from tinyfw.engine.program import CompiledKernel, build_programs, get_program
 from tinyfw.engine.schedule import ScheduleItem
-from tinyfw.engine.schedule_cache import Walk, cached_schedule
+from tinyfw.engine.schedule_cache import Walk, cached_schedule, recent_schedule, remember_recent
 from tinyfw.uop.ops import Ops, UOp
 
-# Lazy nodes already computed, with the buffer holding their value. Nodes are immutable and
-# buffers are never written twice, so a node's value never changes (except where a TinyJit
-# replays the kernels that wrote them: see tinyfw/engine/jit.py).
-_computed: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
+# A lazy node already computed holds the buffer of its value in its `realized` field (and the
+# buffer goes with the node). Nodes are immutable and buffers are never written twice, so a
+# node's value never changes (except where a TinyJit replays the kernels that wrote them: see
+# tinyfw/engine/jit.py, and forget below). Each node given a value is also listed here, weakly,
+# for forget: the list drops the nodes gone or forgotten as it grows. (`realized` is the one
+# field of a node written after it is made: through its slot, past UOp's __setattr__.)
+_set_realized: Callable[[UOp, Any], None] = UOp.__dict__["realized"].__set__
+_realized: list[weakref.ref[UOp]] = []
+_prune_at = 1024
+_prune_lock = threading.Lock()
+
+
+def _remember(node: UOp, buffer: Buffer) -> None:
+    """node's value is in buffer."""
+    _set_realized(node, buffer)
+    _realized.append(weakref.ref(node))
+    if len(_realized) > _prune_at:
+        _computed_nodes()
+
+
+def _computed_nodes() -> list[UOp]:
+    """Every node holding a value now (the list of them pruned on the way)."""
+    global _prune_at
+    with _prune_lock:
+        count = len(_realized)  # (nodes listed meanwhile by another thread stay, after these)
+        alive = {id(node): node for ref in _realized[:count]
+                 if (node := ref()) is not None and node.realized is not None}
+        _realized[:count] = [weakref.ref(node) for node in alive.values()]
+        _prune_at = max(1024, 2 * len(alive))
+        return list(alive.values())
 
 
 # --- deferred checks ---
@@ -103,13 +130,13 @@ def _verify(items: list[ScheduleItem]) -> None:
         return
     for item in items:
         check = check_of(item.output)
-        if check is None or item.output not in _computed:
+        if check is None or item.output.realized is None:
             continue
         value = None if check.value is None else buffer_of(realize(check.value))
-        error = violation(check, _computed[item.output], value)
+        error = violation(check, item.output.realized, value)
         if error is not None:
             for done in items:
-                _computed.pop(done.output, None)
+                _set_realized(done.output, None)
             raise error
 
 
@@ -127,7 +154,7 @@ def is_buffer_view(node: UOp) -> bool:
 def is_realized(node: UOp) -> bool:
     """True when node's value is in a buffer already: a buffer view, or a node computed before
     (else it is still lazy, and buffer_of has nothing to give)."""
-    return is_buffer_view(node) or node in _computed
+    return is_buffer_view(node) or node.realized is not None
 
 
 def is_loaded(node: UOp) -> bool:
@@ -138,24 +165,25 @@ def is_loaded(node: UOp) -> bool:
     is computed again where it is used: nodes are shared (hash-consed), so another graph that
     builds the same constant would otherwise read it from that buffer, not inline it."""
     direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
-    return direct or (node in _computed and bool(buffers_read(node)))
+    return direct or (node.realized is not None and bool(buffers_read(node)))
 
 
 def buffer_of(node: UOp) -> Buffer:
     """The buffer holding node's value; node must be realized (see is_realized)."""
-    if is_buffer_view(node):
-        return _below_reshapes(node).arg
-    if node not in _computed:
+    if (below := _below_reshapes(node)).op is Ops.BUFFER:  # (a buffer view)
+        return below.arg
+    if (buffer := node.realized) is None:
         raise RuntimeError(f"a {node.op.name} node of shape {node.shape} has no buffer yet: "
                            "realize it first")
-    return _computed[node]
+    return buffer
 
 
 def forget(buffers: set[Buffer]) -> None:
     """Forget the nodes computed into these buffers: a TinyJit's replays overwrite them, so a
     later realize must compute such a node again rather than trust the buffer."""
-    for node in [n for n, b in list(_computed.items()) if b in buffers]:
-        del _computed[node]
+    for node in _computed_nodes():
+        if node.realized in buffers:
+            _set_realized(node, None)
 
 
 def forget_readers(buffers: set[Buffer]) -> None:
@@ -163,9 +191,9 @@ def forget_readers(buffers: set[Buffer]) -> None:
     or has changed in place (a TinyJit's state), so a computed value read from it is stale."""
     if not buffers:
         return
-    for node in list(_computed.keys()):
-        if _computed.get(node) in buffers or not buffers.isdisjoint(buffers_read(node)):
-            _computed.pop(node, None)
+    for node in _computed_nodes():
+        if node.realized in buffers or not buffers.isdisjoint(buffers_read(node)):
+            _set_realized(node, None)
 
 
 def buffers_read(node: UOp) -> frozenset[Buffer]:
@@ -199,19 +227,22 @@ listeners: list[Listener] = []
 # Listeners told only of what one thread does: a TinyJit's capture records the kernels its own
 # thread launches, and forbids reads in that thread alone; another thread that realizes or
 # reads tensors meanwhile is none of its business.
-_this_thread = threading.local()
+class _ThreadListeners(threading.local):
+    def __init__(self) -> None:
+        self.listeners: list[Listener] = []  # (each thread starts with none)
+
+
+_this_thread = _ThreadListeners()
 
 
 def thread_listeners() -> list[Listener]:
     """The listeners of the calling thread only (a capture under way in it, if any)."""
-    if not hasattr(_this_thread, "listeners"):
-        _this_thread.listeners = []
     return _this_thread.listeners
 
 
 def active_listeners() -> list[Listener]:
     """Everyone to tell of what the calling thread does: the global listeners, then its own."""
-    return [*listeners, *thread_listeners()]
+    return listeners + _this_thread.listeners
 
 
 def note_assign(tensor: Any) -> None:
@@ -230,12 +261,18 @@ def schedule(*nodes: UOp) -> list[ScheduleItem]:
     """The kernels that realizing nodes would run, in order."""
     # One walk of the graph: it finds the deferred checks under the nodes (and under the
     # checks' own nodes), which are computed with them, and makes the schedule cache's key.
+    if len(nodes) == 1 and not _checks and not is_realized(nodes[0]):  # (an eager op)
+        if (items := recent_schedule(nodes[0])) is not None:
+            return items
     walk = Walk(is_loaded)
     walk.add(n for n in nodes if not is_realized(n))
     taken: set[Check] = set()
     while checks := checks_in(walk, taken):
         walk.add(dict.fromkeys(n for c in checks for n in c.nodes() if not is_loaded(n)))
-    return cached_schedule(walk)
+    items = cached_schedule(walk)
+    if not taken:  # (a schedule with checks is never one found without a walk)
+        remember_recent(walk, items)
+    return items
 
 
 def run_schedule(items: list[ScheduleItem]) -> None:
@@ -245,25 +282,31 @@ def run_schedule(items: list[ScheduleItem]) -> None:
         print_schedule(items)
     # (DEBUG>=3 shows each kernel's passes as get_program runs them, one kernel at a time)
     built = build_programs(items) if level < 3 else [None] * len(items)
-    for number, item in enumerate(items):
+    told = active_listeners()
+    for number, (item, compiled) in enumerate(zip(items, built)):
+        output = item.output
         inputs = [buffer_of(n) for n in item.inputs]
-        out = Buffer(item.device, item.output.numel, item.output.dtype)
-        if item.output.numel == 0:  # nothing to compute (nor to build)
-            _computed[item.output] = out
+        out = Buffer(output.device, output.numel, output.dtype)
+        if out.size == 0:  # nothing to compute (nor to build)
+            _remember(output, out)
             continue
-        # build (or find) the program now, so the time below is the kernel's alone
-        compiled = built[number] or get_program(item) if item.ast is not None else None
-        if level >= 3 and compiled is not None:
-            print_kernel_details(compiled)
-        start = time.perf_counter()
-        launch(item, out, inputs, compiled)
-        if level >= 2:
-            Device[item.device].synchronize()  # a device that queues work (WEBGPU) is done now
+        if item.ast is None:  # a copy
+            launch(item, out, inputs)
+        elif level < 2:  # (the program was found or built above)
+            assert compiled is not None
+            Device[output.device].run(compiled.runner, item, out, inputs)
+        else:  # timed, the program built first (DEBUG>=3: here, its passes printed)
+            compiled = compiled or get_program(item)
+            if level >= 3:
+                print_kernel_details(compiled)
+            start = time.perf_counter()
+            launch(item, out, inputs, compiled)
+            Device[output.device].synchronize()  # a device that queues work (WEBGPU) is done
             in_bytes = sum(b.size * b.dtype.itemsize for b in inputs)
             print_kernel_run(number, item, time.perf_counter() - start, in_bytes)
-        for listener in active_listeners():
+        for listener in told:
             listener.launched(item, out, inputs)
-        _computed[item.output] = out
+        _remember(output, out)
     _verify(items)
 
 
@@ -300,9 +343,9 @@ def share_program(item: ScheduleItem, like: ScheduleItem) -> None:
 
 def realize(node: UOp) -> UOp:
     """A buffer view holding node's value, computing it (and remembering it) if needed."""
-    if not is_buffer_view(node):
-        if node not in _computed:
-            run_schedule(schedule(node))
-        buf = _computed[node]
-        node = UOp(Ops.BUFFER, node.dtype, (), buf).reshape(node.shape)
-    return node
+    if node.op is Ops.BUFFER or is_buffer_view(node):
+        return node
+    if node.realized is None:
+        run_schedule(schedule(node))
+    view = UOp(Ops.BUFFER, node.dtype, (), node.realized)
+    return view if view.shape == node.shape else UOp(Ops.RESHAPE, node.dtype, (view,), node.shape)

@@ -17,14 +17,15 @@ pushes, swapped (a learner's exercise, a test's monkeypatch), schedules again.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping, ValuesView
-from itertools import chain
+import weakref
+from collections.abc import Callable, Iterable
 from types import FunctionType, ModuleType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
+from tinyfw.engine.guard import Guard
 from tinyfw.engine.program import code_identity
 from tinyfw.engine.schedule import ScheduleItem, create_schedule
-from tinyfw.uop.ops import UOp
+from tinyfw.uop.ops import Ops, UOp
 
 MAX_ENTRIES = 512  # graphs remembered; the oldest is forgotten past this
 SCHEDULER_MODULES = ("tinyfw.engine.schedule", "tinyfw.shape.view")  # (their exercises)
@@ -76,14 +77,14 @@ class Walk:
     def add(self, targets: Iterable[UOp]) -> None:
         """Walk the graph below targets (what is not walked yet), and make them targets."""
         order, position, parts, loaded = self.order, self.position, self._parts, self.loaded
-        is_loaded, seen = self.is_loaded, self._seen
+        is_loaded, seen, at = self.is_loaded, self._seen, position.__getitem__
         for target in targets:
             self.targets.append(target)
             for node in target.toposort(seen=seen):
                 position[node] = len(order)
                 order.append(node)
                 loaded.append(flag := is_loaded(node))
-                parts.append((node.part, tuple([position[s] for s in node.src]), flag))
+                parts.append((node.part, tuple(map(at, node.src)), flag))
 
     def key(self) -> tuple[Any, ...]:
         """The structure: every node's part, and the targets' positions."""
@@ -101,53 +102,38 @@ class Walk:
 
 def scheduler_code() -> tuple[Any, ...]:
     """The functions and classes (with their methods) of the scheduler's modules, as they are
-    now. (Worked out again only when a namespace it reads, a module's or one of its classes',
-    holds other objects than last time: see _Read.)"""
+    now. (Worked out again only when a namespace it was read from, a module's or one of its
+    classes', or sys.modules, was written since: see _Read.)"""
     global _last
-    modules = tuple(sys.modules[name] for name in SCHEDULER_MODULES if name in sys.modules)
     last = _last  # (one read of it: another thread may replace it meanwhile)
-    if modules != last.modules or not last.unchanged():
-        _last = last = _read(modules)
+    if last is None or not last.guard.holds():
+        _last = last = _read()
     return last.code
 
 
 class _Read(NamedTuple):
-    """scheduler_code's answer, and what it was read from: the modules, the namespaces looked in
-    (each module's, and those of the classes it defines and of their bases, but builtins', which
-    cannot change) and the objects they held then. Any object set, added or removed in one of
-    them (a learner's function, a method patched onto a class) shows as another object, or
-    another count, there."""
-    modules: tuple[ModuleType, ...]
-    namespaces: tuple[ValuesView[Any], ...]  # (live views of the namespaces' values)
-    held: tuple[Any, ...]
+    """scheduler_code's answer, and a guard of what it was read from: sys.modules (a module
+    imported anew), each module's namespace, and those of the classes it defines and of their
+    bases (but builtins', which cannot change). Any object set, added or removed in one of them
+    (a learner's function, a method patched onto a class) is a write the guard sees."""
+    guard: Guard
     code: tuple[Any, ...]
 
-    def unchanged(self) -> bool:
-        """True when the namespaces hold the objects they held when read. (Compared with ==,
-        which tries identity first: a function or a class is equal only to itself, and what
-        else a module holds is no part of the answer. A comparison that fails, as an array's
-        can, counts as a change.)"""
-        try:
-            return tuple(chain.from_iterable(self.namespaces)) == self.held
-        except Exception:
-            return False
 
-
-def _read(modules: tuple[ModuleType, ...]) -> _Read:
-    """scheduler_code's answer for modules as they are now, with what it was read from."""
-    namespaces: list[Mapping[str, Any]] = [vars(module) for module in modules]
+def _read() -> _Read:
+    """scheduler_code's answer as the modules are now, with a guard of what it was read from."""
+    modules = [sys.modules[name] for name in SCHEDULER_MODULES if name in sys.modules]
+    owners: list[Any] = [sys.modules, *modules]
     for module in modules:
         for value in list(vars(module).values()):
             if isinstance(value, type) and value.__module__ == module.__name__:
-                namespaces += [vars(klass) for klass in value.__mro__
-                               if klass.__module__ != "builtins"]
-    views = tuple(namespace.values() for namespace in namespaces)
-    held = tuple(chain.from_iterable(views))  # (before the code: a change meanwhile is seen)
+                owners += [klass for klass in value.__mro__ if klass.__module__ != "builtins"]
+    guard = Guard(owners)  # (before the code: a change meanwhile is seen)
     code = tuple(_code_of(module) for module in modules)
-    return _Read(modules, views, held, code)
+    return _Read(guard, code)
 
 
-_last = _Read((), (), (), ())
+_last: _Read | None = None
 
 
 def _code_of(module: ModuleType) -> tuple[Any, ...]:
@@ -161,6 +147,71 @@ def _code_of(module: ModuleType) -> tuple[Any, ...]:
     return tuple(out)
 
 
+# --- the same op again, over the same sources ---
+# An eager program realizes one op at a time over tensors computed before: `x + 1` again and
+# again, each time a new node over the very same sources. When a node's sources are the nodes
+# (alive: the same graph below) a node of its kind was scheduled over, and nothing below can
+# have changed whether it is loaded, its schedule is that one's bound to it, found without the
+# walk and its key. Nothing below can change so when every node below is a buffer or one
+# reshape of one (always loaded) or has no buffer below (a constant: never loaded; see
+# realize.is_loaded). Only one-kernel schedules of the node itself are kept so.
+RECENT_ENTRIES = 256
+
+
+class _Recent(NamedTuple):
+    """A node's schedule of one kernel: its sources then, and the scheduler's code then."""
+    sources: tuple[weakref.ref[UOp], ...]
+    code: tuple[Any, ...]
+    ast: UOp | None
+    inputs: tuple[weakref.ref[UOp], ...]  # (nodes below the sources: alive while they are)
+    name: str
+
+
+_recent: dict[tuple[Any, ...], _Recent] = {}
+
+
+def recent_schedule(node: UOp) -> list[ScheduleItem] | None:
+    """The schedule of node if a node of its kind was scheduled over the same sources, alive
+    (see _Recent), under the same scheduler code; else None."""
+    global hits
+    entry = _recent.get(_recent_key(node))
+    if entry is None or entry.code is not scheduler_code():
+        return None
+    for source, now in zip(entry.sources, node.src):
+        if source() is not now:  # (a node gone, and another at its address)
+            return None
+    hits += 1
+    inputs = cast(list[UOp], [ref() for ref in entry.inputs])  # (below the sources: alive)
+    return [ScheduleItem(entry.ast, node, tuple(inputs), entry.name)]
+
+
+def _recent_key(node: UOp) -> tuple[Any, ...]:
+    """node's kind and the addresses of its sources (see recent_schedule)."""
+    return (node.part, *map(id, node.src))
+
+
+def remember_recent(walk: Walk, items: list[ScheduleItem]) -> None:
+    """Keep the schedule of a walk of one target for recent_schedule, if it is one kernel of
+    the target over nodes that stay loaded or not as they are (see above)."""
+    if len(walk.targets) != 1 or len(items) != 1 or items[0].output is not walk.targets[0]:
+        return
+    target = walk.targets[0]
+    has_buffer: list[bool] = []  # (of each node in the walk's order: a buffer below it)
+    for node in walk.order:
+        below = node.op is Ops.BUFFER or any(has_buffer[walk.position[s]] for s in node.src)
+        has_buffer.append(below)
+        direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
+        if below and not direct and node is not target:
+            return
+    item = items[0]
+    _recent[_recent_key(target)] = _Recent(
+        tuple(map(weakref.ref, target.src)), scheduler_code(), item.ast,
+        tuple(map(weakref.ref, item.inputs)), item.name)
+    if len(_recent) > RECENT_ENTRIES:
+        del _recent[next(iter(_recent))]
+
+
 def clear() -> None:
     """Forget every schedule kept."""
     _entries.clear()
+    _recent.clear()

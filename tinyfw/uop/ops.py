@@ -134,7 +134,8 @@ def _forget_node(ref: _NodeRef, cache: dict[tuple[Any, ...], _NodeRef]
 class UOp(metaclass=_HashConsed):
     """One node of the lazy graph: an op applied to source nodes, with a dtype and an argument.
     Nodes are immutable and compared by identity, which hash-consing makes structural."""
-    __slots__ = ("op", "dtype", "src", "arg", "device", "shape", "part", "__weakref__")
+    __slots__ = ("op", "dtype", "src", "arg", "device", "shape", "part", "realized",
+                 "__weakref__")
     op: Ops
     dtype: DType
     src: tuple[UOp, ...]
@@ -146,6 +147,9 @@ class UOp(metaclass=_HashConsed):
     # device, dtype and size (not which buffer), a DETACH without its argument (a number that
     # only keeps an assigned value a node of its own)
     part: tuple[Any, ...]
+    # the buffer holding its value once computed (set by tinyfw/engine/realize.py, the one
+    # field that changes: it goes with the node)
+    realized: Any
 
     if TYPE_CHECKING:  # (the signature of UOp(...): _HashConsed.__call__ makes the node)
         def __init__(self, op: Ops, dtype: DType, src: tuple[UOp, ...] = (),
@@ -372,6 +376,7 @@ def _made(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, keyed_arg: Any)
     node.part = (op, dtype, (arg.device, arg.dtype, arg.size) if op is Ops.BUFFER
                  else None if op is Ops.DETACH else keyed_arg)
     node.shape = infer_shape(op, src, arg)
+    node.realized = None
     node.__class__ = UOp  # type: ignore[assignment]
     return node
 
