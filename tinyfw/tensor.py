@@ -279,7 +279,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         `Tensor.realize(a, b)`: work they share is done once); returns self. Tensors that need a
         graph for backward keep it."""
         tensors = (self, *others)
-        items = realize.schedule(*[p for t in tensors for p in multi.parts_of(t.uop)])
+        nodes = multi.parts_of(self.uop) if not others else \
+            [p for t in tensors for p in multi.parts_of(t.uop)]
+        items = realize.schedule(*nodes)
         if items:  # (all computed before: nothing to run)
             realize.run_schedule(items)
         for t in tensors:
@@ -942,8 +944,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             other = other.item() if isinstance(other, np.generic) else other
             out_dt = dtype or scalar_result_type(self.dtype, other)
             # made at self's shape at once (the graph is the same as broadcasting it after)
-            y = Tensor._of(self.uop.const_like(other, out_dt) if isinstance(self.uop, MultiUOp)
-                           else const(other, out_dt, self.device, self.shape))
+            uop = self.uop
+            y = Tensor._of(uop.const_like(other, out_dt) if type(uop) is MultiUOp
+                           else const(other, out_dt, uop.device, uop.shape))
             x = self if self.dtype is out_dt else self.cast(out_dt)
             return (y, x) if reverse else (x, y)
         else:

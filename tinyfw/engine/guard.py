@@ -116,7 +116,9 @@ def getenv(name: str, default: str = "") -> str:
     if not _environ.holds():
         _environ = Guard([os.environ])
         _env.clear()
-    if name not in _env:
-        _env[name] = os.environ.get(name)
-    value = _env[name]
+    if (value := _env.get(name, _UNREAD)) is _UNREAD:
+        value = _env[name] = os.environ.get(name)
     return default if value is None else value
+
+
+_UNREAD = "(not read yet)"  # (compared by identity: no value read is this object)

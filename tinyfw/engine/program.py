@@ -389,10 +389,10 @@ def _equal(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 # The program each kernel (AST, name and device) got last, with its compiler and the
 # setting_stamp it was found under. (An eager op or a training step runs the same kernels again
-# and again: an identity check of the stamp is cheaper than the passes and find_built's key.)
+# and again: an identity check of the stamp is cheaper than the passes and find_built's key.
+# The ASTs are held as the cache's keys hold them, until forget.)
 Found = tuple[Any, tuple[Any, ...], CompiledKernel]
-_found: weakref.WeakKeyDictionary[UOp, dict[tuple[str, str], Found]] = \
-    weakref.WeakKeyDictionary()
+_found: dict[UOp, dict[tuple[str, str], Found]] = {}
 
 
 def _parts(device: Runtime, compiler: Any,

@@ -74,6 +74,7 @@ _checks: weakref.WeakKeyDictionary[UOp, list[Check]] = weakref.WeakKeyDictionary
 # flag node -> its check, weakly both ways (a check holds its flag: a strong value would keep
 # the key alive forever): how a schedule's step is known to compute a check
 _check_of: weakref.WeakKeyDictionary[UOp, weakref.ref[Check]] = weakref.WeakKeyDictionary()
+checks_made = False  # (until the first: no realize looks for any)
 
 
 def attach_check(node: UOp, check: Check) -> None:
@@ -85,6 +86,8 @@ def attach_check(node: UOp, check: Check) -> None:
         for part in node.parts:
             attach_check(part, check)
         return
+    global checks_made
+    checks_made = True
     _checks.setdefault(node, []).append(check)
     _check_of[check.violated] = weakref.ref(check)
 
@@ -126,7 +129,7 @@ def violation(check: Check, flag: Buffer, value: Buffer | None) -> Exception | N
 def _verify(items: list[ScheduleItem]) -> None:
     """After a schedule ran: raise the error of the first violated check it computed. The nodes
     it computed are forgotten first, so a later realize computes (and checks) them again."""
-    if not _check_of:  # (no check exists anywhere: nothing to look up)
+    if not checks_made or not _check_of:  # (no check exists anywhere: nothing to look up)
         return
     for item in items:
         check = check_of(item.output)
@@ -140,15 +143,19 @@ def _verify(items: list[ScheduleItem]) -> None:
             raise error
 
 
+# (Enum members looked up on the class are slow in Python 3.11: see tinyfw/uop/ops.py)
+_BUFFER, _RESHAPE = Ops.BUFFER, Ops.RESHAPE
+
+
 def _below_reshapes(node: UOp) -> UOp:
-    while node.op is Ops.RESHAPE:
+    while node.op is _RESHAPE:
         node = node.src[0]
     return node
 
 
 def is_buffer_view(node: UOp) -> bool:
     """True for a buffer, or a buffer reshaped (any number of times): nothing to compute."""
-    return _below_reshapes(node).op is Ops.BUFFER
+    return _below_reshapes(node).op is _BUFFER
 
 
 def is_realized(node: UOp) -> bool:
@@ -164,13 +171,13 @@ def is_loaded(node: UOp) -> bool:
     loaded itself. A node computed before from constants alone (`Tensor.ones(3)`, realized)
     is computed again where it is used: nodes are shared (hash-consed), so another graph that
     builds the same constant would otherwise read it from that buffer, not inline it."""
-    direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
+    direct = node.op is _BUFFER or (node.op is _RESHAPE and node.src[0].op is _BUFFER)
     return direct or (node.realized is not None and bool(buffers_read(node)))
 
 
 def buffer_of(node: UOp) -> Buffer:
     """The buffer holding node's value; node must be realized (see is_realized)."""
-    if (below := _below_reshapes(node)).op is Ops.BUFFER:  # (a buffer view)
+    if (below := _below_reshapes(node)).op is _BUFFER:  # (a buffer view)
         return below.arg
     if (buffer := node.realized) is None:
         raise RuntimeError(f"a {node.op.name} node of shape {node.shape} has no buffer yet: "
@@ -261,8 +268,8 @@ def schedule(*nodes: UOp) -> list[ScheduleItem]:
     """The kernels that realizing nodes would run, in order."""
     # One walk of the graph: it finds the deferred checks under the nodes (and under the
     # checks' own nodes), which are computed with them, and makes the schedule cache's key.
-    if len(nodes) == 1 and not _checks and not is_realized(nodes[0]):  # (an eager op)
-        if (items := recent_schedule(nodes[0])) is not None:
+    if len(nodes) == 1 and not (checks_made and _checks) and not is_realized(nodes[0]):
+        if (items := recent_schedule(nodes[0])) is not None:  # (an eager op)
             return items
     walk = Walk(is_loaded)
     walk.add(n for n in nodes if not is_realized(n))
@@ -343,9 +350,9 @@ def share_program(item: ScheduleItem, like: ScheduleItem) -> None:
 
 def realize(node: UOp) -> UOp:
     """A buffer view holding node's value, computing it (and remembering it) if needed."""
-    if node.op is Ops.BUFFER or is_buffer_view(node):
+    if node.op is _BUFFER or is_buffer_view(node):
         return node
     if node.realized is None:
         run_schedule(schedule(node))
-    view = UOp(Ops.BUFFER, node.dtype, (), node.realized)
-    return view if view.shape == node.shape else UOp(Ops.RESHAPE, node.dtype, (view,), node.shape)
+    view = UOp(_BUFFER, node.dtype, (), node.realized)
+    return view if view.shape == node.shape else UOp(_RESHAPE, node.dtype, (view,), node.shape)

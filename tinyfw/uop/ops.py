@@ -71,6 +71,12 @@ class Ops(Enum):
         return f"Ops.{self.name}"
 
 
+# Python 3.11 looks a member up on an Enum class through EnumType.__getattr__, three times
+# slower than a plain name: the functions run for every node made compare with these.
+_VIEW, _DEVICE, _BUFFER, _COPY, _DETACH = Ops.VIEW, Ops.DEVICE, Ops.BUFFER, Ops.COPY, Ops.DETACH
+_WHERE = Ops.WHERE
+_SEEN_THROUGH_A_VIEW = frozenset({Ops.CONST, Ops.LOAD, Ops.STORE})
+
 UNARY = frozenset({Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC,
                    Ops.CAST, Ops.BITCAST})
 BINARY = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MOD, Ops.IDIV, Ops.FDIV, Ops.CMPLT, Ops.CMPNE,
@@ -212,7 +218,7 @@ class UOp(metaclass=_HashConsed):
 
     def alu(self, op: Ops, *others: UOp) -> UOp:
         """This node combined elementwise with others of the same shape."""
-        dtype = dtypes.bool if op in COMPARISON else (others[-1].dtype if op is Ops.WHERE
+        dtype = dtypes.bool if op in COMPARISON else (others[-1].dtype if op is _WHERE
                                                        else self.dtype)
         return UOp(op, dtype, (self, *others))
 
@@ -371,10 +377,10 @@ def _made(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, keyed_arg: Any)
     """A new node (_HashConsed makes each distinct one once, through here)."""
     node = object.__new__(_NewUOp)
     node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
-    node.device = (arg if op is Ops.DEVICE or op is Ops.COPY else
-                   arg.device if op is Ops.BUFFER else src[0].device if src else "")
-    node.part = (op, dtype, (arg.device, arg.dtype, arg.size) if op is Ops.BUFFER
-                 else None if op is Ops.DETACH else keyed_arg)
+    node.device = (arg if op is _DEVICE or op is _COPY else
+                   arg.device if op is _BUFFER else src[0].device if src else "")
+    node.part = (op, dtype, (arg.device, arg.dtype, arg.size) if op is _BUFFER
+                 else None if op is _DETACH else keyed_arg)
     node.shape = infer_shape(op, src, arg)
     node.realized = None
     node.__class__ = UOp  # type: ignore[assignment]
@@ -389,14 +395,14 @@ def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
             assert other.shape == shape, \
                 f"{op} needs sources of one shape, got {[s.shape for s in src]}"
         return shape
-    if op is Ops.VIEW:
-        return arg.shape
-    if op in (Ops.CONST, Ops.LOAD, Ops.STORE):  # a number or memory, seen through a view
-        return src[0].shape if src and src[0].op is Ops.VIEW else ()
-    if op is Ops.DEVICE:
-        return ()
-    if op is Ops.BUFFER:
+    if op is _BUFFER:
         return (arg.size,)
+    if op is _VIEW:
+        return arg.shape
+    if op in _SEEN_THROUGH_A_VIEW:  # a number or memory, seen through a view
+        return src[0].shape if src and src[0].op is _VIEW else ()
+    if op is _DEVICE:
+        return ()
     x = src[0].shape
     if op is Ops.REDUCE:
         return tuple(1 if i in arg[1] else s for i, s in enumerate(x))
