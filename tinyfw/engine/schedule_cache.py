@@ -12,7 +12,10 @@ their nodes at the same positions, so a schedule stored as positions binds to th
 nodes directly.
 
 The scheduler's own code is part of the key: a function of the scheduler or of the views it
-pushes, swapped (a learner's exercise, a test's monkeypatch), schedules again.
+pushes, swapped (a learner's exercise, a test's monkeypatch), schedules again. (Whether it was
+swapped is asked of a guard of the namespaces it is read from: tinyfw/engine/guard.py.)
+
+An eager op done again over the same tensors skips even the walk: see recent_schedule below.
 """
 from __future__ import annotations
 
