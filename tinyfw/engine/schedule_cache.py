@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from types import FunctionType, ModuleType
 from typing import Any, NamedTuple, cast
@@ -34,9 +35,10 @@ MAX_ENTRIES = 512  # graphs remembered; the oldest is forgotten past this
 SCHEDULER_MODULES = ("tinyfw.engine.schedule", "tinyfw.shape.view")  # (their exercises)
 
 # One entry per structure: each item as (ast, the output's position, the inputs' positions,
-# name). Python's dicts keep insertion order, which makes the oldest entry the first.
+# name), oldest first (popitem(last=False) drops it in one step, even while another thread
+# adds an entry).
 Entry = list[tuple[UOp | None, int, tuple[int, ...], str]]
-_entries: dict[tuple[Any, ...], Entry] = {}
+_entries: OrderedDict[tuple[Any, ...], Entry] = OrderedDict()
 hits = misses = 0  # counted for tests and DEBUG
 
 
@@ -58,7 +60,7 @@ def cached_schedule(walk: Walk) -> list[ScheduleItem]:
         _entries[key] = [(item.ast, position[item.output],
                           tuple(position[n] for n in item.inputs), item.name) for item in items]
         if len(_entries) > MAX_ENTRIES:
-            del _entries[next(iter(_entries))]
+            _entries.popitem(last=False)
     return items
 
 
@@ -170,7 +172,7 @@ class _Recent(NamedTuple):
     name: str
 
 
-_recent: dict[tuple[Any, ...], _Recent] = {}
+_recent: OrderedDict[tuple[Any, ...], _Recent] = OrderedDict()  # (oldest first)
 
 
 def recent_schedule(node: UOp) -> list[ScheduleItem] | None:
@@ -211,7 +213,7 @@ def remember_recent(walk: Walk, items: list[ScheduleItem]) -> None:
         tuple(map(weakref.ref, target.src)), scheduler_code(), item.ast,
         tuple(map(weakref.ref, item.inputs)), item.name)
     if len(_recent) > RECENT_ENTRIES:
-        del _recent[next(iter(_recent))]
+        _recent.popitem(last=False)
 
 
 def clear() -> None:
