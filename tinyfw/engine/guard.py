@@ -20,46 +20,54 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 _TAG_OFFSET = object.__basicsize__ + ctypes.sizeof(ctypes.c_ssize_t)  # (header, ma_used)
 
 
-def namespace(owner: Any) -> dict[str, Any]:
+def namespace(owner: Any) -> Mapping[Any, Any]:
     """The dict that holds owner's names: a module's or an instance's __dict__, a class's own
-    dict (behind the read-only view `cls.__dict__`), os.environ's table of variables; a dict is
-    its own."""
+    dict (behind the read-only view `cls.__dict__`, which is what comes back where the dict
+    cannot be reached), os.environ's table of variables; a dict is its own."""
     if type(owner) is dict:  # (sys.modules, a dict of its own)
         return owner
     if owner is os.environ:
         return os.environ._data  # (the table setenv writes)
     if isinstance(owner, type):
-        return gc.get_referents(owner.__dict__)[0]
+        found = gc.get_referents(owner.__dict__)
+        return found[0] if len(found) == 1 and type(found[0]) is dict else owner.__dict__
     return vars(owner)
 
 
-def _tag_reader(table: dict[Any, Any]) -> ctypes.c_uint64:
+def _tag_reader(table: Mapping[Any, Any]) -> ctypes.c_uint64:
     """A view of table's version tag (read `.value`); the table must outlive it."""
     return ctypes.c_uint64.from_address(id(table) + _TAG_OFFSET)
 
 
 def _tags_work() -> bool:
     """True when the version tag is where _tag_reader looks, on each kind of dict a guard
-    watches: a write changes it, and only a write."""
+    watches: a write changes it, and only a write. (Only on CPython, where id() is the
+    object's address.)"""
+    if sys.implementation.name != "cpython":
+        return False
+
     class Probe:
         def method(self) -> None: ...
     module, probe = ModuleType("probe"), Probe()
     module.name = probe.name = 1  # type: ignore[attr-defined]
     tables = [vars(module), namespace(Probe), namespace(probe), {"name": 1}]
+    if any(type(table) is not dict for table in tables):  # (a class's dict out of reach)
+        return False
     for table in tables:
         reader = _tag_reader(table)
         before = reader.value
         table.get("name")
         if reader.value != before:  # (a read is no write)
             return False
-        table["name"] = object()
+        cast(dict[str, Any], table)["name"] = object()
         if reader.value == before:
             return False
     return True
