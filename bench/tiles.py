@@ -6,6 +6,7 @@ Each case runs in a fresh process with its own kernel cache (a process keeps the
 it builds for a kernel, whatever the opts). GFLOP/s of the median of rounds, after warmup.
 
 Run from the repo root:  .venv/bin/python -m bench.tiles  [--n 1024 512] [--rounds 7]
+[--tiles NAME ...]; with CPU_MARCH=x86-64-v3, an AVX-512 machine builds the kernels for AVX2.
 """
 from __future__ import annotations
 
@@ -24,14 +25,22 @@ from bench.run import cpu_name  # noqa: E402  (drops OpenBLAS's variables first)
 
 import numpy as np  # noqa: E402
 
-# name -> (rows, column vectors of 16, reduce unroll, panel length) of a hand-given tile (a
-# panel length 0: no panels); None: the heuristics
+# name -> (rows, columns, reduce unroll, panel length) of a hand-given tile: its columns are
+# SIMD vectors of the processor's float32 lanes (CPU_MARCH's, if set) side by side; a panel
+# length 0: no panels. None: the heuristics.
 TILES: dict[str, tuple[int, int, int, int] | None] = {
-    "heuristics": None, "4 x 32": (4, 2, 1, 0), "8 x 32": (8, 2, 1, 0),
-    "16 x 16": (16, 1, 1, 0), "8 x 32, unroll 4": (8, 2, 4, 0),
-    "16 x 16, unroll 4": (16, 1, 4, 0), "8 x 16, panels of 128": (8, 1, 1, 128),
-    "16 x 16, panels of 64": (16, 1, 1, 64), "16 x 16, panels of 128": (16, 1, 1, 128),
-    "16 x 16, panels of 256": (16, 1, 1, 256), "16 x 16, unroll 4, panels of 128": (16, 1, 4, 128)}
+    "heuristics": None, "4 x 32": (4, 32, 1, 0), "8 x 32": (8, 32, 1, 0),
+    "16 x 16": (16, 16, 1, 0), "8 x 32, unroll 4": (8, 32, 4, 0),
+    "16 x 16, unroll 4": (16, 16, 4, 0), "8 x 16, panels of 128": (8, 16, 1, 128),
+    "16 x 16, panels of 64": (16, 16, 1, 64), "16 x 16, panels of 128": (16, 16, 1, 128),
+    "16 x 16, panels of 256": (16, 16, 1, 256),
+    "16 x 16, unroll 4, panels of 128": (16, 16, 4, 128),
+    # for 8 lanes (AVX2: 16 registers of 8)
+    "8 x 8, panels of 128": (8, 8, 1, 128), "4 x 16, panels of 128": (4, 16, 1, 128),
+    "4 x 32, panels of 128": (4, 32, 1, 128), "8 x 16, panels of 64": (8, 16, 1, 64),
+    "8 x 16, panels of 256": (8, 16, 1, 256), "8 x 32, panels of 128": (8, 32, 1, 128),
+    "4 x 16": (4, 16, 1, 0), "8 x 16": (8, 16, 1, 0), "4 x 16, panels of 64": (4, 16, 1, 64),
+    "4 x 16, panels of 256": (4, 16, 1, 256)}
 
 
 def child(tile: str, n: int, rounds: int, numpy_alloc: bool) -> float:
@@ -44,8 +53,11 @@ def child(tile: str, n: int, rounds: int, numpy_alloc: bool) -> float:
         ops_numpy.NumpyAllocator.alloc = lambda self, size, dtype: np.zeros(size, dtype.np)
     shape = TILES[tile]
     if shape is not None:
-        rows, vectors, unroll, panel = shape
-        opts = [Opt(OptOps.UPCAST, 2, 16), Opt(OptOps.UPCAST, 0, rows)]
+        from tinyfw.renderer.cstyle import ThreadedC
+        rows, columns, unroll, panel = shape
+        lanes = min(ThreadedC.vector_lanes, columns)
+        vectors = columns // lanes
+        opts = [Opt(OptOps.UPCAST, 2, lanes), Opt(OptOps.UPCAST, 0, rows)]
         opts += [Opt(OptOps.UPCAST, 3, vectors)] if vectors > 1 else []
         opts += [Opt(OptOps.PANEL, 2, panel)] if panel else []  # (the reduce: axis 3 then)
         opts += [Opt(OptOps.UNROLL, 3 if panel else 2, unroll)] if unroll > 1 else []
@@ -67,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[1024, 512])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--tiles", nargs="+", choices=list(TILES), default=list(TILES),
+                        metavar="TILE", help="the tiles to time (default: all), e.g. heuristics")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)  # tile, n, numpy_alloc
     args = parser.parse_args(argv)
     if args.child:
@@ -74,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         print(child(tile, int(n), args.rounds, numpy_alloc == "1"))
         return 0
     print(f"cpu: {cpu_name()}, {os.cpu_count()} cores, load average "
-          + " ".join(f"{v:.2f}" for v in os.getloadavg()))
-    cases = [(tile, "0") for tile in TILES] + [("heuristics", "1")]
+          + " ".join(f"{v:.2f}" for v in os.getloadavg())
+          + f", CPU_MARCH={os.environ.get('CPU_MARCH', 'native')}")
+    cases = [(tile, "0") for tile in args.tiles]
+    cases += [("heuristics", "1")] if "heuristics" in args.tiles else []
     for n in args.n:
         for tile, numpy_alloc in cases:
             with tempfile.TemporaryDirectory() as cache:

@@ -163,22 +163,30 @@ def test_heuristics_tile_a_matmul_and_thread_it() -> None:
 
 
 def test_a_big_matmul_gets_the_big_tile() -> None:
-    """On an 8-lane CPU a matmul of 512 x 512 outputs and more computes 8 rows by 32 columns
-    per pass, with the values of numpy's; sizes the tile does not divide, and 16-lane SIMD,
-    keep the 4 x 2-vector tile."""
+    """On an 8-lane CPU a matmul of 512 x 512 outputs and more computes 4 rows by 2 vectors of
+    8 columns per pass, its reduce in panels of 64, with the values of numpy's; a reduce that
+    panels of 64 do not divide keeps the tile without panels; 16-lane SIMD keeps the 4 x
+    2-vector tile below 1024 x 1024 outputs, and columns that 2 vectors do not divide get one
+    vector."""
     rng = np.random.default_rng(1)
-    a, b = rng.standard_normal((512, 96), np.float32), rng.standard_normal((96, 544), np.float32)
+    a, b = rng.standard_normal((512, 256), np.float32), rng.standard_normal((256, 544),
+                                                                            np.float32)
     k = kernel_of(Tensor(a) @ Tensor(b))
     opts = hand_coded_optimizations(k, "CPU", cores=2, lanes=8)
-    assert opts == (Opt(U, 2, 16), Opt(U, 0, 8), Opt(U, 3, 2), Opt(OptOps.THREAD, 0, 64)), opts
-    assert [a.size for a in apply_opts(k, opts).axes if a.kind is AxisKind.UPCAST] == [8, 2, 16]
+    assert opts == (Opt(U, 2, 8), Opt(U, 0, 4), Opt(U, 3, 2), Opt(P, 2, 64), Opt(T, 0, 128)), \
+        opts
+    assert [a.size for a in apply_opts(k, opts).axes if a.kind is AxisKind.UPCAST] == [4, 2, 8]
     got = run_with(opts, lambda: Tensor(a) @ Tensor(b))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    shallow = kernel_of(Tensor(a[:, :96]) @ Tensor(b[:96]))  # 96: not panels of 64
+    assert hand_coded_optimizations(shallow, "CPU", cores=2, lanes=8) == (
+        Opt(U, 2, 8), Opt(U, 0, 4), Opt(U, 3, 2), Opt(T, 0, 128))
     assert hand_coded_optimizations(k, "CPU", cores=2, lanes=16)[:2] == (Opt(U, 2, 16),
                                                                           Opt(U, 0, 4))
-    odd = kernel_of(Tensor(a[:, :90]) @ Tensor(b[:90, :520]))  # 520 columns: not 32 a pass
-    assert hand_coded_optimizations(odd, "CPU", cores=2, lanes=8)[:2] == (Opt(U, 2, 8),
-                                                                           Opt(U, 0, 4))
+    odd = kernel_of(Tensor(a[:, :90]) @ Tensor(b[:90, :520]))  # 520 columns: not 16 a pass
+    assert hand_coded_optimizations(odd, "CPU", cores=2, lanes=8) == (Opt(U, 2, 8),
+                                                                      Opt(U, 0, 4),
+                                                                      Opt(T, 0, 128))
 
 
 def test_a_big_matmul_on_16_lanes_gets_the_big_tile_in_panels() -> None:

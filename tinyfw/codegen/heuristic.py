@@ -19,10 +19,10 @@ MAX_REGISTERS = 64       # float32 accumulators of a tile on AVX2: 8 of its 16 r
 THREAD_WORK = 1 << 18    # loop iterations below which starting the other cores costs more
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 # The big tile of a big matmul, per SIMD width in float32 lanes: the fewest outputs it pays
-# from, then its rows, its columns by 16 and by `more` again (1: no more), how many partial
-# sums its reduce is unrolled into (1: not unrolled), and the length of its reduce's panels
-# (0: none).
-BIG_TILES = {8: (1 << 18, 8, 16, 2, 1, 0), 16: (1 << 20, 16, 16, 1, 1, 128)}
+# from, then its rows, its columns by a vector's lanes and by `more` vectors (1: one), how
+# many partial sums its reduce is unrolled into (1: not unrolled), and the length of its
+# reduce's panels (0: none).
+BIG_TILES = {8: (1 << 18, 4, 8, 2, 1, 64), 16: (1 << 20, 16, 16, 1, 1, 128)}
 CHANNELS_WORK = 1 << 16  # iterations below which a kernel keeps its channels as loops
 DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
 QUANT_ROWS = 4           # rows of quantized weights a pass (quantized_dot_tile)
@@ -54,18 +54,17 @@ def shared_axes(kernel: Kernel) -> list[int]:
 def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     """A big matmul (BIG_TILES says from how many outputs) computes a big tile of outputs per
     pass: each element of the first matrix read serves a row of the tile, each of the second
-    a column, and the second matrix's slab of the tile's columns is read from cache for many
-    rows at a time. With 8 lanes (AVX2) the tile is 8 rows by 32 columns: 32 vector
-    accumulators, more than the 16 registers hold, yet BEAM=2 found it on an AMD EPYC
-    (1024 x 1024: 47 to 78 GFLOP/s, bench/beam.py); at 256 it was slower than the 4 x
-    2-vector tile of the rules below. With 16 lanes (AVX-512) it is 16 rows by one vector of
-    16, 16 of the 32 registers, and its reduce runs in panels of 128 (PANEL, the panels'
-    loop outermost): the second matrix's 128 rows (512 KiB at 1024 columns) stay in the
-    core's L2 while every 16-row block of the first goes by, where without panels each block
-    streamed all of the second from L3. With fused multiply-adds (fuse.py), on a 2-core Xeon
-    at 1024 x 1024: 220 GFLOP/s, against 116 without panels and 116 unrolled by 4 as well
-    (64 accumulators spill); at 512 panels gain nothing (bench/tiles.py). () when the kernel
-    is not such a matmul."""
+    a column, and its reduce runs in panels (PANEL, the panels' loop outermost): the second
+    matrix's rows of one panel stay in the core's L2 while every row block of the first goes
+    by, where without panels each block streamed all of the second from L3. With 16 lanes
+    (AVX-512) the tile is 16 rows by one vector of 16, 16 of the 32 registers, in panels of
+    128 (512 KiB at 1024 columns): on a 2-core Xeon at 1024 x 1024, 220 GFLOP/s with fused
+    multiply-adds (fuse.py), against 116 without panels and 116 unrolled by 4 as well (64
+    accumulators spill). With 8 lanes (AVX2) it is 4 rows by two vectors of 8, 8 of the 16
+    registers, in panels of 64 (256 KiB at 1024 columns: half the L2 of an AMD EPYC's core):
+    built for AVX2 on that Xeon (CPU_MARCH=x86-64-v3), 155 GFLOP/s at 1024 x 1024 against 69
+    for the 8 x 32 tile BEAM had found before fused multiply-adds (bench/tiles.py). () when
+    the kernel is not such a matmul."""
     if lanes not in BIG_TILES:
         return ()
     least, rows, cols, more, unroll, panel = BIG_TILES[lanes]

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tinyfw.renderer.cstyle import target_march
+
 PROBE_C = r"""
 #ifdef __AVX512F__
 typedef float vec __attribute__((vector_size(64)));
@@ -40,7 +42,8 @@ float tf_fma_probe(long n) {
   return total;
 }
 """
-PROBE_FLAGS = ["-O2", "-march=native", "-ffp-contract=fast", "-fPIC", "-shared", "-x", "c"]
+PROBE_FLAGS = ["-O2", f"-march={target_march()}", "-ffp-contract=fast", "-fPIC", "-shared",
+               "-x", "c"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ def cpu_peak() -> Peak:
     if _peak is None:
         from tinyfw.runtime.ops_cpu import cache_dir, cores
         path = cache_dir().parent / "peak.json"
-        key = f"{_cpu_model()}|{cores()}"
+        march = target_march()  # (another level than native: its own peak)
+        key = f"{_cpu_model()}|{cores()}" + ("" if march == "native" else f"|{march}")
         try:
             known = json.loads(path.read_text())
         except (OSError, ValueError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -328,7 +329,17 @@ class CStyleLanguage:
 C = CStyleLanguage()
 
 
-def cpu_flags() -> frozenset[str]:
+# The instruction sets of x86-64's levels, as gcc's -march names them and /proc/cpuinfo the sets
+# (the ones that matter to kernels; each level has the ones before). CPU_MARCH=x86-64-v3 makes
+# a machine with AVX-512 compile, and choose its kernels' vectors and tiles, as one with only
+# AVX2 and FMA does: chapter 11's way to see how a kernel fares on a processor not at hand.
+_V2 = frozenset({"sse", "sse2", "ssse3", "sse4_1", "sse4_2", "popcnt"})
+_V3 = _V2 | {"avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe"}
+X86_LEVELS = {"x86-64-v2": _V2, "x86-64-v3": _V3,
+              "x86-64-v4": _V3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}}
+
+
+def native_flags() -> frozenset[str]:
     """The instruction sets this processor has, as Linux names them (/proc/cpuinfo)."""
     try:
         with open("/proc/cpuinfo") as info:
@@ -336,6 +347,29 @@ def cpu_flags() -> frozenset[str]:
                                   "").split())
     except OSError:
         return frozenset()
+
+
+def target_march() -> str:
+    """The processor the CPU device compiles for, as gcc's -march: $CPU_MARCH if set (one of
+    X86_LEVELS, which this processor must run), else "native" (this processor)."""
+    march = os.environ.get("CPU_MARCH", "native") or "native"
+    if march == "native":
+        return march
+    if march not in X86_LEVELS:
+        raise ValueError(f"CPU_MARCH={march!r}: expected native or one of "
+                         f"{', '.join(X86_LEVELS)}")
+    missing = X86_LEVELS[march] - native_flags()
+    if missing:
+        raise ValueError(f"CPU_MARCH={march}: this processor lacks "
+                         f"{', '.join(sorted(missing))}, so it cannot run that level's code")
+    return march
+
+
+def cpu_flags() -> frozenset[str]:
+    """The instruction sets the CPU device's kernels may use: this processor's, or those of the
+    level CPU_MARCH names."""
+    march = target_march()
+    return native_flags() if march == "native" else X86_LEVELS[march]
 
 
 def simd_lanes() -> int:
@@ -367,7 +401,7 @@ class ThreadedC(CStyleLanguage):
 
     cores: bool = False  # whether the kernel rendered now has THREAD loops
     loaded: frozenset[str] = frozenset()  # its vectors of bytes as loaded (loaded_bytes)
-    # float32s in the widest SIMD register of this processor (-march=native), for vectors of
+    # float32s in the widest SIMD register of the target (target_march()), for vectors of
     # GCC's and Clang's vector extensions (VectorDType); wider ones GCC splits poorly
     vector_lanes: ClassVar[int] = simd_lanes()
     fma_lanes: ClassVar[frozenset[int]] = fused_lanes()  # float32 widths fused (chapter 11)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from tinyfw.device import Buffer, Runtime
-from tinyfw.renderer.cstyle import CPU_C
+from tinyfw.renderer.cstyle import CPU_C, target_march
 from tinyfw.uop.ops import find_reduce
 from tinyfw.runtime.ops_numpy import NumpyAllocator
 
@@ -31,8 +31,9 @@ from tinyfw.runtime.ops_numpy import NumpyAllocator
 # raise an inexact flag), and exp, log and pow reduce their argument with one: exp of a
 # (324, 1536) float32 tensor ran 5.6 ms scalar, 1.5 ms vectorized. No value changes (no
 # reassociation, no other rounding, NaN and -0.0 kept); tinyfw never reads the flags.
-COMPILE_FLAGS = ["-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
-                 "-fno-trapping-math", "-x", "c"]
+# -march: this processor (native), or the x86-64 level CPU_MARCH names (renderer/cstyle.py).
+COMPILE_FLAGS = ["-O2", f"-march={target_march()}", "-fPIC", "-shared", "-fno-math-errno",
+                 "-ffp-contract=off", "-fno-trapping-math", "-x", "c"]
 # Kernels that reduce are compiled with no complete unrolling of loops, to avoid a bug of gcc
 # 12.2's loop vectorizer. Given a float sum whose inner loop walks memory backwards (a flip:
 # `acc += data1[ridx0*2 - ridx1 + 1]`), gcc unrolls the 2-iteration inner loop completely, sees
