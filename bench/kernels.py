@@ -5,12 +5,17 @@ examples/mnist.py (`--model conv`) with TinyJit, runs it until it replays, then 
 kernel the replay launches again on its own, with the same buffers, and prints the slowest
 with their optimizations (the best of a few rounds; the JIT's own time per step beside).
 
-Run from the repo root:  .venv/bin/python -m bench.kernels --model conv  (--top N rows;
-NOOPT=1 or BEAM=2 in the environment as for any tinyfw run).
+The step is captured without device graphs (JIT_GRAPH=0), so that each kernel's launch is seen;
+--steps N trains that many steps first (Adam's state after a thousand steps is not the first
+step's: see bench/README.md, denormals).
+
+Run from the repo root:  .venv/bin/python -m bench.kernels --model conv  (--top N rows,
+--steps N; NOOPT=1 or BEAM=2 in the environment as for any tinyfw run).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -48,6 +53,16 @@ def conv_step() -> Step:
     return lambda i: train(xs[i % 3], ys[i % 3]).item()
 
 
+def subnormals(buffer: Any) -> int:
+    """How many float32 values of buffer are subnormal (nonzero, below 2**-126): arithmetic on
+    them takes a slow path on x86 processors, a hundred cycles or more an instruction."""
+    from tinyfw import dtypes
+    if buffer.dtype != dtypes.float32:
+        return 0
+    values = np.abs(buffer.numpy())
+    return int(((values > 0) & (values < np.finfo(np.float32).tiny)).sum())
+
+
 def kernel_times(step: Step, rounds: int = 3) -> list[tuple[float, str, tuple[Any, ...]]]:
     """(seconds, name, optimizations) of each kernel one replay of step launches."""
     from tinyfw.device import Device
@@ -63,6 +78,9 @@ def kernel_times(step: Step, rounds: int = 3) -> list[tuple[float, str, tuple[An
         step(0)
     finally:
         realize.launch = original
+    subnormal = sum(subnormals(buffer) for buffer in {id(b): b for _, _, ins in launched
+                                                         for b in ins}.values())
+    print(f"subnormal float32 values in the buffers the kernels read: {subnormal}")
     times = []
     for item, out, inputs in launched:
         if item.ast is None:
@@ -84,16 +102,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("mlp", "conv"), default="mlp")
     parser.add_argument("--top", type=int, default=12, help="rows printed, slowest first")
+    parser.add_argument("--steps", type=int, default=4, help="steps trained before timing")
     args = parser.parse_args(argv)
+    os.environ["JIT_GRAPH"] = "0"  # replays launch kernel by kernel: launch() sees each
     step = mlp_step() if args.model == "mlp" else conv_step()
-    for i in range(4):  # runs, captures, replays
+    for i in range(max(args.steps, 4)):  # runs, captures, replays
         step(i)
     start = time.perf_counter()
     for i in range(10):
         step(i)
     per_step = (time.perf_counter() - start) / 10
     times = kernel_times(step)
-    print(f"{args.model}: {per_step * 1e3:.2f} ms a jitted step; {len(times)} kernels, "
+    print(f"{args.model}: {per_step * 1e3:.2f} ms a jitted step (JIT_GRAPH=0) after "
+          f"{max(args.steps, 4)} steps; {len(times)} kernels, "
           f"{sum(t for t, _, _ in times) * 1e3:.2f} ms timed alone")
     for seconds, name, opts in sorted(times, key=lambda t: -t[0])[:args.top]:
         print(f"{seconds * 1e3:8.3f} ms  {name:24s} {', '.join(map(str, opts)) or '-'}")

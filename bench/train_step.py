@@ -164,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
           (f"unset here ({', '.join(DROPPED_ENV)} were set)" if DROPPED_ENV else "not set"))
     print(f"torch {torch.__version__}: {torch.get_num_threads()} threads")
     print(tg_line)
-    print("tinyfw: device CPU (C compiled by the system cc, one thread)")
+    from tinyfw.runtime.ops_cpu import cores
+    print(f"tinyfw: device CPU (C compiled by the system cc), {cores()} cores for kernels big "
+          "enough to share (THREAD; TINYFW_CORES=1 for one)")
     print(f"step: MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, cross-entropy, backward, "
           f"Adam lr {LR}, loss read; medians of {rounds} rounds after warm-up\n")
 

@@ -90,6 +90,20 @@ def test_vectors_stand_for_an_axis() -> None:
                  A.astype(np.float64) @ B, rtol=1e-5, atol=1e-5)
 
 
+def test_a_vector_stored_across_goes_a_lane_at_a_time() -> None:
+    """The same tile of a matmul asked for transposed (stored permuted, chapter 04): its 8
+    columns are still one vector in registers, but a stride apart in memory, so each row of
+    the tile is stored as 8 scalars (stored_lanes), each at its own index; numpy's values."""
+    t = (Tensor(A) @ Tensor(B)).T
+    opts = (Opt(U, 2, 8), Opt(U, 0, 4))
+    program = lower_optimized(apply_opts(kernel_of(t), opts), 4)
+    stores = [s for s in program.steps if s.op is LOps.STORE]
+    expect_equal(len(stores), 32, what="STORE steps (8 lanes of 4 vectors)")
+    assert not any(isinstance(s.dtype, VectorDType) for s in stores), "scalar stores"
+    expect_close(value_with(opts, lambda: (Tensor(A) @ Tensor(B)).T),
+                 (A.astype(np.float64) @ B).T, rtol=1e-5, atol=1e-5)
+
+
 def test_a_kernel_without_optimizations_lowers_as_before() -> None:
     """No UPCAST or UNROLL: one accumulator, one update, one store, numpy's values."""
     t = Tensor(A).sum(1)

@@ -62,7 +62,8 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     THREAD axes as loops over the parts of the output each core computes; a PANEL axis is the
     outermost loop, and each panel adds its sums to those the panels before it stored. vector:
     an UPCAST or UNROLL axis computed as the lanes of vector values instead (vector_axis says
-    which one can be): outputs side by side, or partial sums added lane by lane at the end."""
+    which one can be): outputs side by side, or partial sums added lane by lane at the end;
+    outputs a stride apart in memory (a sum stored permuted) are stored by stored_lanes."""
     # >>> exercise 11.lower_upcast #upcast-and-unroll
     b = ProgramBuilder(kernel.name)
     params = add_params(kernel, b)
@@ -130,6 +131,9 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         idxs = indices(out, True)
         stored = None if across else lanes
         value = emit_value(b, kernel.ast.src[1], idxs, params, done, stored)
+        if stored is not None and lane_stride(kernel.ast.src[0].arg, stored.axis) != 1:
+            stored_lanes(b, kernel, value, idxs, stored, params[0], [loops[i] for i in panels])
+            continue
         index, _ = kernel.ast.src[0].arg.to_indexed(idxs)
         for i in panels:  # the sum of the panels before this one, 0 in the first
             earlier = b.add(LOps.LOAD, widened(kernel.ast.dtype, stored), (params[0],),
@@ -140,6 +144,23 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         b.add(LOps.ENDLOOP, dtypes.int32)
     return b.prog
     # <<< exercise
+
+
+def stored_lanes(b: ProgramBuilder, kernel: Kernel, value: int, idxs: list[Expr], lanes: Lanes,
+                 out: int, panels: list[Expr]) -> None:
+    """A vector of outputs that are not side by side in memory (a sum stored permuted, as
+    schedule.stored_as_read makes it) stored a lane at a time, each at its own index: once per
+    output, after the reduce's loop. Under panels each lane adds the sum the panels before
+    stored there."""
+    dtype = kernel.ast.dtype
+    for lane in range(lanes.count):
+        at = [Const(lane) if i == lanes.axis else idx for i, idx in enumerate(idxs)]
+        index, _ = kernel.ast.src[0].arg.to_indexed(at)
+        part = b.add(LOps.ALU, dtype, (value,), Lane(lane))
+        for panel in panels:
+            earlier = b.add(LOps.LOAD, dtype, (out,), (index, panel.ge(1)))
+            part = b.add(LOps.ALU, dtype, (part, earlier), Ops.ADD)
+        b.add(LOps.STORE, dtype, (out, part), index)
 
 
 def add_params(kernel: Kernel, b: ProgramBuilder) -> dict[int, int]:
@@ -291,13 +312,19 @@ def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> 
         strides = [lane_stride(v, i) for v in views]
         return None not in strides and all(lane_stride(c, i) == 0 for c in consts) and \
             (kernel.reduce is not None or 1 in strides)
-    for kind in (AxisKind.UPCAST, AxisKind.UNROLL):
-        for i in reversed(range(len(kernel.axes))):
-            if kernel.axes[i].kind is not kind or not fits(i):
-                continue
-            if kind is AxisKind.UPCAST and floats and lane_stride(store, i) == 1 or \
-                    kind is AxisKind.UNROLL and (floats or bytes_in_lanes(kernel, i)):
-                return i
+    upcasts = [i for i in reversed(range(len(kernel.axes)))
+               if kernel.axes[i].kind is AxisKind.UPCAST and floats and fits(i)]
+    side_by_side = next((i for i in upcasts if lane_stride(store, i) == 1), None)
+    across = next((i for i in upcasts if lane_stride(store, i) != 1), None)
+    if across is not None and kernel.reduce is not None and (
+            side_by_side is None or kernel.axes[across].size > kernel.axes[side_by_side].size):
+        return across  # stored lane by lane, once per output after the reduce (stored_lanes)
+    if side_by_side is not None:
+        return side_by_side
+    for i in reversed(range(len(kernel.axes))):
+        if kernel.axes[i].kind is AxisKind.UNROLL and fits(i) and \
+                (floats or bytes_in_lanes(kernel, i)):
+            return i
     return None
 
 
