@@ -6,9 +6,11 @@ stored in the order it is read, the optimizer's elementwise kernels read it in o
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from tinyfw import Tensor, nn
+from tinyfw.device import probe
 from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.lower import LOps
@@ -109,3 +111,17 @@ def test_the_rules_tile_a_weight_gradient_with_vectors() -> None:
     torch.relu(torch.tensor(x) @ w.T + b).sum().backward()
     np.testing.assert_allclose(layer.weight.grad.numpy(), w.grad.numpy(), rtol=1e-4,
                                atol=1e-4)
+
+
+@pytest.mark.parametrize("device", ["CL", "WEBGPU", "CUDAEMU"])
+def test_lanes_stored_across_on_the_gpu_devices(device: str) -> None:
+    """The same on the GPU devices: a 4 x 4 tile of a matmul stored transposed (on CL its
+    columns a float4 stored as 4 scalars), with panels too, gives numpy's values."""
+    if not probe(device)[0]:
+        pytest.skip(f"not graded here: no {device}")
+    a = RNG.standard_normal((12, 32), np.float32)
+    b = RNG.standard_normal((32, 16), np.float32)
+    for opts in [(Opt(U, 2, 4), Opt(U, 0, 4)), (Opt(U, 2, 4), Opt(U, 0, 3), Opt(P, 2, 8))]:
+        got = run_with(opts, lambda: (Tensor(a, device=device) @ Tensor(b, device=device)).T)
+        np.testing.assert_allclose(got, (a.astype(np.float64) @ b).T, rtol=1e-5, atol=1e-5,
+                                   err_msg=str(opts))
