@@ -385,3 +385,26 @@ def test_bitcast_errors_and_gradient() -> None:
     assert not x.bitcast(dtypes.int32).requires_grad
     assert Tensor([True, False]).bitcast(dtypes.uint8).tolist() == [1, 0]
     assert Tensor([2, 0], dtype=dtypes.uint8).bitcast(dtypes.bool).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64 - 1, 2**64, -2**63 - 1], ids=repr)
+@pytest.mark.parametrize("dtype", [dtypes.bool, dtypes.int8, dtypes.int64, dtypes.uint8,
+                                   dtypes.float16, dtypes.float32], ids=repr)
+def test_a_python_int_past_int64_as_torch(dtype: DType, value: int,
+                                          needs_dtypes: NeedsDtypesFixture) -> None:
+    """An int operand past int64: one of uint64's range is a float to a float tensor and its
+    bits, wrapped, to an int tensor (torch's values); a bool tensor is torch's RuntimeError,
+    and an int past uint64, or below int64, torch's OverflowError."""
+    tx = torch.tensor([1, 3], dtype=TORCH_DTYPES[dtype])
+    for name, op in (("add", lambda a: a + value), ("rsub", lambda a: value - a),
+                     ("mul", lambda a: a * value), ("lt", lambda a: a < value)):
+        try:
+            expected = op(tx)
+        except (RuntimeError, OverflowError) as error:
+            with pytest.raises(type(error)):
+                op(Tensor([1, 3], dtype=dtype))
+            continue
+        with needs_dtypes(dtype):
+            got = op(Tensor([1, 3], dtype=dtype))
+            assert got.dtype.name == str(expected.dtype).removeprefix("torch."), name
+            np.testing.assert_array_equal(got.numpy(), expected.numpy(), err_msg=name)

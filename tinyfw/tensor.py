@@ -133,6 +133,21 @@ def scalar_first(swaps: bool) -> Callable[[Callable[..., Tensor]], Callable[...,
 RANDOM_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 32}
 
 
+def _past_int64(dtype: DType, value: int) -> int | float:
+    """A Python int operand past int64, as torch takes it: one of uint64 (2**63 to 2**64 - 1)
+    is its float value to a float tensor and its bits to an int tensor (wrapped into the
+    tensor's dtype, as every int operand is); a bool tensor cannot be promoted with uint64
+    (RuntimeError), and any other int is torch's OverflowError."""
+    if value < -2 ** 63:
+        raise OverflowError("can't convert negative int to unsigned")
+    if value >= 2 ** 64:
+        raise OverflowError(f"int too big to convert: {value}")
+    if dtype.is_bool:
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                           "attempted to promote Bool and UInt64")
+    return float(value) if dtype.is_float else value - 2 ** 64
+
+
 class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
@@ -942,6 +957,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             y = other
         elif isinstance(other, (bool, int, float, np.generic)):
             other = other.item() if isinstance(other, np.generic) else other
+            if type(other) is int and not -2 ** 63 <= other < 2 ** 63:
+                other = _past_int64(self.dtype, other)
             out_dt = dtype or scalar_result_type(self.dtype, other)
             # made at self's shape at once (the graph is the same as broadcasting it after)
             uop = self.uop
