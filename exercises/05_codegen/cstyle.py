@@ -6,6 +6,7 @@ class whose methods and tables say how it writes types, kernels, values, loads a
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -272,8 +273,10 @@ X86_LEVELS = {"x86-64-v2": _V2, "x86-64-v3": _V3,
               "x86-64-v4": _V3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}}
 
 
+@functools.cache
 def native_flags() -> frozenset[str]:
-    """The instruction sets this processor has, as Linux names them (/proc/cpuinfo)."""
+    """The instruction sets this processor has, as Linux names them (/proc/cpuinfo; read
+    once)."""
     try:
         with open("/proc/cpuinfo") as info:
             return frozenset(next((line for line in info if line.startswith("flags")),

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tinyfw.dtype import dtypes
+from tinyfw.uop.gradient import inverse_permutation
 from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp, find_reduce
 from tinyfw.shape.view import ShapeTracker
 
@@ -305,7 +306,7 @@ class _KernelBuilder:
         while node.op in (Ops.PERMUTE, Ops.RESHAPE):
             src = node.src[0]
             st = st.reshape(src.shape) if node.op is Ops.RESHAPE else \
-                st.permute(tuple(sorted(range(len(node.arg)), key=node.arg.__getitem__)))
+                st.permute(inverse_permutation(node.arg))
             node = src
         return st if st.shape == expr.shape else st.reshape(expr.shape)
 
