@@ -105,6 +105,7 @@ class Runtime:
 
     max_reduce: int | None = None  # the longest reduce one thread may run (None: no limit)
     has_float64: bool = True       # whether it computes in float64 (WGSL does not)
+    has_fmod: bool = True          # whether it computes C's exact fmod of floats (WGSL not)
     cores: int = 1                 # how many cores run a threaded kernel at once (CPU)
     has_workgroups: bool = False   # whether it runs kernels of work-groups (a GPU's; chapter 11)
     graph: Any = None              # its DeviceGraph class (tinyfw/runtime/graph.py), if any

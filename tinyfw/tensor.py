@@ -1014,7 +1014,14 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def div(self, x: Tensor | Scalar, reverse: bool = False,
             rounding_mode: str | None = None) -> Tensor:
         """True division (ints and bools divide as floats), or rounded toward zero ("trunc") or
-        down ("floor"), which keep an integer dtype, as torch.div."""
+        down ("floor"), which keep an integer dtype, as torch.div. A Python number divides an
+        int tensor as its own value, not wrapped into the tensor's dtype (as torch: a uint8
+        tensor / 300 is a third of a hundredth)."""
+        if rounding_mode is None and not self.dtype.is_float and not isinstance(x, Tensor):
+            x = x.item() if isinstance(x, np.generic) else x
+            if not reverse and type(x) is int and not -2 ** 63 <= x < 2 ** 63:
+                _past_int64(self.dtype, x)  # (torch's errors: a bool tensor, past uint64)
+            return self._floating().div(x, reverse)
         a, b = self._operands(x, reverse)
         if rounding_mode == "trunc":
             return a.div(b).trunc() if a.dtype.is_float else a.idiv(b)
@@ -1061,9 +1068,20 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     @scalar_first(swaps=True)
     def mod(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """Remainder with the sign of the divisor, as Python's % (and torch's)."""
+        """Remainder with the sign of the divisor, as Python's % (and torch's), as torch
+        computes it: C's fmod (exact), plus the divisor where the two signs differ, so that
+        1 % inf is 1 and -1 % inf is inf. On a device without an exact fmod (WEBGPU),
+        a - floor(a / b) * b, which rounds (a large quotient loses the remainder), and torch's
+        values by an infinite divisor."""
         a, b = self._operands(x, reverse)
-        return a - a.floordiv(b) * b
+        if a.dtype.is_bool:
+            raise NotImplementedError('"remainder_cpu" not implemented for \'Bool\'')
+        devices = a.device if isinstance(a.device, tuple) else (a.device,)
+        if not a.dtype.is_float or all(Device[d].has_fmod for d in devices):
+            r = a.fmod(b)  # (ints too: r + b cannot overflow where a - (a // b) * b can)
+            return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
+        by_inf = ((a == 0) | ((a < 0) == (b < 0))).where(a, b)
+        return (b.isinf() & a.isfinite()).where(by_inf, a - a.floordiv(b) * b)
 
     @scalar_first(swaps=True)
     def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
@@ -1073,6 +1091,13 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         or 1 / sqrt, as in torch; other powers go through exp2 and log2 of the magnitude, with
         the sign and the edges handled apart."""
         x = x.item() if isinstance(x, np.generic) else x
+        if type(x) is int and not -2 ** 63 <= x < 2 ** 63:  # torch's: an exponent is an int64
+            if not reverse and not self.dtype.is_float and 0 < x < 2 ** 64:
+                raise RuntimeError("value cannot be converted to type int64_t without overflow")
+            x = _past_int64(self.dtype, x)
+        if not reverse and self.dtype == dtypes.float16 and isinstance(x, (int, float)) and \
+                math.isfinite(x) and abs(x) > dtypes.finite_max(dtypes.float16):
+            raise RuntimeError("value cannot be converted to type c10::Half without overflow")
         if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
             return self._scalar_power(x)
         a, b = self._operands(x, reverse)
@@ -1268,16 +1293,21 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return ~self
 
     def _shift(self, x: int, left: bool) -> Tensor:
-        """self << x or self >> x (arithmetic: rounds down) for an int tensor and a Python int."""
+        """self << x or self >> x (arithmetic: rounds down) for an int tensor and a Python int,
+        the count taken in the tensor's dtype as torch takes it (int8 << 260 shifts by 4); a
+        negative count, or one past the dtype's bits, shifts every bit out."""
         name = "lshift" if left else "rshift"
+        if type(x) is int and not -2 ** 63 <= x < 2 ** 63:
+            _past_int64(self.dtype, x)  # (torch's errors past uint64; uint64's range wraps)
         if self.dtype.is_float or self.dtype.is_bool:
             raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
         if isinstance(x, Tensor) or not isinstance(x, int) or isinstance(x, bool):
             raise NotImplementedError(f"{name} of a {self.dtype.name} tensor by a "
                                       f"{type(x).__name__}: tinyfw shifts by a Python int only")
+        x = wrap_int(x, self.dtype)  # torch's count: in the tensor's dtype
         bits = self.dtype.itemsize * 8 - (0 if self.dtype.is_unsigned else 1)  # value bits
-        if x < 0:
-            raise ValueError(f"negative shift count {x}")
+        if x < 0:  # every bit shifted out, as torch (C leaves it undefined)
+            x = bits + 1
         if left and x > bits:  # every bit shifted out (torch's result; C leaves it undefined)
             return self * 0
         if left:  # 2**bits does not fit the dtype: its last doubling apart
@@ -1438,6 +1468,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def fmod(self, x: Tensor | Scalar) -> Tensor:
         """The remainder with the sign of the dividend (C's fmod, exact), as torch.fmod."""
         a, b = self._operands(x)
+        if a.dtype.is_bool:
+            raise NotImplementedError('"fmod_cpu" not implemented for \'Bool\'')
         r = a._result(a.uop.alu(Ops.MOD, b.uop), b)
         if not a.dtype.is_float:
             return a._divided(b, r)

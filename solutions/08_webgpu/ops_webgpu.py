@@ -148,6 +148,7 @@ class WebGPURuntime(Runtime):
 
     max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
     has_float64 = False
+    has_fmod = False  # (WGSL's % of floats is x - y * trunc(x / y): renderer/wgsl.py)
 
     def __init__(self) -> None:
         device = wgpu_device()
