@@ -250,6 +250,19 @@ REFUSED: dict[str, str] = {
 }
 
 
+def webgpu_remainder_is_inexact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The pairs whose a % b WEBGPU cannot give as CPU (C's exact fmod, torch's value) does:
+    WGSL has no exact fmod, so `%` is a - floor(a / b) * b there (Tensor.mod), which loses
+    the remainder once the quotient passes float32's 2**24, and lavapipe flushes subnormal
+    operands to 0. (Until tinyfw's CPU computed % from fmod, both devices used that formula and
+    agreed on these pairs, both wrong.)"""
+    with np.errstate(all="ignore"):
+        quotient = np.abs(a.astype(np.float64) / b.astype(np.float64))
+    tiny = np.finfo(np.float32).tiny
+    subnormal = ((b != 0) & (np.abs(b) < tiny)) | ((a != 0) & (np.abs(a) < tiny))
+    return subnormal | (np.isfinite(quotient) & (quotient >= 2 ** 24))
+
+
 def differences(got: np.ndarray, want: np.ndarray, atol: float = 0.0,
                 rtol: float = 2e-6) -> np.ndarray:
     """Where got and want differ: NaN on one side only, other infinities, a zero of the other
@@ -300,6 +313,8 @@ def test_special_values_match_cpu(name: str) -> None:
     """The case gives CPU's values on WEBGPU, element for element."""
     got, want = run_case(name, "WEBGPU"), run_case(name, "CPU")
     bad = case_differences(name, got, want)
+    if name == "a%b":  # (WEBGPU's remainder is the floor formula: exact for the other pairs)
+        bad &= ~webgpu_remainder_is_inexact(*PAIRS)
     labels = inputs_of(name)
     assert not bad.any(), "\n".join(f"({labels[i]}): WEBGPU {got[i]!r}, CPU {want[i]!r}"
                                      for i in np.flatnonzero(bad))

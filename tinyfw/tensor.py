@@ -1071,8 +1071,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """Remainder with the sign of the divisor, as Python's % (and torch's), as torch
         computes it: C's fmod (exact), plus the divisor where the two signs differ, so that
         1 % inf is 1 and -1 % inf is inf. On a device without an exact fmod (WEBGPU),
-        a - floor(a / b) * b, which rounds (a large quotient loses the remainder), and torch's
-        values by an infinite divisor."""
+        a - floor(a / b) * b, which rounds (a large quotient loses the remainder), with torch's
+        signs of zero and values by an infinite divisor."""
         a, b = self._operands(x, reverse)
         if a.dtype.is_bool:
             raise NotImplementedError('"remainder_cpu" not implemented for \'Bool\'')
@@ -1080,8 +1080,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if not a.dtype.is_float or all(Device[d].has_fmod for d in devices):
             r = a.fmod(b)  # (ints too: r + b cannot overflow where a - (a // b) * b can)
             return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
+        r = a - a.floordiv(b) * b
+        r = (r == 0).where(a * 0, r)  # a zero with the dividend's sign, as fmod's
         by_inf = ((a == 0) | ((a < 0) == (b < 0))).where(a, b)
-        return (b.isinf() & a.isfinite()).where(by_inf, a - a.floordiv(b) * b)
+        return (b.isinf() & a.isfinite()).where(by_inf, r)
 
     @scalar_first(swaps=True)
     def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
