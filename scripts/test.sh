@@ -72,7 +72,8 @@ run "Tensor API suites (tests/test_api_*.py) on NUMPY" env DEVICE=NUMPY \
 for device in $devices; do
   run "op, accuracy, edge-input and Tensor API suites on $device" env DEVICE="$device" \
     .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py tests/test_edge_inputs.py \
-    tests/test_reduce_accuracy.py tests/test_api_*.py -q -ra "${workers[@]}" --dist load
+    tests/test_reduce_accuracy.py tests/test_gguf_quants.py tests/test_api_*.py -q -ra "${workers[@]}" \
+    --dist load
 done
 # SmolLM2's 8 greedy tokens on each device against transformers' (each compiles the model's
 # kernels: about 40 s for the three, two workers). Left out of tests/ on CPU: a developer's

@@ -19,6 +19,12 @@ with its own scale. Q8_0 (34 bytes a block): a float16 scale d and 32 int8 value
 is d * q. Q4_1 (20 bytes): a float16 scale d, a float16 minimum m and 16 bytes holding 32
 4-bit values, the number is d * q + m; byte j holds value j in its low 4 bits and value j + 16
 in its high 4 bits. A 4-bit weight takes 20 / 32 = 0.625 bytes instead of float32's 4.
+Q4_0 and Q5_0/Q5_1 are the same with no minimum (q - 8, q - 16) or a fifth bit per number kept
+in 4 bytes of their own. The K-quants (Q2_K to Q6_K, what most downloaded files hold: Q4_K_M
+mixes Q4_K and Q6_K) group 256 numbers into 8 or 16 sub-blocks, each with a scale (and for
+Q2_K, Q4_K and Q5_K a minimum) of a few bits, all scaled by a float16 d (and dmin): a few more
+fields to unpack, each one shifts and masks of bytes (`_fields`). Any other ggml type (the
+IQ types, for example) is refused when the file is opened, with its name.
 
 `dequantize` turns such blocks into floats with ordinary Tensor ops on a uint8 tensor: slicing
 picks bytes, `bitcast` reads two bytes as a float16, `& 15` and `>> 4` unpack the nibbles. Since
@@ -60,17 +66,35 @@ class GGMLType(enum.IntEnum):
     """The element types of ggml tensors that tinyfw reads (ggml numbers them so)."""
     F32 = 0
     F16 = 1
+    Q4_0 = 2
     Q4_1 = 3
+    Q5_0 = 6
+    Q5_1 = 7
     Q8_0 = 8
+    Q2_K = 10
+    Q3_K = 11
+    Q4_K = 12
+    Q5_K = 13
+    Q6_K = 14
     BF16 = 30
 
 
-# (numbers per block, bytes per block) of each type; a float is a block of one
+# The names of ggml's other types, for the error that refuses a file holding one.
+OTHER_TYPES = {9: "Q8_1", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S",
+               20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16",
+               26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 34: "TQ1_0", 35: "TQ2_0",
+               39: "MXFP4"}
+
+# (numbers per block, bytes per block) of each type; a float is a block of one. The K-quants
+# ("super-blocks") hold 256 numbers in 16 or 8 sub-blocks, each with a scale of a few bits.
 BLOCKS: dict[GGMLType, tuple[int, int]] = {
     GGMLType.F32: (1, 4), GGMLType.F16: (1, 2), GGMLType.BF16: (1, 2),
-    GGMLType.Q4_1: (32, 20), GGMLType.Q8_0: (32, 34),
+    GGMLType.Q4_0: (32, 18), GGMLType.Q4_1: (32, 20), GGMLType.Q5_0: (32, 22),
+    GGMLType.Q5_1: (32, 24), GGMLType.Q8_0: (32, 34),
+    GGMLType.Q2_K: (256, 84), GGMLType.Q3_K: (256, 110), GGMLType.Q4_K: (256, 144),
+    GGMLType.Q5_K: (256, 176), GGMLType.Q6_K: (256, 210),
 }
-QUANTIZED = (GGMLType.Q4_1, GGMLType.Q8_0)
+QUANTIZED = tuple(t for t, (per_block, _) in BLOCKS.items() if per_block > 1)
 
 
 class ValueType(enum.IntEnum):
@@ -187,8 +211,10 @@ class GGUFFile:
         self.tensors: dict[str, TensorInfo] = {}
         for name, shape, kind, offset in infos:
             if kind not in GGMLType._value2member_map_:
-                raise NotImplementedError(f"{self.path}: tensor {name!r} has ggml type {kind}, "
-                                          "which tinyfw does not read")
+                kind_name = OTHER_TYPES.get(kind, f"number {kind}")
+                raise NotImplementedError(
+                    f"{self.path}: tensor {name!r} has ggml type {kind_name}, which tinyfw does "
+                    f"not read (it reads {', '.join(t.name for t in GGMLType)})")
             ggml_type = GGMLType(kind)
             per_block, block_bytes = BLOCKS[ggml_type]
             if shape and shape[-1] % per_block:
@@ -261,27 +287,155 @@ def half(two_bytes: Tensor, native: bool | None = None) -> Tensor:
 
 
 def dequantize(blocks: Tensor, ggml_type: GGMLType) -> Tensor:
-    """Blocks (..., n, bytes per block) as uint8 -> the numbers they hold (..., n * 32),
-    float32. Lazy and elementwise, so it fuses into the kernel that reads the result."""
-    if ggml_type is GGMLType.Q8_0:
-        d = half(blocks[..., 0:2])
-        q = blocks[..., 2:34].bitcast(dtypes.int8).cast(dtypes.float32)
-        out = d * q
-    elif ggml_type is GGMLType.Q4_1:
-        d, m = half(blocks[..., 0:2]), half(blocks[..., 2:4])
-        packed = blocks[..., 4:20]
-        out = d * _nibbles(packed).flatten(-2).cast(dtypes.float32) + m
-    else:
-        raise NotImplementedError(f"dequantize: {ggml_type.name} is not supported")
-    return out.reshape(*blocks.shape[:-2], blocks.shape[-2] * 32)
+    """Blocks (..., n, bytes per block) as uint8 -> the numbers they hold (..., n * numbers per
+    block), float32. Lazy and elementwise, so it fuses into the kernel that reads the result."""
+    decode = _DECODERS.get(ggml_type)
+    if decode is None:
+        raise NotImplementedError(f"dequantize: {ggml_type.name} is not a quantized type")
+    per_block = BLOCKS[ggml_type][0]
+    return decode(blocks).reshape(*blocks.shape[:-2], blocks.shape[-2] * per_block)
+
+
+def _fields(packed: Tensor, width: int, count: int) -> Tensor:
+    """Bytes (..., n) -> (..., count, n), bytes: field i holds bits i*width to (i+1)*width - 1
+    of each byte, the lowest first. No cat (see the module's docstring): each field is chosen
+    by a `where` on a constant mask, so it all stays in the kernel that reads it."""
+    both = packed.unsqueeze(-2)
+    mask = (1 << width) - 1
+    out = both & mask
+    for i in range(1, count):
+        at = Tensor.full((1, packed.shape[-1]), True, device=packed.device)
+        field = both >> (i * width)  # (the top field of a byte needs no mask)
+        field = field if (i + 1) * width == 8 else field & mask
+        out = at.pad(((i, count - 1 - i), (0, 0))).where(field, out)
+    return out
 
 
 def _nibbles(packed: Tensor) -> Tensor:
-    """Bytes (..., 16) -> their 4-bit values (..., 2, 16): the low halves, then the high ones
-    (no cat: see the module's docstring)."""
-    high = Tensor.full((1, 16), True, device=packed.device).pad(((1, 0), (0, 0)))
-    both = packed.unsqueeze(-2)
-    return high.where(both >> 4, both & 15)
+    """Bytes (..., 16) -> their 4-bit values (..., 2, 16): the low halves, then the high ones."""
+    return _fields(packed, 4, 2)
+
+
+def _bits(packed: Tensor) -> Tensor:
+    """Bytes (..., n) -> their bits (..., 8 n), bit i of byte k at 8 k + i (a uint32 read as
+    32 bits, the lowest first)."""
+    return _fields(packed, 1, 8).transpose(-1, -2).flatten(-2)
+
+
+def _q4_0(b: Tensor) -> Tensor:
+    """Q4_0 (18 bytes): a float16 scale d and 32 4-bit q: d * (q - 8)."""
+    q = _nibbles(b[..., 2:18]).flatten(-2).cast(dtypes.float32)
+    return half(b[..., 0:2]) * (q - 8)
+
+
+def _q4_1(b: Tensor) -> Tensor:
+    """Q4_1 (20 bytes): float16 d and m, 32 4-bit q: d * q + m."""
+    d, m = half(b[..., 0:2]), half(b[..., 2:4])
+    return d * _nibbles(b[..., 4:20]).flatten(-2).cast(dtypes.float32) + m
+
+
+def _five_bits(high: Tensor, low: Tensor) -> Tensor:
+    """32 5-bit numbers from the 4 bytes of their fifth bits and the 16 bytes of the rest,
+    as float32."""
+    return (_nibbles(low).flatten(-2) + _bits(high) * 16).cast(dtypes.float32)
+
+
+def _q5_0(b: Tensor) -> Tensor:
+    """Q5_0 (22 bytes): float16 d, 32 fifth bits, 32 4-bit halves: d * (q - 16)."""
+    return half(b[..., 0:2]) * (_five_bits(b[..., 2:6], b[..., 6:22]) - 16)
+
+
+def _q5_1(b: Tensor) -> Tensor:
+    """Q5_1 (24 bytes): float16 d and m, then as Q5_0: d * q + m."""
+    d, m = half(b[..., 0:2]), half(b[..., 2:4])
+    return d * _five_bits(b[..., 4:8], b[..., 8:24]) + m
+
+
+def _q8_0(b: Tensor) -> Tensor:
+    """Q8_0 (34 bytes): float16 d and 32 int8 q: d * q."""
+    return half(b[..., 0:2]) * b[..., 2:34].bitcast(dtypes.int8).cast(dtypes.float32)
+
+
+def _q2_k(b: Tensor) -> Tensor:
+    """Q2_K (84 bytes, 256 numbers in 16 sub-blocks of 16): a byte per sub-block (its scale in
+    the low 4 bits, its minimum in the high 4), 64 bytes of 2-bit q, float16 d and dmin:
+    d * scale * q - dmin * minimum."""
+    scales = _fields(b[..., 0:16], 4, 2)                                       # (..., 2, 16)
+    q = _fields(b[..., 16:80].reshape(*b.shape[:-1], 2, 32), 2, 4)            # (..., 2, 4, 32)
+    q = q.reshape(*b.shape[:-1], 16, 16).cast(dtypes.float32)
+    d, dmin = half(b[..., 80:82]), half(b[..., 82:84])
+    scale = (d * scales[..., 0, :].cast(dtypes.float32)).unsqueeze(-1)
+    minimum = (dmin * scales[..., 1, :].cast(dtypes.float32)).unsqueeze(-1)
+    return scale * q - minimum
+
+
+def _q3_k(b: Tensor) -> Tensor:
+    """Q3_K (110 bytes, 16 sub-blocks of 16): 32 bytes of each number's third bit (set: no
+    offset; clear: minus 4), 64 bytes of its low 2 bits, 12 bytes of 16 6-bit scales (low 4
+    bits from the first 8 bytes, high 2 from the last 4), float16 d: d * (scale - 32) * q."""
+    lead = b.shape[:-1]
+    low = _fields(b[..., 32:96].reshape(*lead, 2, 32), 2, 4).reshape(*lead, 16, 16)
+    third = _fields(b[..., 0:32], 1, 8).reshape(*lead, 16, 16)
+    q = low.cast(dtypes.float32) - (1 - third.cast(dtypes.float32)) * 4
+    scales = _fields(b[..., 96:104], 4, 2).flatten(-2) + \
+        _fields(b[..., 104:108], 2, 4).flatten(-2) * 16                        # (..., 16)
+    scale = half(b[..., 108:110]) * (scales.cast(dtypes.float32) - 32)
+    return scale.unsqueeze(-1) * q
+
+
+def _scales_and_minimums(packed: Tensor) -> tuple[Tensor, Tensor]:
+    """The 8 6-bit scales and 8 6-bit minimums of Q4_K and Q5_K, from 12 bytes (..., 12): the
+    first 4 of each in the low 6 bits of bytes 0-3 and 4-7, the last 4 in the nibbles of
+    bytes 8-11 with their top 2 bits in the top bits of bytes 0-3 and 4-7."""
+    first, second, rest = packed[..., 0:4], packed[..., 4:8], _fields(packed[..., 8:12], 4, 2)
+    at = Tensor.full((1, 4), True, device=packed.device).pad(((1, 0), (0, 0)))
+    scales = at.where((rest[..., 0, :] + (first >> 6) * 16).unsqueeze(-2),
+                      (first & 63).unsqueeze(-2))
+    minimums = at.where((rest[..., 1, :] + (second >> 6) * 16).unsqueeze(-2),
+                        (second & 63).unsqueeze(-2))
+    return scales.flatten(-2), minimums.flatten(-2)
+
+
+def _k_scaled(b: Tensor, q: Tensor) -> Tensor:
+    """d * scale * q - dmin * minimum for Q4_K and Q5_K (8 sub-blocks of 32, q (..., 8, 32))."""
+    d, dmin = half(b[..., 0:2]), half(b[..., 2:4])
+    scales, minimums = _scales_and_minimums(b[..., 4:16])
+    scale = (d * scales.cast(dtypes.float32)).unsqueeze(-1)
+    minimum = (dmin * minimums.cast(dtypes.float32)).unsqueeze(-1)
+    return scale * q.cast(dtypes.float32) - minimum
+
+
+def _q4_k(b: Tensor) -> Tensor:
+    """Q4_K (144 bytes, 8 sub-blocks of 32): float16 d and dmin, 12 bytes of scales and
+    minimums, 128 bytes of 4-bit q (each 32 bytes: a sub-block's low halves, the next's high)."""
+    lead = b.shape[:-1]
+    q = _fields(b[..., 16:144].reshape(*lead, 4, 32), 4, 2).reshape(*lead, 8, 32)
+    return _k_scaled(b, q)
+
+
+def _q5_k(b: Tensor) -> Tensor:
+    """Q5_K (176 bytes): as Q4_K with a fifth bit per number from 32 more bytes (bit i of
+    byte k for number k of sub-block i)."""
+    lead = b.shape[:-1]
+    low = _fields(b[..., 48:176].reshape(*lead, 4, 32), 4, 2).reshape(*lead, 8, 32)
+    return _k_scaled(b, low + _fields(b[..., 16:48], 1, 8) * 16)
+
+
+def _q6_k(b: Tensor) -> Tensor:
+    """Q6_K (210 bytes, 16 sub-blocks of 16): 128 bytes of low 4 bits, 64 bytes of high 2
+    bits, 16 int8 scales, float16 d: d * scale * (q - 32)."""
+    lead = b.shape[:-1]
+    low = _fields(b[..., 0:128].reshape(*lead, 2, 64), 4, 2).reshape(*lead, 8, 32)
+    high = _fields(b[..., 128:192].reshape(*lead, 2, 32), 2, 4).reshape(*lead, 8, 32)
+    q = ((low + high * 16).cast(dtypes.float32) - 32).reshape(*lead, 16, 16)
+    scales = b[..., 192:208].bitcast(dtypes.int8).cast(dtypes.float32)
+    return (half(b[..., 208:210]) * scales).unsqueeze(-1) * q
+
+
+_DECODERS = {GGMLType.Q4_0: _q4_0, GGMLType.Q4_1: _q4_1, GGMLType.Q5_0: _q5_0,
+             GGMLType.Q5_1: _q5_1, GGMLType.Q8_0: _q8_0, GGMLType.Q2_K: _q2_k,
+             GGMLType.Q3_K: _q3_k, GGMLType.Q4_K: _q4_k, GGMLType.Q5_K: _q5_k,
+             GGMLType.Q6_K: _q6_k}
 
 
 # Devices whose kernels hold bytes in vector lanes (the CPU's C: lower_opts.bytes_in_lanes):
@@ -295,9 +449,11 @@ def linear(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
     K: a vector of 16 lanes walks a block's bytes, so its scales, the same for every lane,
     are decoded once per block and row (heuristic.quantized_dot_tile). Elsewhere the sums over
     each block of x times the block's integers, scaled per block (a second kernel)."""
-    nb = blocks.shape[1]
-    if x.shape[-1] != nb * 32:
-        raise RuntimeError(f"linear: x of shape {x.shape} and weights of {nb * 32} columns")
+    if ggml_type not in _DECODERS:
+        raise NotImplementedError(f"linear: {ggml_type.name} weights are not quantized")
+    nb, columns = blocks.shape[1], blocks.shape[1] * BLOCKS[ggml_type][0]
+    if x.shape[-1] != columns:
+        raise RuntimeError(f"linear: x of shape {x.shape} and weights of {columns} columns")
     lead = x.shape[:-1]
     if x.device.split(":")[0] in BYTE_LANES and ggml_type in (GGMLType.Q8_0, GGMLType.Q4_1):
         return _dequantized_dot(x, blocks, ggml_type)
@@ -313,7 +469,10 @@ def linear(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
         x_sums = xb.sum((-2, -1))                                          # (..., 1, nb)
         d, m = half(blocks[..., 0:2]).squeeze(-1), half(blocks[..., 2:4]).squeeze(-1)
         return (sums * d + x_sums * m).sum(-1)
-    raise NotImplementedError(f"linear: {ggml_type.name} weights are not supported")
+    # The other types: x times the numbers dequantized inside the matmul's kernel (lazy and
+    # elementwise, so the weights stay packed in memory), summed over K.
+    w = dequantize(blocks, ggml_type)                                          # (N, K)
+    return (x.reshape(*lead, 1, columns) * w).sum(-1)
 
 
 def _dequantized_dot(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
