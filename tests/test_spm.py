@@ -21,8 +21,8 @@ TEXTS = ["Hello world", "the lazy fox jumps", "  leading spaces", "trailing  ", 
 
 @pytest.fixture(scope="module")
 def trained() -> tuple[object, SentencePieceTokenizer]:
-    """A sentencepiece BPE model of 420 pieces (256 of them bytes), and tinyfw's tokenizer of its vocabulary
-    (given as a GGUF file's metadata)."""
+    """A sentencepiece BPE model of 420 pieces (256 of them bytes), and tinyfw's tokenizer of
+    its vocabulary (given as a GGUF file's metadata)."""
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS), model_writer=model,
                                    vocab_size=420, model_type="bpe", byte_fallback=True,
