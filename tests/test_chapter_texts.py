@@ -118,8 +118,9 @@ def test_given_helpers_are_in_the_stubs(number: str, folder: Path) -> None:
     for file, names in given_lines(readme):
         path = f"exercises/{folder.name}/{file}"
         if path not in stubs():
+            held = sorted(p.rsplit("/", 1)[1] for p in stubs() if f"/{folder.name}/" in p)
             missing.append(f"`{file}` is not a stub of chapter {number} (exercises/{folder.name}/ "
-                           f"holds {sorted(p.rsplit('/', 1)[1] for p in stubs() if folder.name in p)})")
+                           f"holds {held})")
             continue
         defined = defined_names(stubs()[path])
         missing += [f"{path}: `{name}` is given by the text but not defined in the stub (is it "

@@ -93,8 +93,8 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         for out, acc_row in zip(outputs, accs):
             for part, acc in zip(partials, acc_row):
                 done: dict[UOp, int] = {}
-                value = emit_value(b, reduce.src[0], indices(kernel, loops, {**out, **part}, False, vector), params,
-                                   done, lanes)
+                idxs = indices(kernel, loops, {**out, **part}, False, vector)
+                value = emit_value(b, reduce.src[0], idxs, params, done, lanes)
                 b.add(LOps.UPDATE, acc_dtype, (acc, value), op)
         for _ in inner:
             b.add(LOps.ENDLOOP, dtypes.int32)
