@@ -69,6 +69,34 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     raise NotImplementedError("not done yet: 11.lower_upcast")
 
 
+def loop_variables(kernel: Kernel) -> dict[int, Expr]:
+    """Axis -> the variable of its loop, for every axis that is a loop (GLOBAL, THREAD, REDUCE,
+    PANEL; not UPCAST or UNROLL, which are written out), named like gidx0, core1, ridx2."""
+    return {i: Var(LOOP_PREFIX[axis.kind] + str(i), 0, max(axis.size - 1, 0))
+            for i, axis in enumerate(kernel.axes) if axis.kind in LOOP_PREFIX}
+
+
+def copies(kernel: Kernel, axes: list[int]) -> list[dict[int, int]]:
+    """Every combination of the indices of the given (UPCAST or UNROLL) axes, one dict axis ->
+    index per copy of the expression; [{}] for no axes."""
+    ranges = [range(kernel.axes[i].size) for i in axes]
+    return [dict(zip(axes, values)) for values in itertools.product(*ranges)]
+
+
+def indices(kernel: Kernel, loops: dict[int, Expr], fixed: dict[int, int], output: bool,
+            vector: int | None = None) -> list[Expr]:
+    """Each axis's index for one copy: the constant fixed[i] of an unrolled axis, else its
+    loop's variable; 0 for a reduced axis in the output's view (output=True), and 0 for the
+    vector axis (a vector's index is that of its lane 0)."""
+    out: list[Expr] = []
+    for i, axis in enumerate(kernel.axes):
+        if output and axis.kind.reduces or i == vector:
+            out.append(Const(0))
+        else:
+            out.append(Const(fixed[i]) if i in fixed else loops[i])
+    return out
+
+
 def stored_lanes(b: ProgramBuilder, kernel: Kernel, value: int, idxs: list[Expr], lanes: Lanes,
                  out: int, panels: list[Expr]) -> None:
     """A vector of outputs that are not side by side in memory (a sum stored permuted, as

@@ -245,9 +245,9 @@ def write_cache(cache: Tensor, new: Tensor, start: int | Tensor) -> Tensor:
     """The cache (1, heads, S, d) with new (1, heads, T, d) at positions start..start + T: for
     a Python int, new padded into place; for a position tensor (T = 1), new repeated along S
     and chosen where the position is, so one captured kernel serves every position."""
-    # >>> exercise 12.kv_cache #the-kv-cache
     size, length = cache.shape[2], new.shape[2]
-    places = Tensor.arange(size, device=cache.device).reshape(size, 1)
+    places = Tensor.arange(size, device=cache.device).reshape(size, 1)  # (S, 1): 0 .. S - 1
+    # >>> exercise 12.kv_cache #the-kv-cache
     if isinstance(start, int):
         if start < 0:
             raise RuntimeError(f"the KV cache starts at position 0, not {start}")

@@ -65,31 +65,12 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
     b = ProgramBuilder(kernel.name)
     params = add_params(kernel, b)
     lanes = Lanes(vector, kernel.axes[vector].size) if vector is not None else None
-    loops: dict[int, Expr] = {}
-    for i, axis in enumerate(kernel.axes):
-        if axis.kind in LOOP_PREFIX:
-            loops[i] = Var(LOOP_PREFIX[axis.kind] + str(i), 0, max(axis.size - 1, 0))
+    loops = loop_variables(kernel)
     upcast = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UPCAST and i != vector]
     unroll = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.UNROLL and i != vector]
     across = vector is not None and kernel.axes[vector].kind is AxisKind.UNROLL
     b.prog.global_size = tuple(a.size for a in kernel.axes
                                if a.kind in (AxisKind.GLOBAL, AxisKind.THREAD))
-
-    def indices(fixed: dict[int, int], output: bool) -> list[Expr]:
-        """Each axis's index: its loop's variable, or the constant of an unrolled copy; a
-        reduced axis is 0 in the output's view."""
-        out: list[Expr] = []
-        for i, axis in enumerate(kernel.axes):
-            if output and axis.kind.reduces or i == vector:  # (a vector: from its lane 0 on)
-                out.append(Const(0))
-            else:
-                out.append(Const(fixed[i]) if i in fixed else loops[i])
-        return out
-
-    def copies(axes: list[int]) -> list[dict[int, int]]:
-        ranges = [range(kernel.axes[i].size) for i in axes]
-        return [dict(zip(axes, values)) for values in itertools.product(*ranges)]
-
     panels = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.PANEL]
     outer = panels + [i for i, a in enumerate(kernel.axes)
                       if a.kind in (AxisKind.THREAD, AxisKind.GLOBAL)]
@@ -97,10 +78,10 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         b.add(LOps.LOOP, dtypes.int32, (), (loops[i].render(), kernel.axes[i].size))
     reduce = kernel.reduce
     results: dict[int, dict[UOp, int]] = {}  # per output copy: what is computed before the store
-    outputs = copies(upcast)
+    outputs = copies(kernel, upcast)
     if reduce is not None:
         op, acc_dtype = reduce.arg[0], widened(accumulator_dtype(reduce.dtype), lanes)
-        partials = copies(unroll)
+        partials = copies(kernel, unroll)
         accs = [[b.add(LOps.ACC, acc_dtype, (), identity(op, reduce.dtype)) for _ in partials]
                 for _ in outputs]
         inner = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.REDUCE]
@@ -109,8 +90,8 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         for out, acc_row in zip(outputs, accs):
             for part, acc in zip(partials, acc_row):
                 done: dict[UOp, int] = {}
-                value = emit_value(b, reduce.src[0], indices({**out, **part}, False), params,
-                                   done, lanes)
+                idxs = indices(kernel, loops, {**out, **part}, False, vector)
+                value = emit_value(b, reduce.src[0], idxs, params, done, lanes)
                 b.add(LOps.UPDATE, acc_dtype, (acc, value), op)
         for _ in inner:
             b.add(LOps.ENDLOOP, dtypes.int32)
@@ -125,7 +106,7 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
             results[k] = {reduce: total}
     for k, out in enumerate(outputs):
         done = results.get(k, {})
-        idxs = indices(out, True)
+        idxs = indices(kernel, loops, out, True, vector)
         stored = None if across else lanes
         value = emit_value(b, kernel.ast.src[1], idxs, params, done, stored)
         if stored is not None and lane_stride(kernel.ast.src[0].arg, stored.axis) != 1:
@@ -141,6 +122,34 @@ def lower_optimized(kernel: Kernel, vector: int | None = None) -> Program:
         b.add(LOps.ENDLOOP, dtypes.int32)
     return b.prog
     # <<< exercise
+
+
+def loop_variables(kernel: Kernel) -> dict[int, Expr]:
+    """Axis -> the variable of its loop, for every axis that is a loop (GLOBAL, THREAD, REDUCE,
+    PANEL; not UPCAST or UNROLL, which are written out), named like gidx0, core1, ridx2."""
+    return {i: Var(LOOP_PREFIX[axis.kind] + str(i), 0, max(axis.size - 1, 0))
+            for i, axis in enumerate(kernel.axes) if axis.kind in LOOP_PREFIX}
+
+
+def copies(kernel: Kernel, axes: list[int]) -> list[dict[int, int]]:
+    """Every combination of the indices of the given (UPCAST or UNROLL) axes, one dict axis ->
+    index per copy of the expression; [{}] for no axes."""
+    ranges = [range(kernel.axes[i].size) for i in axes]
+    return [dict(zip(axes, values)) for values in itertools.product(*ranges)]
+
+
+def indices(kernel: Kernel, loops: dict[int, Expr], fixed: dict[int, int], output: bool,
+            vector: int | None = None) -> list[Expr]:
+    """Each axis's index for one copy: the constant fixed[i] of an unrolled axis, else its
+    loop's variable; 0 for a reduced axis in the output's view (output=True), and 0 for the
+    vector axis (a vector's index is that of its lane 0)."""
+    out: list[Expr] = []
+    for i, axis in enumerate(kernel.axes):
+        if output and axis.kind.reduces or i == vector:
+            out.append(Const(0))
+        else:
+            out.append(Const(fixed[i]) if i in fixed else loops[i])
+    return out
 
 
 def stored_lanes(b: ProgramBuilder, kernel: Kernel, value: int, idxs: list[Expr], lanes: Lanes,
