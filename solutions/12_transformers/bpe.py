@@ -161,6 +161,7 @@ class BPETokenizer:
         self.special = {self.tokens[i]: i for i in special}
         self.bos_id, self.eos_id, self.chat_template = bos_id, eos_id, chat_template
         self.eot_id = eot_id  # the end of a turn, where it is not eos (Llama 3's <|eot_id|>)
+        self.add_bos = False  # whether a prompt starts with bos_id (tokenizer.ggml.add_bos_token)
         # longest first, so that a special token is never cut by a shorter one it starts with
         names = sorted(self.special, key=len, reverse=True)
         self._special_re = re.compile("|".join(map(re.escape, names))) if names else None
@@ -173,17 +174,20 @@ class BPETokenizer:
         """The tokenizer a GGUF file describes (`GGUFFile(path).metadata`)."""
         if metadata.get("tokenizer.ggml.model") != "gpt2":
             raise NotImplementedError(
-                "only byte-level BPE vocabularies (tokenizer.ggml.model 'gpt2'), not "
-                f"{metadata.get('tokenizer.ggml.model')!r} ('llama' is SentencePiece's, of "
-                "Llama 2, TinyLlama and Mistral files, which tinyfw does not read yet)")
+                "a byte-level BPE vocabulary (tokenizer.ggml.model 'gpt2'), not "
+                f"{metadata.get('tokenizer.ggml.model')!r}: see tokenizers/spm.py's "
+                "tokenizer_from_gguf for SentencePiece's ('llama')")
         types = metadata.get("tokenizer.ggml.token_type", [])
-        return cls(metadata["tokenizer.ggml.tokens"], metadata.get("tokenizer.ggml.merges", []),
-                   special=[i for i, t in enumerate(types) if t == CONTROL],
-                   pre=metadata.get("tokenizer.ggml.pre", "gpt2"),
-                   bos_id=metadata.get("tokenizer.ggml.bos_token_id"),
-                   eos_id=metadata.get("tokenizer.ggml.eos_token_id"),
-                   eot_id=metadata.get("tokenizer.ggml.eot_token_id"),
-                   chat_template=metadata.get("tokenizer.chat_template"))
+        tokenizer = cls(metadata["tokenizer.ggml.tokens"],
+                        metadata.get("tokenizer.ggml.merges", []),
+                        special=[i for i, t in enumerate(types) if t == CONTROL],
+                        pre=metadata.get("tokenizer.ggml.pre", "gpt2"),
+                        bos_id=metadata.get("tokenizer.ggml.bos_token_id"),
+                        eos_id=metadata.get("tokenizer.ggml.eos_token_id"),
+                        eot_id=metadata.get("tokenizer.ggml.eot_token_id"),
+                        chat_template=metadata.get("tokenizer.chat_template"))
+        tokenizer.add_bos = bool(metadata.get("tokenizer.ggml.add_bos_token", False))
+        return tokenizer
 
     def __len__(self) -> int:
         return len(self.tokens)
