@@ -8,13 +8,15 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repo root, wherever the clone lives
 
 say() { printf 'start: %s\n' "$*"; }
+HEARTBEAT_S="${TINYFW_HEARTBEAT_S:-30}"  # seconds between "still running" lines
 
-# Runs a command; every 30 s while it runs, says that it still runs and for how long. The
-# heartbeat ends with the command, or within 30 s of this script if it is stopped (Ctrl-C).
+# Runs a command; every HEARTBEAT_S seconds while it runs, says that it still runs and for how
+# long. The heartbeat ends with the command, or within HEARTBEAT_S of this script if it is
+# stopped (Ctrl-C).
 with_heartbeat() {
   local label="$1" began=$SECONDS status=0 beat
   shift
-  (while sleep 30 && kill -0 $$ 2>/dev/null; do
+  (while sleep "$HEARTBEAT_S" && kill -0 $$ 2>/dev/null; do
      say "$label: still running, $((SECONDS - began)) s so far"
    done) &
   beat=$!
