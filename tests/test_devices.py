@@ -1,6 +1,7 @@
 """`python -m tinyfw.runtime`: every device is listed as available or with why not and the fix."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -29,6 +30,32 @@ def test_the_listing_names_every_device() -> None:
     assert out.startswith(f"default device: {Device.DEFAULT}")
     for name in Device.names:
         assert f"  {name} " in out
+
+
+def without_runtime_dir() -> dict[str, str]:
+    """This environment without XDG_RUNTIME_DIR, as in a plain ssh or container shell."""
+    return {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+
+
+def test_the_listing_prints_no_noise_without_a_runtime_dir() -> None:
+    """The README's command prints only its listing: no "error: XDG_RUNTIME_DIR is invalid ..."
+    from libwayland while WEBGPU starts Vulkan (ops_webgpu gives it a private folder then)."""
+    done = subprocess.run([sys.executable, "-m", "tinyfw.runtime"], capture_output=True,
+                          text=True, check=True, env=without_runtime_dir(), timeout=300)
+    assert done.stderr == "", done.stderr
+    assert "WEBGPU" in done.stdout
+
+
+def test_webgpu_leaves_the_environment_as_it_was() -> None:
+    """The private runtime folder is there only while wgpu starts: unset again, and removed."""
+    code = ("import os; from tinyfw.device import probe; ok, why = probe('WEBGPU'); "
+            "print(ok, os.environ.get('XDG_RUNTIME_DIR'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env=without_runtime_dir(), timeout=300)
+    if not done.stdout.startswith("True"):
+        pytest.skip(f"WEBGPU is not available here: {done.stdout}")
+    assert done.stdout.split() == ["True", "None"], done.stdout
+    assert done.stderr == "", done.stderr
 
 
 @pytest.mark.parametrize("device", ["CPU", "CL", "CUDAEMU", "WEBGPU"])

@@ -23,13 +23,34 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER_DIR = re.compile(r"\d\d_[a-z0-9_]+")
-SITE_PAGES = ["", "course/", "setup/", "architecture/", "debug/", "chapters/"]
+SITE_PAGES = ["", "course/", "setup/", "architecture/", "debug/", "correctness/", "chapters/"]
 # A cell shows a picture when its last line is a drawing call (Jupyter displays the value),
 # when it passes one to display(), or when it plots with matplotlib.
 DRAW_CALL = re.compile(r"\b(draw|plot)\w*\s*\(")
 ASSIGNMENT = re.compile(r"^[\w.,\[\] ]+=(?!=)")
 PLOTS = re.compile(r"\bplt\.(plot|scatter|imshow|hist|bar|show)\s*\("
                    r"|\bdisplay\(.*\b(draw|plot)\w*\(")
+# What a reader cannot see at once, on a page laid out at 1280 px:
+# - a code block (or notebook cell) whose text is wider than its box: the ends of its long lines,
+#   often a comment, are hidden behind the box's edge (clipped, or scrolled out of sight);
+# - a task id (13.per_shard) in inline code laid out on more than one line ("13.per_shar / d").
+LAYOUT_PROBLEMS = r"""() => {
+  const problems = [];
+  for (const box of document.querySelectorAll('.md-content pre, .md-content pre > code')) {
+    if (box.scrollWidth > box.clientWidth + 1) {
+      const first = box.innerText.trim().split('\n')[0].slice(0, 60);
+      problems.push(`code block ${box.scrollWidth} px wide, its box ${box.clientWidth} px: `
+                    + first);
+    }
+  }
+  for (const code of document.querySelectorAll('.md-content code')) {
+    if (!code.closest('pre') && /^\d\d\.[A-Za-z0-9_]+$/.test(code.innerText.trim())
+        && code.getClientRects().length > 1) {
+      problems.push(`task id broken across lines: ${code.innerText}`);
+    }
+  }
+  return problems;
+}"""
 BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update"]
 
@@ -88,7 +109,14 @@ class Build:
 
 @pytest.fixture(scope="session")
 def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
-    """The site built once with --strict, notebooks executed against the reference solutions."""
+    """The site built once with --strict, notebooks executed against the reference solutions.
+
+    TINYFW_SITE_DIR=<folder> reuses a site built there before (to iterate on the site's CSS or on
+    these tests without the build's minutes); the build's own test is then skipped.
+    """
+    reuse = os.environ.get("TINYFW_SITE_DIR")
+    if reuse:
+        return Build(Path(reuse), output="", seconds=0.0)
     site = tmp_path_factory.mktemp("site")
     env = {**os.environ, "TINYFW_IMPL": "solutions", "NO_MKDOCS_2_WARNING": "1"}
     start = time.monotonic()
@@ -191,8 +219,16 @@ def check_page(seen: Visit, url: str) -> None:
     assert not seen.errors, f"{url}: console errors: {seen.errors}"
 
 
+def check_layout(page: Any, url: str) -> None:
+    """At 1280 px every code block shows all its text, and no task id breaks across lines."""
+    problems = page.evaluate(LAYOUT_PROBLEMS)
+    assert not problems, f"{url}:\n" + "\n".join(problems)
+
+
 def test_build_has_no_warnings(build: Build) -> None:
     """mkdocs --strict printed no warning or error (its own or a notebook kernel's)."""
+    if os.environ.get("TINYFW_SITE_DIR"):
+        pytest.skip("TINYFW_SITE_DIR: a site built before is reused, this run built nothing")
     lines = build.output.splitlines()
     noisy = [i for i, line in enumerate(lines) if re.search(r"\b(WARNING|ERROR)\b", line)]
     # each with the 12 lines after it: a kernel's error prints its traceback there
@@ -220,9 +256,10 @@ def test_built_html_names_no_foreign_resource(build: Build) -> None:
 
 @pytest.mark.parametrize("path", SITE_PAGES + [f"chapters/{p.name}/" for p in chapter_folders()])
 def test_page_renders(browser: Any, server: str, path: str) -> None:
-    """The home page, the course pages and every chapter README render cleanly."""
-    with visit(browser, server + path) as (seen, _):
+    """The home page, the course pages and every chapter README render cleanly and readably."""
+    with visit(browser, server + path) as (seen, page):
         check_page(seen, path)
+        check_layout(page, path)
 
 
 def test_chapter_pages_are_in_the_nav(browser: Any, server: str) -> None:
@@ -295,6 +332,7 @@ def test_notebook_page_shows_outputs(browser: Any, server: str, nb: Path) -> Non
     """A notebook page shows executed outputs, and a picture wherever a cell draws a graph."""
     with visit(browser, server + notebook_url(nb)) as (seen, page):
         check_page(seen, notebook_url(nb))
+        check_layout(page, notebook_url(nb))
         outputs = page.eval_on_selector_all(
             ".jp-OutputArea-output",
             "els => els.filter(e => e.innerText.trim() || e.querySelector('img, svg')).length")

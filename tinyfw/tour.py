@@ -1,4 +1,4 @@
-"""A 20-second tour of tinyfw: a tensor, the lazy graph it records, its gradient, the device."""
+"""A short tour of tinyfw: a tensor, the lazy graph it records, its gradient, the device."""
 from __future__ import annotations
 
 from collections import Counter

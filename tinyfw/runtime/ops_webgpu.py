@@ -2,7 +2,13 @@
 GPU)."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,6 +21,32 @@ FIX_WEBGPU = ("install wgpu and a Vulkan driver: `pip install -e '.[webgpu]'` an
               "`apt-get install mesa-vulkan-drivers` (set WGPU_BACKEND_TYPE=Vulkan on Linux)")
 
 
+@contextlib.contextmanager
+def _runtime_dir() -> Iterator[None]:
+    """A private XDG_RUNTIME_DIR while wgpu starts, where the environment has none.
+
+    Starting Vulkan on Linux looks for a Wayland display; without XDG_RUNTIME_DIR, libwayland
+    prints "error: XDG_RUNTIME_DIR is invalid or not set in the environment." to stderr (the
+    adapter is found all the same). An empty 0700 folder of our own, removed afterwards, gives
+    it a place to look and find nothing; every other message wgpu or the driver prints still
+    shows. The environment is as before once wgpu has started.
+    """
+    previous = os.environ.get("XDG_RUNTIME_DIR")
+    if not sys.platform.startswith("linux") or (previous and os.path.isdir(previous)):
+        yield
+        return
+    private = tempfile.mkdtemp(prefix="tinyfw-xdg-")  # 0700, as the XDG spec asks
+    os.environ["XDG_RUNTIME_DIR"] = private
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = previous
+        shutil.rmtree(private, ignore_errors=True)
+
+
 @functools.cache
 def wgpu_device() -> Any:
     """The wgpu device of the first adapter, or a RuntimeError saying what is missing."""
@@ -22,15 +54,16 @@ def wgpu_device() -> Any:
         import wgpu
     except ImportError as error:
         raise RuntimeError(f"WEBGPU needs wgpu ({error}): {FIX_WEBGPU}") from None
-    try:
-        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    except Exception as error:  # wgpu raises its own errors when no adapter is there
-        raise RuntimeError(f"WEBGPU found no adapter ({error}): {FIX_WEBGPU}") from None
-    if adapter is None:
-        raise RuntimeError(f"WEBGPU found no adapter: {FIX_WEBGPU}")
-    limits = {"max-storage-buffers-per-shader-stage":
-              adapter.limits["max-storage-buffers-per-shader-stage"]}
-    return adapter.request_device_sync(required_limits=limits)
+    with _runtime_dir():
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        except Exception as error:  # wgpu raises its own errors when no adapter is there
+            raise RuntimeError(f"WEBGPU found no adapter ({error}): {FIX_WEBGPU}") from None
+        if adapter is None:
+            raise RuntimeError(f"WEBGPU found no adapter: {FIX_WEBGPU}")
+        limits = {"max-storage-buffers-per-shader-stage":
+                  adapter.limits["max-storage-buffers-per-shader-stage"]}
+        return adapter.request_device_sync(required_limits=limits)
 
 
 def _usage() -> int:
