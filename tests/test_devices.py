@@ -33,8 +33,11 @@ def test_the_listing_names_every_device() -> None:
 
 
 def without_runtime_dir() -> dict[str, str]:
-    """This environment without XDG_RUNTIME_DIR, as in a plain ssh or container shell."""
-    return {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    """This environment without XDG_RUNTIME_DIR, as in a plain ssh or container shell, and
+    without the WGPU_BACKEND_TYPE scripts/env.sh sets (with it, wgpu warns that it forces the
+    backend: asked for, not noise)."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("XDG_RUNTIME_DIR", "WGPU_BACKEND_TYPE")}
 
 
 def test_the_listing_prints_no_noise_without_a_runtime_dir() -> None:
