@@ -12,6 +12,7 @@ from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
 from tinyfw.mixin.core import TensorCore, float32_inside
 from tinyfw.mixin.derived import _check_labels
+from tinyfw.mixin.indexing import _selection_gradient
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -343,16 +344,18 @@ class NNOps(TensorCore):
                                                      padding, ceil_mode)
         n, both = len(kernel), [a + b for a, b in zip(pads, extra)]
         x = self.pad(both, value=dtypes.min(self.dtype)) if any(both) else self
-        windows = x._pool(kernel, step, dilation)
-        out = windows.max(tuple(range(-n, 0)))
-        if not return_indices:
-            return out
+        flat = x._pool(kernel, step, dilation).flatten(-n)  # (..., *outs, window)
+        out = flat.max(-1)
         sizes = self.shape[-n:]
         where = type(self).arange(math.prod(sizes), device=self.device).reshape(*sizes)
         where = where.pad(both, value=-1)._pool(kernel, step, dilation).flatten(-n)
-        first = windows.detach().flatten(-n).argmax(-1)  # the first of equal maxima, as torch
-        hot = first.unsqueeze(-1)._hot(math.prod(kernel)).squeeze(-2)
-        return out, (hot * where).sum(-1, dtype=where.dtype)
+        hot = _torch_max_place(flat.detach(), out.detach(), where >= 0)
+        # the whole gradient of a window to the one place torch picks (not shared by ties,
+        # as a max's is); overlapping windows add theirs up through the window view
+        out = out._with_gradient(_selection_gradient, (flat, hot), (flat.ndim - 1,))
+        if not return_indices:
+            return out
+        return out, hot.where(where, 0).sum(-1, dtype=where.dtype)
 
     def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: IntOrTuple = (2, 2),
                      stride: IntOrTuple | None = None, dilation: IntOrTuple = 1,
@@ -520,6 +523,21 @@ def _share_heads(kv: Tensor, heads: int) -> Tensor:
                            f"({heads}) for enable_gqa")
     grouped = kv.unsqueeze(-3).expand(*kv.shape[:-2], heads // kv_heads, *kv.shape[-2:])
     return grouped.reshape(*kv.shape[:-3], heads, *kv.shape[-2:])
+
+
+def _torch_max_place(flat: Tensor, out: Tensor, inside: Tensor) -> Tensor:
+    """Where each window's maximum is, as torch's max pooling scans for it: a one-hot along the
+    last axis of flat (the windows, out their maxima, inside False on the padding). torch keeps
+    the first place inside the input, then moves on to a larger value or to any NaN: the first
+    of tied maxima, the last NaN, and for a window of -inf (or the dtype's least value) its
+    first place inside."""
+    size = flat.shape[-1]
+    first = ((flat == out.unsqueeze(-1)) & inside).cast(dtypes.int32).argmax(-1)
+    if flat.dtype.is_float:
+        nan = flat.isnan()
+        last_nan = (size - 1) - nan.flip(-1).cast(dtypes.int32).argmax(-1)
+        first = nan.any(-1).where(last_nan, first)
+    return first.unsqueeze(-1)._hot(size).squeeze(-2) != 0
 
 
 def _unpool_gradient(grad: UOp, node: UOp, values: UOp, hot: UOp) -> tuple[UOp, None]:
