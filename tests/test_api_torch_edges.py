@@ -227,3 +227,170 @@ def test_gradient_at_edges_like_torch(name: str, fn: Any, torch_fn: Any,
                                       values: list[list[float]]) -> None:
     """The value and the gradient (of a weighted sum) are torch's, NaN where torch's is NaN."""
     check([f32(values)], torch_fn, fn)
+
+
+# --- other answers that were not torch's --------------------------------------------------------
+COLUMN = f32([[1.0], [2.0], [3.0]])
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin", "std", "var"])
+def test_no_axes_reduce_all(name: str, keepdim: bool) -> None:
+    """An empty tuple of axes reduces every axis, as torch's sum, mean, amax, amin, std, var."""
+    own = {"amax": "max", "amin": "min"}.get(name, name)
+    # torch's std and var over () give the value over all, yet a gradient of inf and nan
+    check([COLUMN], lambda x: getattr(x, name)((), keepdim=keepdim),
+          lambda x: getattr(x, own)((), keepdim=keepdim), grad=name not in ("std", "var"))
+
+
+def test_no_axes_any_all_reduce_none() -> None:
+    """any and all with an empty tuple of axes reduce nothing, as torch's."""
+    check([COLUMN], lambda x: x.any(()), grad=False)
+    check([COLUMN], lambda x: x.all(()), grad=False)
+
+
+@pytest.mark.parametrize("fn", ["any", "all"])
+@pytest.mark.parametrize("shape, axis", [((2, 0), 1), ((0, 3), 0), ((0,), None), ((2, 0), None),
+                                         ((0, 3), 1)])
+def test_any_all_over_nothing(fn: str, shape: tuple[int, ...], axis: int | None) -> None:
+    """any over nothing is False, all over nothing True, as torch's."""
+    check([f32(np.zeros(shape))], lambda x: getattr(x, fn)() if axis is None else
+          getattr(x, fn)(axis), grad=False)
+
+
+def test_float16_std_computed_wide(needs_dtypes: Any) -> None:
+    """float16's std is computed in float32 and rounded once: 60000, though the variance is
+    inf in float16, as torch's."""
+    from tinyfw import dtypes
+    with needs_dtypes(dtypes.float16):
+        x = np.array([60000, -60000, 0], np.float16)
+        check([x], lambda t: t.std(), grad=False, rtol=1e-3)
+        check([x], lambda t: t.var(), grad=False, rtol=1e-3)
+        check([np.array([[60000, -60000, 0], [1, 2, 3]], np.float16)],
+              lambda t: t.std(1, keepdim=True), grad=False, rtol=1e-3)
+
+
+@pytest.mark.parametrize("kwargs", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 1,
+                                                         "padding": 1},
+                                    {"kernel_size": 3, "stride": 1, "padding": 1,
+                                     "count_include_pad": False},
+                                    {"kernel_size": 3, "stride": 2, "padding": 1,
+                                     "ceil_mode": True}])
+def test_avg_pool_of_int64_truncates(kwargs: dict[str, Any], needs_dtypes: Any) -> None:
+    """avg_pool2d of int64 stays int64, each mean truncated toward 0, as torch's."""
+    from tinyfw import dtypes
+    with needs_dtypes(dtypes.int64):
+        x = np.arange(-20, 20, dtype=np.int64).reshape(1, 2, 4, 5)
+        check([x], lambda t: F.avg_pool2d(t, **kwargs), lambda t: t.avg_pool2d(**kwargs))
+
+
+def test_avg_pool_of_bool_raises() -> None:
+    """avg_pool2d of a bool tensor raises torch's NotImplementedError."""
+    check_error([np.ones((1, 1, 2, 2), bool)], lambda t: F.avg_pool2d(t, 2),
+                lambda t: t.avg_pool2d(2))
+
+
+@pytest.mark.parametrize("reduce", ["max", "min"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_max_min_names(reduce: str, include_self: bool) -> None:
+    """scatter_reduce takes torch's "max" and "min" (as amax and amin); as torch, its backward
+    then raises a RuntimeError."""
+    inputs = [f32([1.0, 2.0, 3.0, 4.0]), i64([0, 0, 1, 3, 3]), f32([5.0, -7.0, 1.0, 9.0, 2.0])]
+    fn = lambda x, i, s: x.scatter_reduce(0, i, s, reduce=reduce,  # noqa: E731
+                                          include_self=include_self)
+    check(inputs, fn, grad=False)
+    check_error(inputs, lambda x, i, s: fn(_needing_grad(x), i, s).sum().backward() or x)
+
+
+def _needing_grad(x: Any) -> Any:
+    x.requires_grad = True
+    return x
+
+
+SHIFT_VALUES = [1, -3, 100, 7, -128, 5, 5, 5, 1, 3, 127, 0]
+SHIFT_COUNTS = [1, 2, 3, 0, 1, 7, 8, 9, -1, 100, 6, 31]
+
+
+@pytest.mark.parametrize("op", ["lshift", "rshift"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64"])
+def test_shift_by_tensor_of_counts(op: str, dtype: str, needs_dtypes: Any) -> None:
+    """a << counts and a >> counts for an int tensor of counts, elementwise, as torch: a count
+    below 0 or past the dtype's width shifts everything out (0, or -1 right of a negative)."""
+    from tinyfw import dtypes
+    with needs_dtypes(getattr(dtypes, dtype)):
+        a = np.array(SHIFT_VALUES).astype(dtype)
+        n = np.array(SHIFT_COUNTS).astype(dtype)
+        fn = (lambda x, c: x << c) if op == "lshift" else (lambda x, c: x >> c)
+        check([a, n], fn, grad=False)
+        check([a.reshape(3, 4), n[:4]], fn, grad=False)  # counts broadcast
+
+
+def test_shift_by_tensor_dtypes_and_errors() -> None:
+    """An int8 tensor shifted by int32 counts is int32 (the promotion); a float count or value
+    raises torch's NotImplementedError."""
+    check([np.array([1, 2, -3], np.int8), np.array([1, 2, 3], np.int32)], lambda x, c: x << c,
+          grad=False)
+    check_error([np.array([1.0], np.float32), np.array([1], np.int32)],
+                lambda x, c: x << c)
+    check_error([np.array([1], np.int32), np.array([1.0], np.float32)],
+                lambda x, c: x >> c)
+
+
+INTERPOLATE_SIZES = [((1, 2, 4, 5), (7, 3)), ((2, 1, 6, 3), (3, 8)), ((1, 1, 1, 4), (3, 2)),
+                     ((1, 1, 5, 5), (5, 5))]
+
+
+@pytest.mark.parametrize("shape, size", INTERPOLATE_SIZES, ids=str)
+@pytest.mark.parametrize("mode, corners", [("nearest-exact", None), ("bicubic", False),
+                                           ("bicubic", True), ("area", None)])
+def test_interpolate_more_modes(shape: tuple[int, ...], size: tuple[int, ...], mode: str,
+                                corners: bool | None) -> None:
+    """interpolate's nearest-exact, bicubic (with and without align_corners) and area modes,
+    values and gradients, as torch's."""
+    check([shape], lambda x: F.interpolate(x, size=size, mode=mode, align_corners=corners),
+          lambda x: x.interpolate(size, mode=mode, align_corners=bool(corners)), atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["nearest-exact", "bicubic", "area"])
+@pytest.mark.parametrize("scale", [0.5, 1.7, 3.0])
+def test_interpolate_more_modes_by_scale(mode: str, scale: float) -> None:
+    """The new modes with a scale_factor, as torch's (area: pooled to the size)."""
+    check([(1, 2, 5, 7)], lambda x: F.interpolate(x, scale_factor=scale, mode=mode),
+          lambda x: x.interpolate(scale_factor=scale, mode=mode), atol=1e-5)
+
+
+@pytest.mark.parametrize("shape, size", INTERPOLATE_SIZES + [((1, 3, 7, 2), (3, 11))], ids=str)
+@pytest.mark.parametrize("mode, corners", [("bilinear", False), ("bilinear", True),
+                                           ("bicubic", False), ("bicubic", True),
+                                           ("nearest", None), ("nearest-exact", None)])
+def test_interpolate_uint8_rounds_as_torch(shape: tuple[int, ...], size: tuple[int, ...],
+                                           mode: str, corners: bool | None) -> None:
+    """uint8 resizing gives torch's values to the unit (its integer weights, one axis at a
+    time, each pass rounded and clamped)."""
+    x = np.random.default_rng(sum(shape)).integers(0, 256, shape).astype(np.uint8)
+    check([x], lambda t: F.interpolate(t, size=size, mode=mode, align_corners=corners),
+          lambda t: t.interpolate(size, mode=mode, align_corners=bool(corners)), atol=0,
+          rtol=0)
+
+
+def test_interpolate_uint8_area_raises() -> None:
+    """area (adaptive average pooling) of uint8 raises torch's NotImplementedError."""
+    check_error([np.ones((1, 1, 4, 4), np.uint8)],
+                lambda t: F.interpolate(t, size=(2, 2), mode="area"),
+                lambda t: t.interpolate((2, 2), mode="area"))
+
+
+@pytest.mark.parametrize("values", [[[0, 1, 0], [2, 0, 3]], [0.0, -1.5, 0.0, 2.0], [[0, 0]], 5,
+                                    0, [True, False, True]], ids=str)
+@pytest.mark.parametrize("size, fill", [(0, -1), (2, -1), (5, -1), (4, 7)])
+def test_nonzero_static(values: Any, size: int, fill: int, needs_dtypes: Any) -> None:
+    """nonzero_static: the first `size` nonzero indices, then rows of fill_value, as torch's."""
+    from tinyfw import dtypes
+    with needs_dtypes(dtypes.int64):
+        check([np.array(values)], lambda t: torch.nonzero_static(t, size=size, fill_value=fill),
+              lambda t: t.nonzero_static(size=size, fill_value=fill), grad=False)
+
+
+def test_nonzero_static_negative_size_raises() -> None:
+    check_error([np.array([1, 0])], lambda t: torch.nonzero_static(t, size=-1),
+                lambda t: t.nonzero_static(size=-1))

@@ -1303,9 +1303,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             _past_int64(self.dtype, x)  # (torch's errors past uint64; uint64's range wraps)
         if self.dtype.is_float or self.dtype.is_bool:
             raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
-        if isinstance(x, Tensor) or not isinstance(x, int) or isinstance(x, bool):
+        if isinstance(x, Tensor):
+            return self._shift_by_tensor(x, left)
+        if not isinstance(x, int) or isinstance(x, bool):
             raise NotImplementedError(f"{name} of a {self.dtype.name} tensor by a "
-                                      f"{type(x).__name__}: tinyfw shifts by a Python int only")
+                                      f"{type(x).__name__}: tinyfw shifts by an int or an int "
+                                      "tensor only")
         x = wrap_int(x, self.dtype)  # torch's count: in the tensor's dtype
         bits = self.dtype.itemsize * 8 - (0 if self.dtype.is_unsigned else 1)  # value bits
         if x < 0:  # every bit shifted out, as torch (C leaves it undefined)
@@ -1317,6 +1320,27 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if self.dtype.is_unsigned and x < bits:  # no sign: C's division is already the floor
             return self.idiv(1 << x)
         return self.floordiv(1 << x) if x < bits else (self < 0).where(-1, 0).cast(self.dtype)
+
+    def _shift_by_tensor(self, counts: Tensor, left: bool) -> Tensor:
+        """self << counts or self >> counts elementwise, in the two int dtypes' promotion, as
+        torch: a count below 0 or past the dtype's bits shifts everything out (0, or -1 for a
+        negative value shifted right); shifts by 1, 2, 4, ... picked by the count's bits."""
+        name = "lshift" if left else "rshift"
+        for t in (self, counts):
+            if t.dtype.is_float or t.dtype.is_bool:
+                raise NotImplementedError(f'"{name}" not implemented for {t.dtype.name}')
+        dtype = promote_types(self.dtype, counts.dtype)
+        x, n = self.cast(dtype), counts.cast(dtype)
+        x, n = x._broadcast_to(broadcast_shape(x.shape, n.shape)), \
+            n._broadcast_to(broadcast_shape(x.shape, n.shape))
+        bits = dtype.itemsize * 8
+        in_range = (n >= 0) & (n < bits)
+        n = in_range.where(n, 0)
+        out = x
+        for k in range(bits.bit_length() - 1):  # 1, 2, 4, ... bits / 2
+            out = (n & (1 << k) != 0).where(out._shift(1 << k, left), out)
+        gone = x * 0 if left or dtype.is_unsigned else (x < 0).where(-1, 0).cast(dtype)
+        return in_range.where(out, gone)
 
     def lshift(self, x: int) -> Tensor: return self._shift(x, True)
     def rshift(self, x: int) -> Tensor: return self._shift(x, False)
@@ -1752,7 +1776,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def sum(self, axis: AxisArg = None, keepdim: bool = False,
             dtype: DType | str | None = None) -> Tensor:
         """The sum over axis (all axes when None), as torch: ints and bools sum into int64,
-        float16 accumulates in float32; dtype casts the input first (as torch's dtype=)."""
+        float16 accumulates in float32; dtype casts the input first (as torch's dtype=). No axes
+        (an empty tuple) means all of them, as torch's."""
+        axis = _all_if_none_given(axis)
         if dtype is not None:
             x = self.cast(to_dtype(dtype))
         elif not self.dtype.is_float:
@@ -1764,7 +1790,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return x._reduce(Ops.ADD, axis, keepdim)
 
     def max(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """The largest value over axis (ties share the gradient, as torch.amax; NaN wins)."""
+        """The largest value over axis (ties share the gradient, as torch.amax; NaN wins); no
+        axes (an empty tuple) means all of them, as torch.amax's."""
+        axis = _all_if_none_given(axis)
         self._check_reducible("max", axis)
         return self._reduce(Ops.MAX, axis, keepdim)
 
@@ -1781,6 +1809,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     def min(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """The smallest value over axis: a max of the values turned upside down."""
+        axis = _all_if_none_given(axis)
         self._check_reducible("min", axis)
         if self.dtype.is_bool:
             return self.logical_not().max(axis, keepdim).logical_not()
@@ -1789,9 +1818,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return -((-self).max(axis, keepdim))
 
     def any(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        return self.bool().max(axis, keepdim)
+        """Whether any value is nonzero over axis: False over nothing (an empty axis), as
+        torch's; no axes (an empty tuple) reduces none, as torch's."""
+        return self.bool()._reduce(Ops.MAX, axis, keepdim)
 
     def all(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
+        """Whether every value is nonzero over axis: True over nothing, as torch's."""
         return self.logical_not().any(axis, keepdim).logical_not()
 
     def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
@@ -1962,6 +1994,12 @@ def _erf_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
     """d erf(x)/dx = 2/sqrt(pi) e**-x**2."""
     g, a = Tensor(grad), Tensor(x)
     return ((g * ((-(a * a)).exp() * (2 / math.sqrt(math.pi)))).uop,)
+
+
+def _all_if_none_given(axis: Any) -> Any:
+    """A reduction's axis argument, with no axes (an empty tuple or list) meaning all of them,
+    as torch's sum, mean, amax, amin, var and std take it."""
+    return None if isinstance(axis, (tuple, list)) and len(axis) == 0 else axis
 
 
 def _slope_gradient(grad: UOp, node: UOp, x: UOp, slope: Callable[[Tensor], Tensor]

@@ -54,20 +54,29 @@ class DerivedOps(TensorCore):
             correction: int = 1) -> Tensor:
         """The variance over axis, dividing by N - correction (1: the unbiased estimate)."""
         x = self if self.dtype.is_float else self.float()
-        wide = x.float() if x.dtype.itemsize < 4 else x  # float16 squares overflow early
+        return x._wide_var(axis, keepdim, correction).cast(x.dtype)
+
+    def _wide_var(self: Tensor, axis: AxisArg, keepdim: bool, correction: int) -> Tensor:
+        """var of a float tensor, float16 and bfloat16 computed (and left) in float32."""
+        if isinstance(axis, (tuple, list)) and len(axis) == 0:
+            axis = None  # no axes: all of them, as torch's
+        wide = self.float() if self.dtype.itemsize < 4 else self  # float16 squares overflow
         # two passes (the squared distances to the mean) rather than E[x^2] - E[x]^2, which
         # loses every digit when the mean is large against the spread
         sq = (wide - wide.mean(axis, keepdim=True)).square().sum(axis, keepdim=keepdim)
-        n = x.numel() // max(sq.numel(), 1) if x.numel() else 0
-        return (sq / max(n - correction, 0)).cast(x.dtype)
+        n = self.numel() // max(sq.numel(), 1) if self.numel() else 0
+        return sq / max(n - correction, 0)
 
     def std(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
             correction: int = 1) -> Tensor:
-        """The standard deviation over axis; where the values don't spread (all equal) its
-        gradient is 0, as torch's, not sqrt's inf at 0 times a zero (nan)."""
-        var = self.var(axis, keepdim, correction)
+        """The standard deviation over axis (float16's computed in float32 and rounded once,
+        as torch: the std of [6e4, -6e4, 0] is 6e4, though its variance is inf); where the
+        values don't spread (all equal) its gradient is 0, as torch's, not sqrt's inf at 0
+        times a zero (nan)."""
+        x = self if self.dtype.is_float else self.float()
+        var = x._wide_var(axis, keepdim, correction)
         spread = var != 0
-        return spread.where(spread.where(var, 1.0).sqrt(), 0.0)
+        return spread.where(spread.where(var, 1.0).sqrt(), 0.0).cast(x.dtype)
 
     def var_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
                  correction: int = 1) -> tuple[Tensor, Tensor]:
@@ -157,7 +166,9 @@ class DerivedOps(TensorCore):
 
     @float32_inside
     def logsumexp(self: Tensor, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """log(sum(exp(x))) over axis, computed stably."""
+        """log(sum(exp(x))) over axis, computed stably; no axes (an empty tuple) means all."""
+        if isinstance(axis, (tuple, list)) and len(axis) == 0:
+            axis = None
         if any(self.shape[i] == 0 for i in self._axes(axis)):  # log of an empty sum: -inf
             return self.exp().sum(axis, keepdim).log()
         m = self.max(axis, keepdim=True).detach()
