@@ -362,7 +362,7 @@ def test_scatter_reduce_ints(reduce: str) -> None:
                                    reduce)
     assert out.dtype == dtypes.int32 and out.tolist() == ref.tolist()
     with pytest.raises(RuntimeError, match="sum, prod, mean, amax or amin"):
-        Tensor(x).scatter_reduce(0, Tensor(SCATTER_INDEX.astype(np.int32)), Tensor(src), "max")
+        Tensor(x).scatter_reduce(0, Tensor(SCATTER_INDEX.astype(np.int32)), Tensor(src), "maximum")
 
 
 def test_masked_fill() -> None:

@@ -1303,9 +1303,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             _past_int64(self.dtype, x)  # (torch's errors past uint64; uint64's range wraps)
         if self.dtype.is_float or self.dtype.is_bool:
             raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
-        if isinstance(x, Tensor) or not isinstance(x, int) or isinstance(x, bool):
+        if isinstance(x, Tensor):
+            return self._shift_by_tensor(x, left)
+        if not isinstance(x, int) or isinstance(x, bool):
             raise NotImplementedError(f"{name} of a {self.dtype.name} tensor by a "
-                                      f"{type(x).__name__}: tinyfw shifts by a Python int only")
+                                      f"{type(x).__name__}: tinyfw shifts by an int or an int "
+                                      "tensor only")
         x = wrap_int(x, self.dtype)  # torch's count: in the tensor's dtype
         bits = self.dtype.itemsize * 8 - (0 if self.dtype.is_unsigned else 1)  # value bits
         if x < 0:  # every bit shifted out, as torch (C leaves it undefined)
@@ -1317,6 +1320,27 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if self.dtype.is_unsigned and x < bits:  # no sign: C's division is already the floor
             return self.idiv(1 << x)
         return self.floordiv(1 << x) if x < bits else (self < 0).where(-1, 0).cast(self.dtype)
+
+    def _shift_by_tensor(self, counts: Tensor, left: bool) -> Tensor:
+        """self << counts or self >> counts elementwise, in the two int dtypes' promotion, as
+        torch: a count below 0 or past the dtype's bits shifts everything out (0, or -1 for a
+        negative value shifted right); shifts by 1, 2, 4, ... picked by the count's bits."""
+        name = "lshift" if left else "rshift"
+        for t in (self, counts):
+            if t.dtype.is_float or t.dtype.is_bool:
+                raise NotImplementedError(f'"{name}" not implemented for {t.dtype.name}')
+        dtype = promote_types(self.dtype, counts.dtype)
+        x, n = self.cast(dtype), counts.cast(dtype)
+        x, n = x._broadcast_to(broadcast_shape(x.shape, n.shape)), \
+            n._broadcast_to(broadcast_shape(x.shape, n.shape))
+        bits = dtype.itemsize * 8
+        in_range = (n >= 0) & (n < bits)
+        n = in_range.where(n, 0)
+        out = x
+        for k in range(bits.bit_length() - 1):  # 1, 2, 4, ... bits / 2
+            out = (n & (1 << k) != 0).where(out._shift(1 << k, left), out)
+        gone = x * 0 if left or dtype.is_unsigned else (x < 0).where(-1, 0).cast(dtype)
+        return in_range.where(out, gone)
 
     def lshift(self, x: int) -> Tensor: return self._shift(x, True)
     def rshift(self, x: int) -> Tensor: return self._shift(x, False)
@@ -1422,6 +1446,14 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         x = self._floating()
         return x._result(fn(x.uop), x)
 
+    def _math_with_derivative(self, fn: Callable[[UOp], UOp],
+                              slope: Callable[[Tensor], Tensor]) -> Tensor:
+        """_math(fn), its gradient grad * slope(x): torch's formula for the derivative, whose
+        value it keeps outside fn's domain too (the gradient of log at -1 is -1, of atanh at 2
+        is -1/3), where the ops fn is made of would give 0 or nan."""
+        x = self._floating()
+        return x._math(fn)._with_gradient(_slope_gradient, (x,), (slope,))  # type: ignore
+
     def neg(self) -> Tensor:
         if self.dtype.is_bool:
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
@@ -1437,8 +1469,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     # accurate compositions of the primitives, in tinyfw/mixin/elementwise_math.py
     def exp(self) -> Tensor: return self._math(elementwise_math.exp)
     def expm1(self) -> Tensor: return self._math(elementwise_math.expm1)
-    def log(self) -> Tensor: return self._math(elementwise_math.log)
-    def log1p(self) -> Tensor: return self._math(elementwise_math.log1p)
+    def log(self) -> Tensor: return self._math_with_derivative(elementwise_math.log, _log_slope)
+    def log1p(self) -> Tensor:
+        return self._math_with_derivative(elementwise_math.log1p, _log1p_slope)
     def sin(self) -> Tensor: return self._floating()._unary(Ops.SIN)
     def cos(self) -> Tensor: return self._math(elementwise_math.cos)
     def tan(self) -> Tensor: return self._math(elementwise_math.tan)
@@ -1455,9 +1488,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def sinh(self) -> Tensor: return self._math(elementwise_math.sinh)
     def cosh(self) -> Tensor: return self._math(elementwise_math.cosh)
     def asinh(self) -> Tensor: return self._math(elementwise_math.asinh)
-    def acosh(self) -> Tensor: return self._math(elementwise_math.acosh)
-    def atanh(self) -> Tensor: return self._math(elementwise_math.atanh)
-    def log10(self) -> Tensor: return self._math(elementwise_math.log10)
+    def acosh(self) -> Tensor:
+        return self._math_with_derivative(elementwise_math.acosh, _acosh_slope)
+    def atanh(self) -> Tensor:
+        return self._math_with_derivative(elementwise_math.atanh, _atanh_slope)
+    def log10(self) -> Tensor:
+        return self._math_with_derivative(elementwise_math.log10, _log10_slope)
 
     def copysign(self, x: Tensor | Scalar) -> Tensor:
         """|self| with the sign of x (-0.0 counts as negative); ints give floats, as torch."""
@@ -1549,8 +1585,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     # activations
     def relu(self) -> Tensor:
-        """max(x, 0) as torch: relu(-0.0) is -0.0, NaN stays NaN, the gradient at 0 and NaN is 0."""
-        return (self < 0).where(0, (self > 0).where(self, self.detach()))
+        """max(x, 0) as torch: relu(-0.0) is -0.0, NaN stays NaN; the gradient at 0 is 0 and at
+        NaN 1 (torch's: none where x <= 0)."""
+        return (self <= 0).where((self < 0).where(0, self.detach()), self)
 
     def sigmoid(self) -> Tensor:
         """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""
@@ -1560,7 +1597,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     @float32_inside
     def silu(self) -> Tensor: return self * self.sigmoid()
     def swish(self) -> Tensor: return self.silu()
-    def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()
+    def relu6(self) -> Tensor: return self.hardtanh(0, 6)  # torch's: relu6(inf) is 6
     def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
         return (self > 0).where(self, self * neg_slope)
 
@@ -1592,7 +1629,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     @float32_inside
     def mish(self) -> Tensor: return self * self.softplus().tanh()
     def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor:
-        return self.clip(min_val, max_val)
+        """x clipped to [min_val, max_val]; torch's gradient: only strictly inside (none at the
+        bounds, none at NaN, as torch's vectorized kernel, which a tensor of more than a few
+        elements takes; its scalar loop passes NaN's)."""
+        inside = (self > min_val) & (self < max_val)
+        return inside.where(self, self.detach().clip(min_val, max_val))
 
     def _float_only(self, name: str) -> None:
         """torch's NotImplementedError for an activation of an integer or bool tensor."""
@@ -1622,13 +1663,18 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """alpha x + beta clipped to [0, 1] (torch's hardsigmoid for the defaults)."""
         self._float_only("hardsigmoid")
         v = alpha * self + beta
-        return (v <= 0).where(0.0, (v >= 1).where(1.0, v))
+        # torch's gradient: alpha strictly inside (0, 1), none at the bounds and at NaN
+        return ((v > 0) & (v < 1)).where(v, (v <= 0).where(0.0, (v >= 1).where(1.0, v.detach())))
 
     @float32_inside
     def hardswish(self) -> Tensor:
-        """x * hardsigmoid(x)."""
+        """x * min(max(x + 3, 0), 6) / 6, as torch computes it, and torch's gradient (of its
+        vectorized kernel): 0 up to -3, 1 from 3, x / 3 + 0.5 between (NaN at NaN)."""
         self._float_only("hardswish")
-        return self * self.hardsigmoid()
+        low, high = self <= -3, self >= 3
+        mid = (low | high).where(0.0, self)  # the inner formula's input, finite where unused
+        return low.where(self.detach() * 0.0 / 6, high.where(self * 6.0 / 6,
+                                                             mid * (mid + 3) / 6))
 
     @float32_inside
     def logsigmoid(self) -> Tensor:
@@ -1642,14 +1688,28 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             raise RuntimeError("At least one of 'min' or 'max' must not be None")
         # where, not maximum/minimum: at a bound the gradient passes whole, as in torch.clamp
         out = self if min_ is None else (self < min_).where(min_, self)
-        return out if max_ is None else (out > max_).where(max_, out)
+        out = out if max_ is None else (out > max_).where(max_, out)
+        if not self.dtype.is_float:
+            return out
+        # torch's gradient: where min_ <= x <= max_, so none at NaN
+        inside = (self >= min_) if min_ is not None else None
+        if max_ is not None:
+            inside = (self <= max_) if inside is None else inside & (self <= max_)
+        assert inside is not None
+        return inside.where(out, out.detach())
 
     def clamp(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor:
         """torch's name and keywords (min=, max=) for clip."""
         return self.clip(min, max)
 
     def lerp(self, end: Tensor, weight: Tensor | float) -> Tensor:
-        return self + (end - self) * weight
+        """self + weight (end - self), written as torch computes it: from end for a weight of
+        1/2 and more (so lerp(inf, 1, 0.5) is inf and lerp(1, inf, 0.5) nan, as torch's)."""
+        low = self + weight * (end - self)
+        high = end - (end - self) * (1 - weight)
+        if isinstance(weight, (int, float)):
+            return low if abs(weight) < 0.5 else high
+        return (weight.abs() < 0.5).where(low, high)
 
     # --- reductions ---
     def _axes(self, axis: AxisArg | Sequence[int]) -> tuple[int, ...]:
@@ -1716,7 +1776,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def sum(self, axis: AxisArg = None, keepdim: bool = False,
             dtype: DType | str | None = None) -> Tensor:
         """The sum over axis (all axes when None), as torch: ints and bools sum into int64,
-        float16 accumulates in float32; dtype casts the input first (as torch's dtype=)."""
+        float16 accumulates in float32; dtype casts the input first (as torch's dtype=). No axes
+        (an empty tuple) means all of them, as torch's."""
+        axis = _all_if_none_given(axis)
         if dtype is not None:
             x = self.cast(to_dtype(dtype))
         elif not self.dtype.is_float:
@@ -1728,7 +1790,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return x._reduce(Ops.ADD, axis, keepdim)
 
     def max(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """The largest value over axis (ties share the gradient, as torch.amax; NaN wins)."""
+        """The largest value over axis (ties share the gradient, as torch.amax; NaN wins); no
+        axes (an empty tuple) means all of them, as torch.amax's."""
+        axis = _all_if_none_given(axis)
         self._check_reducible("max", axis)
         return self._reduce(Ops.MAX, axis, keepdim)
 
@@ -1745,6 +1809,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     def min(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
         """The smallest value over axis: a max of the values turned upside down."""
+        axis = _all_if_none_given(axis)
         self._check_reducible("min", axis)
         if self.dtype.is_bool:
             return self.logical_not().max(axis, keepdim).logical_not()
@@ -1753,9 +1818,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return -((-self).max(axis, keepdim))
 
     def any(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        return self.bool().max(axis, keepdim)
+        """Whether any value is nonzero over axis: False over nothing (an empty axis), as
+        torch's; no axes (an empty tuple) reduces none, as torch's."""
+        return self.bool()._reduce(Ops.MAX, axis, keepdim)
 
     def all(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
+        """Whether every value is nonzero over axis: True over nothing, as torch's."""
         return self.logical_not().any(axis, keepdim).logical_not()
 
     def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
@@ -1926,6 +1994,25 @@ def _erf_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
     """d erf(x)/dx = 2/sqrt(pi) e**-x**2."""
     g, a = Tensor(grad), Tensor(x)
     return ((g * ((-(a * a)).exp() * (2 / math.sqrt(math.pi)))).uop,)
+
+
+def _all_if_none_given(axis: Any) -> Any:
+    """A reduction's axis argument, with no axes (an empty tuple or list) meaning all of them,
+    as torch's sum, mean, amax, amin, var and std take it."""
+    return None if isinstance(axis, (tuple, list)) and len(axis) == 0 else axis
+
+
+def _slope_gradient(grad: UOp, node: UOp, x: UOp, slope: Callable[[Tensor], Tensor]
+                    ) -> tuple[UOp]:
+    """_math_with_derivative's gradient: grad * slope(x), differentiable in turn."""
+    return ((Tensor(grad) * slope(Tensor(x))).uop,)
+
+
+def _log_slope(x: Tensor) -> Tensor: return x.reciprocal()
+def _log10_slope(x: Tensor) -> Tensor: return (x * math.log(10)).reciprocal()
+def _log1p_slope(x: Tensor) -> Tensor: return (x + 1).reciprocal()
+def _acosh_slope(x: Tensor) -> Tensor: return (x * x - 1).rsqrt()
+def _atanh_slope(x: Tensor) -> Tensor: return (1 - x * x).reciprocal()
 
 
 def _contiguous_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:

@@ -15,6 +15,7 @@ from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
 from tinyfw.mixin.core import TensorCore, float32_inside
 from tinyfw.mixin.derived import _check_labels
+from tinyfw.mixin.indexing import _selection_gradient
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -84,33 +85,70 @@ def ceil_padding(sizes: Sequence[int], kernel: Sequence[int], stride: IntOrTuple
     return extra
 
 
-def resize_matrix(in_size: int, out_size: int, nearest: bool, align_corners: bool,
+def resize_matrix(in_size: int, out_size: int, mode: str, align_corners: bool,
                   scale_factor: float | None) -> np.ndarray:
-    """The (in_size, out_size) matrix that resizes one axis as torch's interpolate does:
-    column o holds the weights of the inputs that output o is made of."""
+    """The (in_size, out_size) matrix that resizes one axis as torch's interpolate does in mode
+    ("nearest", "nearest-exact", "linear", "cubic" or "area"): column o holds the weights of
+    the inputs that output o is made of."""
     if out_size <= 0:
         raise ValueError(f"interpolate: output size {out_size} must be positive")
     m = np.zeros((in_size, out_size), dtype=np.float64)
     ratio = 1 / scale_factor if scale_factor else in_size / out_size
     for o in range(out_size):
-        if nearest:
+        if mode == "nearest":
             m[min(math.floor(o * ratio), in_size - 1), o] = 1
-            continue
-        if align_corners:
-            src = o * (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        elif mode == "nearest-exact":  # the nearest centre: no shift to the left
+            m[min(math.floor((o + 0.5) * ratio), in_size - 1), o] = 1
+        elif mode == "area":  # adaptive average pooling: each output a mean of its span
+            lo, hi = (o * in_size) // out_size, -(-((o + 1) * in_size) // out_size)
+            m[lo:hi, o] = 1 / (hi - lo)
+        elif mode == "cubic":
+            _cubic_column(m, o, in_size, out_size, align_corners, ratio)
         else:
-            src = max((o + 0.5) * ratio - 0.5, 0.0)
-        low = min(math.floor(src), in_size - 1)
-        high, frac = min(low + 1, in_size - 1), src - low
-        m[low, o] += 1 - frac
-        m[high, o] += frac
+            if align_corners:
+                src = o * (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+            else:
+                src = max((o + 0.5) * ratio - 0.5, 0.0)
+            low = min(math.floor(src), in_size - 1)
+            high, frac = min(low + 1, in_size - 1), src - low
+            m[low, o] += 1 - frac
+            m[high, o] += frac
     return m
+
+
+def _cubic_column(m: np.ndarray, o: int, in_size: int, out_size: int, align_corners: bool,
+                  ratio: float) -> None:
+    """Column o of bicubic's matrix: torch's cubic convolution (A = -0.75) of the four inputs
+    around the source point, those past an edge read at the edge."""
+    if align_corners:
+        src = o * (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        src = (o + 0.5) * ratio - 0.5  # not clamped at 0, as torch's for cubic
+    base = math.floor(src)
+    t = src - base
+    a = -0.75
+
+    def near(d: float) -> float: return ((a + 2) * d - (a + 3)) * d * d + 1
+    def far(d: float) -> float: return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    for k, w in zip(range(-1, 3), (far(t + 1), near(t), near(1 - t), far(2 - t))):
+        m[min(max(base + k, 0), in_size - 1), o] += w
+
+
+def _quantized(m: np.ndarray) -> tuple[np.ndarray, int]:
+    """m's weights as torch's uint8 resize takes them: integers of `precision` bits (as many
+    as keep the largest within int16), rounded half away from 0."""
+    precision = 0
+    while precision < 22 and int(0.5 + m.max() * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    v = m * (1 << precision)
+    return np.where(v < 0, np.trunc(v - 0.5), np.trunc(v + 0.5)).astype(np.int32), precision
 
 
 def check_resize_mode(mode: str, n: int, ndim: int, size: Sequence[int]) -> None:
     """torch's errors for an unknown interpolate mode or one given the wrong number of axes
     ("linear" and "nearest" resize any n trailing axes, as tinygrad's interpolate does)."""
-    spatial = {"linear": None, "bilinear": 2, "trilinear": 3, "nearest": None}
+    spatial = {"linear": None, "bilinear": 2, "trilinear": 3, "nearest": None,
+               "nearest-exact": None, "bicubic": 2, "area": None}
     if mode not in spatial:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not one of {list(spatial)}")
     wanted = spatial[mode]
@@ -338,16 +376,18 @@ class NNOps(TensorCore):
                                                      padding, ceil_mode)
         n, both = len(kernel), [a + b for a, b in zip(pads, extra)]
         x = self.pad(both, value=dtypes.min(self.dtype)) if any(both) else self
-        windows = x._pool(kernel, step, dilation)
-        out = windows.max(tuple(range(-n, 0)))
-        if not return_indices:
-            return out
+        flat = x._pool(kernel, step, dilation).flatten(-n)  # (..., *outs, window)
+        out = flat.max(-1)
         sizes = self.shape[-n:]
         where = type(self).arange(math.prod(sizes), device=self.device).reshape(*sizes)
         where = where.pad(both, value=-1)._pool(kernel, step, dilation).flatten(-n)
-        first = windows.detach().flatten(-n).argmax(-1)  # the first of equal maxima, as torch
-        hot = first.unsqueeze(-1)._hot(math.prod(kernel)).squeeze(-2)
-        return out, (hot * where).sum(-1, dtype=where.dtype)
+        hot = _torch_max_place(flat.detach(), out.detach(), where >= 0)
+        # the whole gradient of a window to the one place torch picks (not shared by ties,
+        # as a max's is); overlapping windows add theirs up through the window view
+        out = out._with_gradient(_selection_gradient, (flat, hot), (flat.ndim - 1,))
+        if not return_indices:
+            return out
+        return out, hot.where(where, 0).sum(-1, dtype=where.dtype)
 
     def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: IntOrTuple = (2, 2),
                      stride: IntOrTuple | None = None, dilation: IntOrTuple = 1,
@@ -389,14 +429,18 @@ class NNOps(TensorCore):
         ceil_mode's extra windows never count what hangs past the padding, as in torch)."""
         kernel, step, pads, extra = self._pool_setup("avg_pool2d", kernel_size, stride, dilation,
                                                      padding, ceil_mode)
+        if self.dtype.is_bool:
+            raise NotImplementedError("\"avg_pool2d\" not implemented for 'Bool'")
         n, both = len(kernel), [a + b for a, b in zip(pads, extra)]
         axes = tuple(range(-n, 0))
         total = self.pad(both)._pool(kernel, step, dilation).sum(axes)
-        if count_include_pad and not any(extra):
-            return total / math.prod(kernel)
-        ones = self.ones_like()
-        ones = ones.pad(pads, value=1.0) if count_include_pad else ones.pad(pads)
-        count = ones.pad(extra)._pool(kernel, step, dilation).sum(axes)
+        count: Tensor | int = math.prod(kernel)
+        if not count_include_pad or any(extra):
+            ones = self.ones_like()
+            ones = ones.pad(pads, value=1) if count_include_pad else ones.pad(pads)
+            count = ones.pad(extra)._pool(kernel, step, dilation).sum(axes)
+        if not self.dtype.is_float:  # an int average is an int, truncated, as torch's (int64)
+            return total.div(count, rounding_mode="trunc").cast(self.dtype)
         return total / count
 
     def interpolate(self: Tensor, size: Sequence[int] | None = None, mode: str = "linear",
@@ -418,16 +462,39 @@ class NNOps(TensorCore):
             raise ValueError(f"size {size} / scale_factor {scale_factor} don't fit an input of "
                              f"shape {self.shape}")
         check_resize_mode(mode, n, self.ndim, size)
-        if align_corners and mode == "nearest":
+        if align_corners and mode in ("nearest", "nearest-exact", "area"):
             raise ValueError("align_corners option can only be set with the interpolating modes: "
                              "linear | bilinear | bicubic | trilinear")
+        if mode == "area" and self.dtype == dtypes.uint8:
+            raise NotImplementedError("\"adaptive_avg_pool2d\" not implemented for 'Byte'")
+        kind = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+        if mode == "area":
+            scales = [None] * n  # torch's area is adaptive pooling to the size
+        if self.dtype == dtypes.uint8 and kind in ("linear", "cubic"):
+            return self._resize_uint8(size, kind, align_corners, scales)
         x = self if self.dtype.is_float else self.float()
         for j, (out_size, f) in enumerate(zip(size, scales)):
             axis = self.ndim - n + j
-            m = resize_matrix(self.shape[axis], out_size, mode == "nearest", align_corners, f)
+            m = resize_matrix(self.shape[axis], out_size, kind, align_corners, f)
             x = (x.transpose(axis, -1) @ type(self)(m, dtype=x.dtype,
                                                      device=self.device)).transpose(axis, -1)
         return x if self.dtype.is_float else x.cast(self.dtype)
+
+    def _resize_uint8(self: Tensor, size: Sequence[int], kind: str, align_corners: bool,
+                      scales: list[float | None]) -> Tensor:
+        """uint8 (bi)linear or bicubic resizing as torch's: one axis at a time, the last first,
+        in integers (the weights quantized, see _quantized), each pass rounded and clamped to
+        [0, 255], so that the result is torch's to the unit."""
+        n, x = len(size), self
+        for j in reversed(range(n)):
+            axis = self.ndim - n + j
+            q, precision = _quantized(resize_matrix(self.shape[axis], size[j], kind,
+                                                    align_corners, scales[j]))
+            weights = type(self)(q, dtype=dtypes.int32, device=self.device)
+            total = x.cast(dtypes.int32).transpose(axis, -1) @ weights
+            total = (total + (1 << (precision - 1))) >> precision
+            x = total.clip(0, 255).cast(dtypes.uint8).transpose(axis, -1)
+        return x
 
     # --- attention ---
     def scaled_dot_product_attention(self: Tensor, key: Tensor, value: Tensor,
@@ -510,6 +577,21 @@ def _share_heads(kv: Tensor, heads: int) -> Tensor:
                            f"({heads}) for enable_gqa")
     grouped = kv.unsqueeze(-3).expand(*kv.shape[:-2], heads // kv_heads, *kv.shape[-2:])
     return grouped.reshape(*kv.shape[:-3], heads, *kv.shape[-2:])
+
+
+def _torch_max_place(flat: Tensor, out: Tensor, inside: Tensor) -> Tensor:
+    """Where each window's maximum is, as torch's max pooling scans for it: a one-hot along the
+    last axis of flat (the windows, out their maxima, inside False on the padding). torch keeps
+    the first place inside the input, then moves on to a larger value or to any NaN: the first
+    of tied maxima, the last NaN, and for a window of -inf (or the dtype's least value) its
+    first place inside."""
+    size = flat.shape[-1]
+    first = ((flat == out.unsqueeze(-1)) & inside).cast(dtypes.int32).argmax(-1)
+    if flat.dtype.is_float:
+        nan = flat.isnan()
+        last_nan = (size - 1) - nan.flip(-1).cast(dtypes.int32).argmax(-1)
+        first = nan.any(-1).where(last_nan, first)
+    return first.unsqueeze(-1)._hot(size).squeeze(-2) != 0
 
 
 def _unpool_gradient(grad: UOp, node: UOp, values: UOp, hot: UOp) -> tuple[UOp, None]:

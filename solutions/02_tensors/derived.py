@@ -12,9 +12,11 @@ from tinyfw.dtype import DType, dtypes, promote_types
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
 from tinyfw.mixin.core import TensorCore, float32_inside
+from tinyfw.mixin.indexing import _selected
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
+    from tinyfw.uop.ops import UOp
 
 AxisArg = int | tuple[int, ...] | None
 
@@ -55,20 +57,29 @@ class DerivedOps(TensorCore):
             correction: int = 1) -> Tensor:
         """The variance over axis, dividing by N - correction (1: the unbiased estimate)."""
         x = self if self.dtype.is_float else self.float()
-        wide = x.float() if x.dtype.itemsize < 4 else x  # float16 squares overflow early
+        return x._wide_var(axis, keepdim, correction).cast(x.dtype)
+
+    def _wide_var(self: Tensor, axis: AxisArg, keepdim: bool, correction: int) -> Tensor:
+        """var of a float tensor, float16 and bfloat16 computed (and left) in float32."""
+        if isinstance(axis, (tuple, list)) and len(axis) == 0:
+            axis = None  # no axes: all of them, as torch's
+        wide = self.float() if self.dtype.itemsize < 4 else self  # float16 squares overflow
         # two passes (the squared distances to the mean) rather than E[x^2] - E[x]^2, which
         # loses every digit when the mean is large against the spread
         sq = (wide - wide.mean(axis, keepdim=True)).square().sum(axis, keepdim=keepdim)
-        n = x.numel() // max(sq.numel(), 1) if x.numel() else 0
-        return (sq / max(n - correction, 0)).cast(x.dtype)
+        n = self.numel() // max(sq.numel(), 1) if self.numel() else 0
+        return sq / max(n - correction, 0)
 
     def std(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
             correction: int = 1) -> Tensor:
-        """The standard deviation over axis; where the values don't spread (all equal) its
-        gradient is 0, as torch's, not sqrt's inf at 0 times a zero (nan)."""
-        var = self.var(axis, keepdim, correction)
+        """The standard deviation over axis (float16's computed in float32 and rounded once,
+        as torch: the std of [6e4, -6e4, 0] is 6e4, though its variance is inf); where the
+        values don't spread (all equal) its gradient is 0, as torch's, not sqrt's inf at 0
+        times a zero (nan)."""
+        x = self if self.dtype.is_float else self.float()
+        var = x._wide_var(axis, keepdim, correction)
         spread = var != 0
-        return spread.where(spread.where(var, 1.0).sqrt(), 0.0)
+        return spread.where(spread.where(var, 1.0).sqrt(), 0.0).cast(x.dtype)
 
     def var_mean(self: Tensor, axis: AxisArg = None, keepdim: bool = False,
                  correction: int = 1) -> tuple[Tensor, Tensor]:
@@ -158,7 +169,9 @@ class DerivedOps(TensorCore):
 
     @float32_inside
     def logsumexp(self: Tensor, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """log(sum(exp(x))) over axis, computed stably."""
+        """log(sum(exp(x))) over axis, computed stably; no axes (an empty tuple) means all."""
+        if isinstance(axis, (tuple, list)) and len(axis) == 0:
+            axis = None
         if any(self.shape[i] == 0 for i in self._axes(axis)):  # log of an empty sum: -inf
             return self.exp().sum(axis, keepdim).log()
         m = self.max(axis, keepdim=True).detach()
@@ -242,12 +255,14 @@ class DerivedOps(TensorCore):
             nll = log_probs.nll_loss(target, weight, ignore_index, reduction)
             if not label_smoothing:
                 return nll
-            keep = (target != ignore_index).float()
+            keep = target != ignore_index
             w = weight.reshape(classes, *[1] * (self.ndim - axis - 1)) if weight is not None \
                 else None
-            smooth = -(log_probs if w is None else log_probs * w).sum(axis) * keep
+            # an ignored row counts 0, by a where (its -inf logits would give inf * 0)
+            smooth = keep.where(-(log_probs if w is None else log_probs * w).sum(axis), 0.0)
             if reduction == "mean":
-                picked = keep if weight is None else _weight_of(weight, target, keep)
+                picked = keep.float() if weight is None else \
+                    _weight_of(weight, target, keep.float())
                 smooth = smooth.sum() / picked.sum()
             else:
                 smooth = _reduce_loss(smooth, reduction)
@@ -284,13 +299,16 @@ class DerivedOps(TensorCore):
                                f"classes or no classes but got weight tensor of shape: "
                                f"{shape_str(weight.shape)}")
         keep = (target != ignore_index)
-        hot = target._hot(classes).float()  # (..., C): the class axis last
+        hot = target._hot(classes) != 0  # (..., C): the class axis last
         _check_labels(hot, target, keep & ((target < 0) | (target >= classes)), IndexError,
                       "Target {value} is out of bounds.")
         if axis == 1:
             hot = hot.permute(0, hot.ndim - 1, *range(1, hot.ndim - 1))
         w = keep.float() if weight is None else _weight_of(weight, target, keep.float())
-        loss = -(self * hot).sum(axis) * w
+        # each target's log-probability picked (not multiplied by a one-hot: -inf * 0 is nan,
+        # and a masked logit is -inf), and an ignored target's loss 0 by a where, so that its
+        # gradient is 0 even where the mean divides by a total weight of 0 (torch's, not nan)
+        loss = keep.where(-_selected(hot, self, axis) * w, 0.0)
         if reduction == "mean":
             return loss.sum() / w.sum()
         return _reduce_loss(loss, reduction)
@@ -305,16 +323,27 @@ class DerivedOps(TensorCore):
         hot = target._hot(self.shape[-1]).float()
         _check_labels(hot, target, keep & ((target < 0) | (target >= self.shape[-1])),
                       IndexError, "Target {value} is out of bounds.")
-        picked = (log_probs * hot).sum(-1)
+        picked = _selected(hot != 0, log_probs, -1)  # not a product: -inf * 0 is nan
         smooth = log_probs.mean(-1)
-        loss = -((1 - label_smoothing) * picked + label_smoothing * smooth) * keep.float()
+        loss = keep.where(-((1 - label_smoothing) * picked + label_smoothing * smooth), 0.0)
         if reduction == "mean":
             return loss.sum() / keep.float().sum().maximum(1)
         return _reduce_loss(loss, reduction)
 
     def binary_crossentropy(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-        """Cross entropy of probabilities in (0, 1) against 0/1 targets."""
-        loss = -(target * self.log() + (1 - target) * (1 - self).log())
+        """Cross entropy of probabilities in [0, 1] against targets in [0, 1], as torch's
+        binary_cross_entropy: each log clamped at -100 (p = 0 against 1 costs 100, not inf),
+        and torch's gradient, (p - y) / max(p (1 - p), 1e-12) (finite at p = 0 and 1)."""
+        x = self if self.dtype.is_float else self.float()
+        y = target.cast(x.dtype)
+        log_p, log_q = x.log().maximum(-100.0), (-x).log1p().maximum(-100.0)
+        xd = x.detach()
+        to_x = (xd - y.detach()) / (xd * (1 - xd)).maximum(1e-12)
+        to_y = (-xd).log1p() - xd.log()
+        loss = ((y - 1) * log_q - y * log_p)._with_gradient(_bce_gradient, (x, y, to_x, to_y))
+        for what, v in (("input", x), ("target", y)):
+            _check_labels(loss, v, ((v >= 0) & (v <= 1)).logical_not(), RuntimeError,
+                          f"all elements of {what} should be between 0 and 1")
         return _reduce_loss(loss, reduction)
 
     def binary_crossentropy_logits(self: Tensor, target: Tensor, reduction: str = "mean",
@@ -345,6 +374,14 @@ def _check_labels(out: Tensor, labels: Tensor, bad: Tensor, error: type[Exceptio
     at = type(labels).arange(flat.numel(), device=labels.device) == first
     value = at.where(flat, 0).sum(dtype=labels.dtype)
     realize.attach_check(out.uop, realize.Check(flat_bad.any().uop, error, message, value.uop))
+
+
+def _bce_gradient(grad: UOp, node: UOp, x: UOp, y: UOp, to_x: UOp, to_y: UOp
+                  ) -> tuple[UOp, UOp, None, None]:
+    """binary_crossentropy's gradient, torch's: grad times to_x, (x - y) / max(x (1 - x),
+    1e-12), to the probabilities, and times to_y, log(1 - x) - log(x) (unclamped), to the
+    targets."""
+    return grad * to_x, grad * to_y, None, None
 
 
 def _weight_of(weight: Tensor, target: Tensor, keep: Tensor) -> Tensor:

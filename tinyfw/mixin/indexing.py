@@ -21,6 +21,7 @@ batch of rows of a big data set); inside a capture it stays in the graph.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -557,7 +558,12 @@ class IndexingOps(TensorCore):
                        include_self: bool = True) -> Tensor:
         """A copy of self where each element some index[i][j] names (dim 0; likewise for the
         others) is the reduce ("sum", "prod", "mean", "amax", "amin") of the src values sent
-        to it, and of its own value when include_self, as torch.scatter_reduce."""
+        to it, and of its own value when include_self, as torch.scatter_reduce (which takes
+        "max" and "min" for amax and amin too, whose backward raises torch's RuntimeError)."""
+        if reduce in ("max", "min"):
+            out = self.scatter_reduce(dim, index, src, "a" + reduce, include_self)
+            return out._with_gradient(_named_max_gradient, (self, src), (reduce,)) \
+                if _is_tensor(src) else out
         if reduce not in ("sum", "prod", "mean", "amax", "amin"):
             raise RuntimeError("reduce argument must be either sum, prod, mean, amax or amin, "
                                f"got {reduce}")
@@ -631,6 +637,34 @@ class IndexingOps(TensorCore):
             return tuple(type(self)(np.ascontiguousarray(c), device=self.device,
                                     dtype=dtypes.int64) for c in columns)
         return type(self)(where.astype(np.int64), device=self.device, dtype=dtypes.int64)
+
+    def nonzero_static(self: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+        """nonzero with a size known ahead, as torch.nonzero_static: the indices (int64, of
+        shape (size, ndim)) of the first `size` nonzero elements, rows of fill_value after the
+        last; computed on the device (nothing read on the host, so a TinyJit may capture it)."""
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+        if self.numel() == 0 or self.ndim == 0 or size == 0:  # nothing found, or no columns
+            return type(self).full((size, self.ndim), fill_value, dtype=dtypes.int64,
+                                   device=self.device)
+        flat = self.flatten() != 0
+        n = flat.numel()
+        place = flat.cast(dtypes.int64).cumsum(0) - 1  # each nonzero's row in the result
+        rows = type(self).arange(size, dtype=dtypes.int64, device=self.device).unsqueeze(-1)
+        hot = flat & (place == rows)  # (size, n): row j takes the j-th nonzero
+        at = type(self).arange(n, dtype=dtypes.int64, device=self.device)
+        found = hot.any(-1, keepdim=True)
+        index = hot.where(at, 0).sum(-1, keepdim=True, dtype=dtypes.int64)  # (size, 1)
+        strides = [math.prod(self.shape[d + 1:]) for d in range(self.ndim)]
+        coords = [index // st % sh for st, sh in zip(strides, self.shape)]
+        return found.where(type(self).cat(*coords, dim=-1), fill_value).cast(dtypes.int64)
+
+
+def _named_max_gradient(grad: UOp, node: UOp, x: UOp, src: UOp, reduce: str
+                        ) -> tuple[None, None]:
+    """scatter_reduce's gradient for torch's "max" and "min": none; torch's backward raises."""
+    raise RuntimeError("Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' "
+                       f"but got {reduce}.")
 
 
 def _check_index(out: Tensor, index: Tensor, size: int, dim: int, error: type[Exception],
