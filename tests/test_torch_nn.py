@@ -432,3 +432,110 @@ def test_functional_names() -> None:
     t = rng_int = np.array([1, 0, 3])
     np.testing.assert_array_equal(TF.one_hot(ttorch.tensor(rng_int)).numpy(),
                                   torch.nn.functional.one_hot(torch.tensor(t)).numpy())
+
+
+# --- recurrent layers and attention ------------------------------------------------------------
+
+RECURRENT = [
+    ("LSTM(4, 5)", lambda m: m.LSTM(4, 5), (3, 2, 4), False),
+    ("LSTM(4, 5, num_layers=2, batch_first=True) with initial states",
+     lambda m: m.LSTM(4, 5, num_layers=2, batch_first=True), (2, 3, 4), True),
+    ("LSTM(3, 4, bidirectional=True)", lambda m: m.LSTM(3, 4, bidirectional=True), (2, 2, 3),
+     False),
+    ("GRU(4, 6, num_layers=2)", lambda m: m.GRU(4, 6, num_layers=2), (3, 2, 4), True),
+    ("GRU(4, 3, batch_first=True, bias=False)", lambda m: m.GRU(4, 3, batch_first=True,
+                                                                bias=False), (2, 5, 4), False),
+    ("RNN(3, 4, nonlinearity='relu')", lambda m: m.RNN(3, 4, nonlinearity="relu"), (3, 2, 3),
+     False),
+    ("GRU(4, 5) unbatched", lambda m: m.GRU(4, 5), (3, 4), True),
+]
+
+
+@pytest.mark.parametrize("what, make, shape, with_state", RECURRENT,
+                         ids=[w for w, *_ in RECURRENT])
+def test_recurrent_as_torch(what: str, make: Any, shape: tuple[int, ...],
+                            with_state: bool) -> None:
+    torch.manual_seed(0)
+    ref, tiny = make(torch.nn), make(nn)
+    assert list(tiny.state_dict()) == list(ref.state_dict())
+    same_weights(tiny, ref)
+    x = rand(*shape, seed=7)
+    tx, fx = torch.tensor(x, requires_grad=True), Tensor(x, requires_grad=True)
+    args_t: list[Any] = [tx]
+    args_f: list[Any] = [fx]
+    if with_state:
+        layers = ref.num_layers * (2 if ref.bidirectional else 1)
+        batch = () if len(shape) == 2 else (shape[0] if ref.batch_first else shape[1],)
+        h = rand(layers, *batch, ref.hidden_size, seed=8)
+        if isinstance(ref, torch.nn.LSTM):
+            args_t.append((torch.tensor(h), torch.tensor(h * 2)))
+            args_f.append((Tensor(h), Tensor(h * 2)))
+        else:
+            args_t.append(torch.tensor(h))
+            args_f.append(Tensor(h))
+    (out_t, state_t), (out_f, state_f) = ref(*args_t), tiny(*args_f)
+    np.testing.assert_allclose(out_f.numpy(), out_t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    states_t = state_t if isinstance(state_t, tuple) else (state_t,)
+    states_f = state_f if isinstance(state_f, tuple) else (state_f,)
+    for a, b in zip(states_f, states_t):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-4, atol=1e-5)
+    (out_t.sum() + states_t[0].square().sum()).backward()
+    (out_f.sum() + states_f[0].square().sum()).backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-4)
+    for (name, p), (_, q) in zip(tiny.named_parameters(), ref.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-3, atol=1e-4,
+                                   err_msg=name)
+
+
+def test_lstm_cell_as_torch() -> None:
+    torch.manual_seed(0)
+    ref, tiny = torch.nn.LSTMCell(3, 4), nn.LSTMCell(3, 4)
+    same_weights(tiny, ref)
+    x = rand(2, 3)
+    h_t, c_t = ref(torch.tensor(x))
+    h_f, c_f = tiny(Tensor(x))
+    np.testing.assert_allclose(h_f.numpy(), h_t.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c_f.numpy(), c_t.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_as_torch(batch_first: bool) -> None:
+    torch.manual_seed(0)
+    ref = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    tiny = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    assert list(tiny.state_dict()) == list(ref.state_dict())
+    same_weights(tiny, ref)
+    q, k = rand(3, 2, 8, seed=1), rand(4, 2, 8, seed=2)
+    if batch_first:
+        q, k = q.transpose(1, 0, 2).copy(), k.transpose(1, 0, 2).copy()
+    mask = np.triu(np.ones((3, 4), bool), 2)
+    pad = np.array([[False, False, False, True], [False, False, False, False]])
+    out_t, w_t = ref(torch.tensor(q), torch.tensor(k), torch.tensor(k),
+                     attn_mask=torch.tensor(mask), key_padding_mask=torch.tensor(pad))
+    out_f, w_f = tiny(Tensor(q), Tensor(k), Tensor(k), attn_mask=Tensor(mask),
+                      key_padding_mask=Tensor(pad))
+    np.testing.assert_allclose(out_f.numpy(), out_t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(w_f.numpy(), w_t.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_as_torch(norm_first: bool) -> None:
+    torch.manual_seed(0)
+    ref = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(
+        8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first), 2,
+        enable_nested_tensor=False)
+    tiny = nn.TransformerEncoder(nn.TransformerEncoderLayer(
+        8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first), 2)
+    assert list(tiny.state_dict()) == list(ref.state_dict())
+    w0, w1 = tiny.layers[0].linear1.weight, tiny.layers[1].linear1.weight
+    assert w0 is not w1 and (w0.numpy() == w1.numpy()).all()  # copies, as torch's
+    same_weights(tiny, ref)
+    x = rand(2, 5, 8)
+    pad = np.array([[False] * 5, [False] * 3 + [True] * 2])
+    tx, fx = torch.tensor(x, requires_grad=True), Tensor(x, requires_grad=True)
+    out_t = ref(tx, src_key_padding_mask=torch.tensor(pad))
+    out_f = tiny(fx, src_key_padding_mask=Tensor(pad))
+    np.testing.assert_allclose(out_f.numpy(), out_t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    out_t.square().sum().backward()
+    out_f.square().sum().backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-4)
