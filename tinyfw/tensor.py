@@ -25,6 +25,7 @@ from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.scan import ScanOps
+from tinyfw.mixin.torch_names import TorchNames
 from tinyfw.uop.gradient import GradientOverride, compute_gradient, with_gradient
 from tinyfw.uop.ops import Ops, UOp, const
 from tinyfw import multi
@@ -148,11 +149,13 @@ def _past_int64(dtype: DType, value: int) -> int | float:
     return float(value) if dtype.is_float else value - 2 ** 64
 
 
-class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps):
+class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps,
+             TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "__weakref__")
     training: bool = False
+    no_grad: bool = False  # True: results are cut from the graph (torch's no_grad)
     _rng: np.random.Generator | None = None  # randint, randperm, multinomial: _host_rng()
     _seed: int = 0                                          # of the device streams (threefry)
     _rng_states: dict[str, Tensor] = {}                     # per device: [key0, key1, drawn]
@@ -271,7 +274,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         for source in sources:  # (a loop: most results have one or two sources, none requiring)
             requires = requires or source._requires_grad
         if requires and uop.dtype.is_float:
-            out._requires_grad, out._is_leaf = True, False
+            if Tensor.no_grad:  # (tinygrad's flag, which torch's no_grad sets): no graph
+                out.uop = uop.detach()
+            else:
+                out._requires_grad, out._is_leaf = True, False
         return out
 
     def __repr__(self) -> str:

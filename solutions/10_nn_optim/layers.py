@@ -5,8 +5,9 @@
 (tensors that require grad) and computes its forward pass in __call__."""
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod
@@ -17,6 +18,35 @@ from tinyfw.tensor import Tensor
 def _uniform(*shape: int, bound: float) -> Tensor:
     """A parameter drawn uniformly from [-bound, bound)."""
     return Tensor.uniform(*shape, low=-bound, high=bound, requires_grad=True)
+
+
+class TrainMode:
+    """A layer that behaves differently while training (BatchNorm, Dropout) has a mode of its
+    own. training None (the default): it follows Tensor.training, tinygrad's style (evaluation
+    unless inside `with Tensor.train():`). train() and eval() set it, torch's style (a
+    tinyfw.torch.nn.Module sets it on its layers, which then start in training mode); a mode the
+    layer was given wins over Tensor.training, so neither style leaves it in the other's."""
+    training: bool | None = None
+
+    def train(self, mode: bool = True) -> TrainMode:
+        self.training = bool(mode)
+        return self
+
+    def eval(self) -> TrainMode:
+        return self.train(False)
+
+
+def in_own_mode(call: Callable[[TrainMode, Tensor], Tensor]) -> Callable[[TrainMode, Tensor],
+                                                                           Tensor]:
+    """Runs a TrainMode layer's __call__ with Tensor.training set to the layer's own mode, where
+    it has one."""
+    @functools.wraps(call)
+    def run(self: TrainMode, x: Tensor) -> Tensor:
+        if self.training is None or self.training == Tensor.training:
+            return call(self, x)
+        with Tensor.train(self.training):
+            return call(self, x)
+    return run
 
 
 class Linear:
@@ -54,11 +84,12 @@ class Conv2d:
         # <<< exercise
 
 
-class BatchNorm:
+class BatchNorm(TrainMode):
     """Normalizes each channel (axis 1) over the batch and any spatial axes. Training uses the
     batch's statistics and moves the running ones toward them (the variance unbiased, as in
     torch); evaluation uses the running ones. Running statistics are updated with assign,
     lazily: realize them (an optimizer step does) so their graph doesn't grow step after step.
+    Training or evaluation: Tensor.training, or the layer's own mode (see TrainMode).
     """
 
     def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True,
@@ -71,6 +102,7 @@ class BatchNorm:
             self.running_mean = Tensor.zeros(sz, requires_grad=False)
             self.running_var = Tensor.ones(sz, requires_grad=False)
 
+    @in_own_mode
     def __call__(self, x: Tensor) -> Tensor:
         # >>> exercise 10.normalization #normalization
         if self.track_running_stats and not Tensor.training:
@@ -139,12 +171,14 @@ class Embedding:
         # <<< exercise
 
 
-class Dropout:
-    """Zeroes a fraction p of its input while training (see Tensor.dropout)."""
+class Dropout(TrainMode):
+    """Zeroes a fraction p of its input while training (see Tensor.dropout): Tensor.training,
+    or the layer's own mode (see TrainMode)."""
 
     def __init__(self, p: float = 0.5):
         self.p = p
 
+    @in_own_mode
     def __call__(self, x: Tensor) -> Tensor:
         # >>> exercise 10.embedding_dropout #embedding-and-dropout
         return x.dropout(self.p)

@@ -6,7 +6,10 @@ as tinygrad does, so layers need no base class:
 
     sd = get_state_dict(model)          # {"l1.weight": ..., "l1.bias": ..., "layers.0.weight": ...}
     safe_save(sd, "model.safetensors")
-    load_state_dict(model, safe_load("model.safetensors"))"""
+    load_state_dict(model, safe_load("model.safetensors"))
+
+PyTorch's .pt/.pth checkpoints are read without torch by torch_load (tinyfw/nn/torch_checkpoint.py).
+"""
 from __future__ import annotations
 
 import json
@@ -21,6 +24,7 @@ import numpy as np
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import all_int, prod, shape_str
 from tinyfw.tensor import Tensor
+from tinyfw.nn.torch_checkpoint import torch_load, torch_save  # noqa: F401  (PyTorch's files)
 
 # ---------------------------------------------------------------------------------------------
 # finding a model's tensors

@@ -1,0 +1,317 @@
+"""torch's names on tinyfw's Tensor, in one place: the methods a PyTorch program calls that
+tinyfw names otherwise (dim(), requires_grad_, type_as, cuda, the in-place methods with a
+trailing underscore), and torch's argument names accepted by every method: a method that takes
+tinyfw's `axis` takes torch's `dim` (and `dims`) too, rewritten once, when the Tensor class is
+made (TorchNames.__init_subclass__). A name that exists in neither raises an AttributeError
+that names what to use.
+
+Each in-place method assigns (Tensor.assign) its result to the tensor and returns the tensor:
+views write through to their base and a TinyJit follows the change, as for any assign."""
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+from collections import namedtuple
+from collections.abc import Callable
+from typing import Any
+
+from tinyfw.dtype import DType
+
+# torch's answer to x.max(dim=...), x.min(dim=...): values and where they are
+ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+
+# what a PyTorch user reaches for that tinyfw has under another name, or not at all
+HINTS = {
+    "grad_fn": "tinyfw keeps no grad_fn: x.requires_grad and x.is_leaf say whether x is in a "
+               "graph",
+    "data_ptr": "tinyfw's tensors are lazy; x.numpy() gives the values",
+    "storage": "tinyfw's tensors are lazy; x.numpy() gives the values",
+    "untyped_storage": "tinyfw's tensors are lazy; x.numpy() gives the values",
+    "retain_grad": "every tensor that requires grad can be differentiated with "
+                   "y.gradient(x) (tinyfw keeps .grad of leaves only)",
+    "register_hook": "tinyfw has no gradient hooks: read or change .grad after backward()",
+    "is_contiguous": "tinyfw's tensors are lazy views; x.contiguous() is always valid",
+    "stride": "tinyfw's tensors are lazy views with no strides; x.shape gives the sizes",
+    "pin_memory": "not needed: tinyfw copies from numpy memory",
+    "share_memory_": "tinyfw has no shared-memory tensors",
+    "apply_": "compute with tensor ops, or x.numpy() and Tensor(...) back",
+    "map_": "compute with tensor ops, or x.numpy() and Tensor(...) back",
+    "index_put_": "x[indices] = values",
+    "narrow": "x.shrink(...) or slicing x[a:b]",
+    "resize_": "x.reshape(...) (tinyfw's tensors cannot change their number of elements)",
+}
+
+
+class TorchNames:
+    """torch's names for what tinyfw's Tensor does (mixed into Tensor)."""
+    __slots__ = ()
+    shape: tuple[int, ...]
+    dtype: DType
+    device: Any
+    requires_grad: Any
+    ndim: int
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in dir(cls):
+            if name.startswith("_"):
+                continue
+            static = inspect.getattr_static(cls, name)
+            if inspect.isfunction(static) and not getattr(static, "_torch_names", False):
+                wrapped = _accept_dim(static)
+                if wrapped is not static:
+                    setattr(cls, name, wrapped)
+        for name in ("max", "min"):
+            setattr(cls, name, _values_and_indices(getattr(cls, name), name))
+        cls.to = _torch_to(cls.to)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached when the name exists nowhere: torch's AttributeError, with a hint
+        if name.startswith("_"):
+            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        hint = HINTS.get(name)
+        if hint is None:
+            close = difflib.get_close_matches(name, [n for n in dir(type(self))
+                                                     if not n.startswith("_")], n=3)
+            hint = ("did you mean " + ", ".join(close) + "?") if close else \
+                "see the site's page 'Coming from PyTorch' for what tinyfw calls it"
+        raise AttributeError(f"'Tensor' object has no attribute '{name}': {hint}")
+
+    # --- facts ---
+    def dim(self) -> int:
+        return self.ndim
+
+    ndimension = dim
+
+    def nelement(self) -> int:
+        return self.numel()  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def is_cuda(self) -> bool:
+        return str(self.device).upper().startswith("CUDA")
+
+    def requires_grad_(self, requires_grad: bool = True) -> Any:
+        self.requires_grad = requires_grad
+        return self
+
+    # --- like another tensor ---
+    def type_as(self, other: Any) -> Any:
+        return self.cast(other.dtype)  # type: ignore[attr-defined]
+
+    def view_as(self, other: Any) -> Any:
+        return self.view(other.shape)  # type: ignore[attr-defined]
+
+    def reshape_as(self, other: Any) -> Any:
+        return self.reshape(other.shape)  # type: ignore[attr-defined]
+
+    def expand_as(self, other: Any) -> Any:
+        return self.expand(other.shape)  # type: ignore[attr-defined]
+
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Any:
+        return self._new("zeros", size, dtype, device, requires_grad)
+
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> Any:
+        return self._new("ones", size, dtype, device, requires_grad)
+
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Any:
+        return self._new("empty", size, dtype, device, requires_grad)
+
+    def new_full(self, size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> Any:
+        t = type(self).full(tuple(size), fill_value, dtype=dtype or self.dtype,  # type: ignore
+                            device=device or self.device)
+        return t.requires_grad_(True) if requires_grad else t
+
+    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None,
+                   requires_grad: bool = False) -> Any:
+        t = type(self)(data, dtype=dtype or self.dtype, device=device or self.device)  # type: ignore
+        return t.requires_grad_(True) if requires_grad else t
+
+    def _new(self, kind: str, size: tuple, dtype: Any, device: Any, requires_grad: bool) -> Any:
+        t = getattr(type(self), kind)(*size, dtype=dtype or self.dtype,
+                                      device=device or self.device)
+        return t.requires_grad_(True) if requires_grad else t
+
+    # --- devices ---
+    def cpu(self) -> Any:
+        return self.to("CPU")  # type: ignore[attr-defined]
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Any:
+        from tinyfw.torch._convert import tinyfw_device
+        name = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int)
+                                              else device)
+        return self.to(tinyfw_device(name))  # type: ignore[attr-defined]
+
+    # --- linear algebra by torch's names ---
+    def t(self) -> Any:
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{self.ndim}D")
+        return self.T if self.ndim == 2 else self  # type: ignore[attr-defined]
+
+    def mm(self, mat2: Any) -> Any:
+        return self.matmul(mat2)  # type: ignore[attr-defined]
+
+    bmm = mm
+    mv = mm
+
+    def index_select(self, dim: int, index: Any) -> Any:
+        return self[(slice(None),) * (dim % self.ndim) + (index,)]  # type: ignore[index]
+
+    # --- in place: each assigns its result and returns the tensor ---
+    def _set(self, value: Any) -> Any:
+        return self.assign(value)  # type: ignore[attr-defined]
+
+    def add_(self, other: Any, alpha: float = 1) -> Any:
+        return self._set(self + (other * alpha if alpha != 1 else other))  # type: ignore
+
+    def sub_(self, other: Any, alpha: float = 1) -> Any:
+        return self._set(self - (other * alpha if alpha != 1 else other))  # type: ignore
+
+    def mul_(self, other: Any) -> Any:
+        return self._set(self * other)  # type: ignore[operator]
+
+    def div_(self, other: Any, rounding_mode: str | None = None) -> Any:
+        return self._set(self.div(other, rounding_mode=rounding_mode)  # type: ignore
+                         if rounding_mode else self / other)  # type: ignore[operator]
+
+    def pow_(self, exponent: Any) -> Any:
+        return self._set(self ** exponent)  # type: ignore[operator]
+
+    def addcmul_(self, tensor1: Any, tensor2: Any, value: float = 1) -> Any:
+        return self._set(self + value * tensor1 * tensor2)  # type: ignore[operator]
+
+    def addcdiv_(self, tensor1: Any, tensor2: Any, value: float = 1) -> Any:
+        return self._set(self + value * tensor1 / tensor2)  # type: ignore[operator]
+
+    def lerp_(self, end: Any, weight: Any) -> Any:
+        return self._set(self.lerp(end, weight))  # type: ignore[attr-defined]
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        return self._set(self.clamp(min, max))  # type: ignore[attr-defined]
+
+    clip_ = clamp_
+
+    def clamp_min_(self, min: Any) -> Any:  # noqa: A002
+        return self.clamp_(min, None)
+
+    def clamp_max_(self, max: Any) -> Any:  # noqa: A002
+        return self.clamp_(None, max)
+
+    def masked_fill_(self, mask: Any, value: Any) -> Any:
+        return self._set(self.masked_fill(mask, value))  # type: ignore[attr-defined]
+
+    def zero_(self) -> Any:
+        return self._set(self.zeros_like())  # type: ignore[attr-defined]
+
+    def fill_(self, value: Any) -> Any:
+        value = value.item() if hasattr(value, "item") and hasattr(value, "shape") else value
+        return self._set(self.full_like(value))  # type: ignore[attr-defined]
+
+    def copy_(self, src: Any, non_blocking: bool = False) -> Any:
+        """src's values (broadcast to this shape, cast to this dtype, copied to this device)."""
+        if not isinstance(src, type(self).__mro__[0]) and not hasattr(src, "uop"):
+            src = type(self)(src)
+        if src.shape != self.shape:
+            src = src.expand(self.shape)
+        return self._set(src.to(self.device) if src.device != self.device else src)
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Any:
+        return self._set(type(self).uniform(*self.shape, low=a, high=b,  # type: ignore
+                                            dtype=self.dtype, device=self.device))
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
+        return self._set(type(self).normal(*self.shape, mean=mean, std=std,  # type: ignore
+                                           dtype=self.dtype, device=self.device))
+
+    def bernoulli_(self, p: float = 0.5, generator: Any = None) -> Any:
+        draw = type(self).rand(*self.shape, device=self.device)  # type: ignore[attr-defined]
+        return self._set((draw < p).cast(self.dtype))
+
+
+def _unary_inplace(name: str) -> Callable[[Any], Any]:
+    def method(self: Any) -> Any:
+        return self._set(getattr(self, name)())
+    method.__name__ = name + "_"
+    method.__doc__ = f"self = self.{name}(), in place"
+    return method
+
+
+for _name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "relu", "sigmoid", "tanh", "floor",
+              "ceil", "round", "trunc", "sign", "reciprocal", "square", "sin", "cos"):
+    setattr(TorchNames, _name + "_", _unary_inplace(_name))
+
+
+def _accept_dim(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, taking torch's dim= (and dims=) for its axis= where it has axis and no dim."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn
+    if "axis" not in params or "dim" in params:
+        return fn
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        for alias in ("dim", "dims"):
+            if alias in kwargs:
+                if "axis" in kwargs:
+                    raise TypeError(f"{name}() got both 'axis' and its torch name '{alias}'")
+                kwargs["axis"] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+    wrapper._torch_names = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _values_and_indices(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """max and min: tinygrad's (the values) for axis, torch's (values, indices) for dim=."""
+    if getattr(fn, "_torch_values_indices", False):
+        return fn
+    arg = getattr(fn, "__wrapped__", fn)
+
+    @functools.wraps(arg)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if "dim" in kwargs and not args:
+            dim, keepdim = kwargs.pop("dim"), kwargs.pop("keepdim", False)
+            if kwargs:
+                raise TypeError(f"{name}() got an unexpected keyword argument "
+                                f"'{next(iter(kwargs))}'")
+            values = arg(self, dim, keepdim)
+            indices = getattr(self, "arg" + name)(dim, keepdim)
+            return ValuesIndices(values, indices)
+        return arg(self, *args, **kwargs)
+    wrapper._torch_values_indices = True  # type: ignore[attr-defined]
+    wrapper._torch_names = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _torch_to(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """to(device) as tinyfw's, plus torch's forms: to(dtype), to(device, dtype), to(tensor),
+    to(device=..., dtype=...), a torch.device or torch's names ('cuda', 'cpu')."""
+    if getattr(fn, "_torch_to", False):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], (str, tuple)) and \
+                not isinstance(args[0], DType):
+            try:
+                return fn(self, args[0])
+            except RuntimeError:
+                pass  # maybe torch's spelling ("cuda"): converted below
+        from tinyfw.torch._convert import device_and_dtype
+        device, dtype = device_and_dtype(*args, **kwargs)
+        out = self
+        if dtype is not None and dtype != self.dtype:
+            out = out.cast(dtype)
+        if device is not None and device != self.device:
+            out = fn(out, device)
+        return out
+    wrapper._torch_to = True  # type: ignore[attr-defined]
+    wrapper._torch_names = True  # type: ignore[attr-defined]
+    return wrapper
