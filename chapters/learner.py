@@ -131,8 +131,10 @@ def load_file(path: Path, name: str, layout: Layout) -> ModuleType:
         if old != path and old.is_file():
             raise LearnerLoadError(f"cannot load {display_path(path, layout)}: your work is in "
                                    f"{old.name}, the file's old name; rename it to {path.name}")
-        raise LearnerLoadError(f"cannot load {display_path(path, layout)}: no such file "
-                               "(regenerate it with: python -m tools.generate)")
+        shown = display_path(path, layout)
+        fix = (f" (get the stub back with: python -m chapters reset {shown})"
+               if path.resolve().is_relative_to(layout.exercises_dir.resolve()) else "")
+        raise LearnerLoadError(f"cannot load {shown}: no such file{fix}")
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)

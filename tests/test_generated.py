@@ -1,9 +1,16 @@
-"""exercises/ and solutions/ are exactly what tools.generate makes from tinyfw's markers."""
+"""exercises/ and solutions/ are exactly what tools.generate makes from tinyfw's markers.
+
+The committed copies are checked (git's HEAD), not a learner's working files: work in exercises/
+never fails these tests. Without git (a tarball), the files whose working copy differs cannot
+be checked: the test says which and skips.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
 
 from chapters.tasks import anchor_problems, default_layout, discover
 from tools.generate import stale_files
@@ -22,9 +29,14 @@ def test_each_anchor_is_a_heading_of_its_chapter_readme() -> None:
 
 
 def test_generated_files_are_up_to_date() -> None:
-    """No generated file is missing, stale or extra."""
-    problems = stale_files(LAYOUT, LAYOUT.root)
-    assert not problems, "run python -m tools.generate:\n" + "\n".join(problems)
+    """No generated file is missing, stale or extra: each committed copy (or, not committed
+    yet, the working copy) is what tinyfw's markers generate."""
+    problems, unchecked = stale_files(LAYOUT, LAYOUT.root)
+    assert not problems, "run python -m tools.generate and commit:\n" + "\n".join(problems)
+    if unchecked:
+        pytest.skip(f"no git repository: the committed copies of {', '.join(unchecked)} "
+                    "cannot be read (their working copies differ: your work?); every other "
+                    "generated file matches")
 
 
 def test_check_command_is_clean() -> None:

@@ -27,7 +27,8 @@ from tools import generate
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "harness_repo"
 HARNESS_FILES = ["chapters/__init__.py", "chapters/__main__.py", "chapters/conftest.py",
-                 "chapters/grading.py", "chapters/learner.py", "chapters/tasks.py",
+                 "chapters/grading.py", "chapters/learner.py", "chapters/reset.py",
+                 "chapters/tasks.py",
                  "tools/__init__.py", "tools/generate.py"]
 LAYOUT = Layout(FIXTURE, "fakefw")
 
@@ -308,28 +309,46 @@ def test_relative_imports_of_any_level(tmp_path: Path) -> None:
 
 
 def test_check_lists_missing_stale_and_extra_files(tmp_path: Path) -> None:
-    """--check exits 1 naming each bad file; writing fixes it and is deterministic."""
+    """--check exits 1 naming each bad file (without git, what the last run wrote is the
+    reference); a learner's edit is no problem; writing refuses to overwrite it unless told to,
+    keeping a copy, and is deterministic."""
     assert generate.main(["--check", "--out", str(tmp_path)], LAYOUT) == 1
     assert generate.main(["--out", str(tmp_path)], LAYOUT) == 0
     first = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*.py"))}
     assert generate.main(["--check", "--out", str(tmp_path)], LAYOUT) == 0
-    (tmp_path / "exercises" / "01_demo" / "counter.py").write_text("# edited\n")
+    counter = tmp_path / "exercises" / "01_demo" / "counter.py"
+    counter.write_text("# edited\n")
+    assert generate.stale_files(LAYOUT, tmp_path) == ([], [])
+    record = json.loads((tmp_path / generate.RECORD).read_text())
+    record["exercises/01_demo/counter.py"] = generate.blob_id("# older markers\n")
+    (tmp_path / generate.RECORD).write_text(json.dumps(record))
     (tmp_path / "solutions" / "02_more" / "shapes.py").unlink()
     (tmp_path / "solutions" / "02_more" / "old.py").write_text("# a learner's notes\n")
-    assert generate.stale_files(LAYOUT, tmp_path) == [
-        "stale:   exercises/01_demo/counter.py", "missing: solutions/02_more/shapes.py",
-        "extra:   solutions/02_more/old.py"]
+    assert generate.stale_files(LAYOUT, tmp_path) == (
+        ["stale:   exercises/01_demo/counter.py", "missing: solutions/02_more/shapes.py"],
+        ["solutions/02_more/old.py"])
     assert generate.main(["--check", "--out", str(tmp_path)], LAYOUT) == 1
-    generate.main(["--out", str(tmp_path)], LAYOUT)
+    assert generate.main(["--out", str(tmp_path)], LAYOUT) == 3
+    assert counter.read_text() == "# edited\n"
+    assert generate.main(["--out", str(tmp_path), "--overwrite-my-work"], LAYOUT) == 0
     assert {p: p.read_bytes() for p in first} == first
+    kept = list((tmp_path / generate.BACKUP_DIR).glob("*/exercises/01_demo/counter.py"))
+    assert [path.read_text() for path in kept] == ["# edited\n"]
     assert (tmp_path / "solutions" / "02_more" / "old.py").exists()
 
 
 def test_write_removes_only_generated_extras(tmp_path: Path, generated: Path) -> None:
-    """A generated file no longer wanted is removed; a hand-written one is left alone."""
+    """A generated file no longer wanted is removed when it is what the last run wrote; one a
+    learner may have worked in is kept unless told otherwise; a hand-written one is left."""
     stale = generated / "exercises" / "03_gone" / "gone.py"
     stale.parent.mkdir()
-    stale.write_text("# Exercises of chapter 03, generated from x by `python -m tools.generate`.\n")
+    text = "# Exercises of chapter 03, generated from x by `python -m tools.generate`.\n"
+    stale.write_text(text)
+    with pytest.raises(generate.LearnersWorkError, match="exercises/03_gone/gone.py"):
+        generate.write_files(LAYOUT, generated)
+    record = json.loads((generated / generate.RECORD).read_text())
+    record["exercises/03_gone/gone.py"] = generate.blob_id(text)
+    (generated / generate.RECORD).write_text(json.dumps(record))
     changes = generate.write_files(LAYOUT, generated)
     assert changes == ["removed: exercises/03_gone/gone.py"]
     assert not stale.parent.exists()
