@@ -4,8 +4,10 @@ keeping a copy first."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from chapters.reset import Stub, reset_task_lines, stubs
 from chapters.tasks import ExerciseModule, Layout, chapter_dirs, default_layout, exercise_modules
 from tests.test_harness import REPO, mini_repo, run
+from tools import generate
 from tools.generate import absolute_imports
 
 LAYOUT = default_layout()
@@ -45,26 +48,13 @@ def test_reset_of_a_task_keeps_every_other_task_of_the_file() -> None:
                                                                    tasks - {task_id}), task_id
 
 
-def git(repo: Path, *args: str) -> None:
-    """Runs git in repo (as a learner with a fresh clone would have it)."""
-    subprocess.run(["git", "-c", "user.name=learner", "-c", "user.email=learner@example.com",
-                    *args], cwd=repo, check=True, capture_output=True, timeout=60)
-
-
 @pytest.fixture
 def clone(tmp_path: Path) -> Path:
-    """A fresh clone of a mini course (the fake framework as tinyfw, our harness, the test of
-    the generated files) in a git repository, as a learner gets it."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed: a learner's clone cannot be made")
+    """A fresh copy of a mini course (the fake framework as tinyfw, our harness, the test of
+    the generated files), as a learner gets it."""
     repo = mini_repo(tmp_path / "repo")
     (repo / "tests").mkdir()
     shutil.copy(REPO / "tests" / "test_generated.py", repo / "tests" / "test_generated.py")
-    shutil.copy(REPO / ".gitignore", repo / ".gitignore")
-    (repo / ".generated.json").unlink()  # (a clone has none: git ignores it)
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "the course")
     return repo
 
 
@@ -88,8 +78,8 @@ def test_a_learners_work_survives_every_command(clone: Path) -> None:
     work = texts(clone)
     assert work[counter] != stub.text
 
-    done = run(clone, "-m", "pytest", "tests/test_generated.py", "-q")
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = run(clone, "-m", "pytest", "tests/test_generated.py", "-q", "-rs")
+    assert done.returncode == 0 and "skipped" not in done.stdout, done.stdout + done.stderr
     assert texts(clone) == work
 
     done = run(clone, "-m", "tools.generate")
@@ -112,18 +102,38 @@ def test_a_learners_work_survives_every_command(clone: Path) -> None:
     done = run(clone, "-m", "tools.generate", "--overwrite-my-work")
     assert done.returncode == 0, done.stdout + done.stderr
     backup = done.stdout.split("kept a copy of your work in ")[1].split("/:")[0]
+    assert backup.startswith(".backup/")
     assert (clone / backup / shapes).read_text() == work[shapes]
     assert (clone / backup / counter).read_text() == "".join(filled(stub, exercise,
                                                                     {"01.double"}))
     assert texts(clone)[counter] == stub.text
-    assert run(clone, "-m", "tools.generate", "--check").returncode == 0
-    assert "?? .backup" not in subprocess.run(["git", "status", "--short"], cwd=clone,
-                                               capture_output=True, text=True).stdout
+    assert run(clone, "-m", "tools.generate", "--check", "--strict").returncode == 0
+    assert "/.backup/" in (REPO / ".gitignore").read_text().splitlines()
+
+
+def test_reset_of_a_whole_file_and_its_errors(clone: Path) -> None:
+    """reset FILE puts the whole file back, or writes it when it is missing; an unknown target
+    or a task whose surroundings changed is refused with what to do."""
+    counter = clone / "exercises" / "01_demo" / "counter.py"
+    stub = counter.read_text()
+    counter.write_text("my own rewrite\n")
+    done = run(clone, "-m", "chapters", "reset", "exercises/01_demo/counter.py")
+    assert done.returncode == 0 and counter.read_text() == stub, done.stdout + done.stderr
+    assert "reset: exercises/01_demo/counter.py (back to the stub)" in done.stdout
+    counter.unlink()
+    assert run(clone, "-m", "chapters", "reset", "exercises/01_demo/counter.py").returncode == 0
+    assert counter.read_text() == stub
+    done = run(clone, "-m", "chapters", "reset", "01.nothing")
+    assert done.returncode == 2 and "neither a task id" in done.stderr
+    counter.write_text("my own rewrite\n")
+    done = run(clone, "-m", "chapters", "reset", "01.add")
+    assert done.returncode == 2 and "reset exercises/01_demo/counter.py" in done.stderr
+    assert counter.read_text() == "my own rewrite\n"
 
 
 def test_regenerating_after_a_change_to_tinyfw_needs_no_flag(clone: Path) -> None:
-    """A developer changes tinyfw/: stubs still as committed (or as last written) are
-    regenerated twice over without a flag; the committed stale copy fails the check."""
+    """A developer changes tinyfw/: the test of the generated files names the stale file; the
+    stubs, as generated, are regenerated twice over without a flag."""
     source = clone / "tinyfw" / "counter.py"
     source.write_text(source.read_text().replace("SCALE = 3", "SCALE = 4"))
     done = run(clone, "-m", "pytest", "tests/test_generated.py", "-q")
@@ -135,18 +145,29 @@ def test_regenerating_after_a_change_to_tinyfw_needs_no_flag(clone: Path) -> Non
     assert "SCALE = 5" in (clone / "exercises" / "01_demo" / "counter.py").read_text()
 
 
-def test_without_git_a_changed_file_is_not_checked_and_is_kept(tmp_path: Path) -> None:
-    """A tarball (no git): the test of the generated files checks the files that match and
-    skips, naming the others; tools.generate keeps them."""
-    repo = mini_repo(tmp_path / "repo")
-    (repo / ".generated.json").unlink()
-    (repo / "tests").mkdir()
-    shutil.copy(REPO / "tests" / "test_generated.py", repo / "tests" / "test_generated.py")
-    counter = repo / "exercises" / "01_demo" / "counter.py"
-    counter.write_text(counter.read_text() + "# my notes\n")
-    done = run(repo, "-m", "pytest", "tests/test_generated.py", "-q", "-rs")
-    assert done.returncode == 0 and "exercises/01_demo/counter.py" in done.stdout, done.stdout
-    assert "no git repository" in done.stdout
-    assert run(repo, "-m", "tools.generate").returncode == 3
-    assert counter.read_text().endswith("# my notes\n")
+def test_in_ci_an_edited_generated_file_fails(clone: Path) -> None:
+    """Where CI is set (a fresh clone: no learner's work), a hand edit of a generated file
+    fails the test of the generated files."""
+    solution = clone / "solutions" / "02_more" / "shapes.py"
+    solution.write_text(solution.read_text() + "# a hand edit\n")
+    done = run(clone, "-m", "pytest", "tests/test_generated.py", "-q")
+    assert done.returncode == 0, done.stdout + done.stderr
+    env = {**os.environ, "CI": "1"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests/test_generated.py", "-q"],
+                          cwd=clone, capture_output=True, text=True, timeout=300, env=env,
+                          check=False)
+    assert done.returncode == 1 and "stale:   solutions/02_more/shapes.py" in done.stdout
 
+
+def test_the_course_solved_by_copying_the_solutions_is_kept(tmp_path: Path) -> None:
+    """Every chapter finished by copying solutions/ into exercises/: the check of the generated
+    files passes (strict, as in CI, fails) and tools.generate refuses, naming every file."""
+    shutil.copytree(LAYOUT.solutions_dir, tmp_path / "exercises")
+    shutil.copytree(LAYOUT.solutions_dir, tmp_path / "solutions")
+    work = texts(tmp_path)
+    assert generate.stale_files(LAYOUT, tmp_path) == ([], [])
+    assert generate.stale_files(LAYOUT, tmp_path, strict=True)[0]
+    with pytest.raises(generate.LearnersWorkError) as refused:
+        generate.write_files(LAYOUT, tmp_path)
+    assert refused.value.relatives == sorted(work)
+    assert texts(tmp_path) == work and not (tmp_path / generate.BACKUP_DIR).exists()

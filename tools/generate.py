@@ -1,8 +1,8 @@
 """Writes exercises/ and solutions/ from tinyfw's exercise markers: python -m tools.generate.
 
-A learner's work is never overwritten: a file that differs from both the committed copy (git's
-HEAD) and the copy this command last wrote holds the learner's own code, and the command then
-writes nothing and names the files. --overwrite-my-work keeps a copy of them in
+A learner's work is never overwritten. Each generated file states the id of its own text (a line
+of its header): a file whose text no longer matches its id holds the learner's edits, and then
+this command writes nothing and names the files. --overwrite-my-work keeps a copy of them in
 .backup/YYYYmmdd-HHMMSS/ first and says where.
 """
 
@@ -11,13 +11,10 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
-import json
 import re
 import shutil
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from chapters.tasks import (ExerciseModule, Layout, TaskError, anchor_problems, chapter_dirs,
@@ -25,7 +22,9 @@ from chapters.tasks import (ExerciseModule, Layout, TaskError, anchor_problems, 
 
 KINDS = ("exercises", "solutions")
 GENERATED_MARK = "by `python -m tools.generate`"
-RECORD = ".generated.json"  # (git-ignored) the blob id of each file this command last wrote
+HEADER_LINES = 3  # the comment lines opening a generated file, before its id line
+ID_LINE = "# generated text id: {id} (lets tools.generate tell your edits apart)\n"
+ID_RE = re.compile(r"# generated text id: (?P<id>[0-9a-f]{16})\b")
 BACKUP_DIR = ".backup"  # (git-ignored) copies of a learner's files kept before any overwrite
 OVERWRITE_FLAG = "--overwrite-my-work"
 IMPORT_RE = re.compile(r"from(?P<space>\s+)(?P<dots>\.+)\s*(?P<module>[\w.]*)(?P<tail>\s+import\b)")
@@ -80,33 +79,16 @@ def stub_lines(indent: str, task_id: str, pointer: str) -> list[str]:
             f'{indent}raise NotImplementedError("not done yet: {task_id}")\n']
 
 
-def stub_spans(exercise: ExerciseModule, layout: Layout,
-               folder: Path) -> tuple[list[str], list[tuple[str, int, int]]]:
-    """The exercise file's lines (with line ends, its header included) and, for each region,
-    (task id, first line index, index past its last line) of the stub lines that replace it."""
-    source = exercise.path.read_text(encoding="utf-8")
-    lines = absolute_imports(source, exercise)
-    readme = (folder / "README.md").relative_to(layout.root).as_posix()
-    head = header("exercises", exercise, layout, folder).splitlines(keepends=True)
-    spans: list[tuple[str, int, int]] = []
-    shift = len(head)
-    for region in sorted(exercise.regions, key=lambda r: r.open_line):
-        start = region.open_line - 1 + shift
-        spans.append((region.task_id, start, start + 3))
-        shift += 3 - (region.close_line - region.open_line + 1)
-    for region in sorted(exercise.regions, key=lambda r: r.open_line, reverse=True):
-        stub = stub_lines(region.indent, region.task_id, f"{readme}#{region.anchor}")
-        lines[region.open_line - 1:region.close_line] = stub
-    return head + lines, spans
-
-
 def render(kind: str, exercise: ExerciseModule, layout: Layout, folder: Path) -> str:
     """Text of the exercise or solution file of one exercise module."""
+    source = exercise.path.read_text(encoding="utf-8")
+    lines = absolute_imports(source, exercise)
     if kind == "exercises":
-        text = "".join(stub_spans(exercise, layout, folder)[0])
-    else:
-        source = exercise.path.read_text(encoding="utf-8")
-        text = header(kind, exercise, layout, folder) + "".join(absolute_imports(source, exercise))
+        readme = (folder / "README.md").relative_to(layout.root).as_posix()
+        for region in sorted(exercise.regions, key=lambda r: r.open_line, reverse=True):
+            stub = stub_lines(region.indent, region.task_id, f"{readme}#{region.anchor}")
+            lines[region.open_line - 1:region.close_line] = stub
+    text = header(kind, exercise, layout, folder) + "".join(lines)
     if not text.endswith("\n"):
         text += "\n"
     try:
@@ -115,7 +97,53 @@ def render(kind: str, exercise: ExerciseModule, layout: Layout, folder: Path) ->
         raise TaskError(f"{exercise.path}: the generated {kind} file does not compile "
                         f"(line {error.lineno}: {error.msg}); does each region hold whole "
                         "statements?") from error
-    return text
+    return with_id(text)
+
+
+def text_id(text: str) -> str:
+    """The id of a generated file's text (without its id line): 16 hex digits of its sha256."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def with_id(text: str) -> str:
+    """text with its id line put in after the header's comment lines."""
+    lines = text.splitlines(keepends=True)
+    line = ID_LINE.format(id=text_id(text))
+    return "".join(lines[:HEADER_LINES] + [line] + lines[HEADER_LINES:])
+
+
+def stated_id(text: str) -> tuple[str | None, bool]:
+    """(the id a generated file's header states or None, whether the rest of its text still has
+    that id: the file is as generated, with no edit of a learner)."""
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines[:HEADER_LINES + 2]):
+        match = ID_RE.match(line)
+        if match:
+            rest = "".join(lines[:index] + lines[index + 1:])
+            return match["id"], text_id(rest) == match["id"]
+    return None, False
+
+
+def untouched(relative: str, text: str) -> bool:
+    """Whether the file at relative (like exercises/02_tensors/gradient.py) is as the generator
+    wrote it there: no learner's edit, and no other file copied in (a solution copied into
+    exercises/ is a learner's work too)."""
+    opening = "# Exercises of" if relative.startswith("exercises/") else "# Solutions of"
+    return text.startswith(opening) and stated_id(text)[1]
+
+
+def stub_spans(exercise: ExerciseModule, layout: Layout,
+               folder: Path) -> tuple[list[str], list[tuple[str, int, int]]]:
+    """The exercise file's lines (with line ends, its header included) and, for each region,
+    (task id, first line index, index past its last line) of the stub lines that replace it."""
+    lines = render("exercises", exercise, layout, folder).splitlines(keepends=True)
+    spans: list[tuple[str, int, int]] = []
+    shift = HEADER_LINES + 1
+    for region in sorted(exercise.regions, key=lambda r: r.open_line):
+        start = region.open_line - 1 + shift
+        spans.append((region.task_id, start, start + 3))
+        shift += 3 - (region.close_line - region.open_line + 1)
+    return lines, spans
 
 
 def generated_files(layout: Layout) -> dict[str, str]:
@@ -145,111 +173,50 @@ def existing_files(out: Path) -> dict[str, Path]:
     return found
 
 
-def blob_id(text: str) -> str:
-    """git's object id of a file holding text (what `git hash-object` prints)."""
-    data = text.encode("utf-8")
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def committed_ids(out: Path) -> dict[str, str] | None:
-    """Relative path -> blob id of each file under exercises/ and solutions/ in git's HEAD of the
-    repository whose top folder is out; None when out is no such repository (a tarball, a
-    folder given with --out, no git installed)."""
-    def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["git", "-C", str(out), *args], capture_output=True, text=True,
-                              timeout=60, check=False)
-    try:
-        top = git("rev-parse", "--show-toplevel")
-        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != out.resolve():
-            return None
-        listed = git("ls-tree", "-r", "-z", "HEAD", "--", *KINDS)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if listed.returncode != 0:
-        return {}  # a repository without a commit yet
-    ids: dict[str, str] = {}
-    for entry in listed.stdout.split("\0"):
-        if "\t" in entry:
-            info, relative = entry.split("\t", 1)
-            ids[relative] = info.split()[2]
-    return ids
-
-
-def recorded_ids(out: Path) -> dict[str, str]:
-    """Relative path -> blob id of each file this command last wrote under out (RECORD)."""
-    try:
-        record = json.loads((out / RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
-@dataclass(frozen=True)
-class Pristine:
-    """What a generated file may hold when it holds no learner's work: the committed copy or
-    the copy this command last wrote."""
-
-    committed: dict[str, str] | None
-    recorded: dict[str, str]
-
-    @classmethod
-    def of(cls, out: Path) -> Pristine:
-        """The committed and recorded copies of the generated files under out."""
-        return cls(committed_ids(out), recorded_ids(out))
-
-    def holds(self, relative: str, text: str) -> bool:
-        """Whether text is the committed or the last written copy of the file."""
-        ids = (self.committed or {}).get(relative), self.recorded.get(relative)
-        return blob_id(text) in ids
-
-
-def stale_files(layout: Layout, out: Path) -> tuple[list[str], list[str]]:
-    """(problems, unchecked): lines naming each generated file whose committed copy is missing,
-    stale or extra, and the files that could not be checked. A file is up to date when its
-    working copy, its committed copy (git's HEAD) or, without git, the copy this command last
-    wrote is what tinyfw's markers generate: a learner's work in exercises/ is no problem."""
+def stale_files(layout: Layout, out: Path, strict: bool = False) -> tuple[list[str], list[str]]:
+    """(problems, unchecked): lines naming each generated file under out that is missing, stale
+    or extra, and the files that could not be checked. A file a learner edited is up to date
+    when the id its header states is a generated text's (its stub's, or its solution's copied
+    in): it was generated from tinyfw's markers as they are. strict (a fresh clone in CI, where
+    no one's work is) wants every file exactly as generated and no extra file."""
     expected, present = generated_files(layout), existing_files(out)
-    pristine = Pristine.of(out)
-    committed = pristine.committed
+    ids = {stated_id(text)[0] for text in expected.values()}
     problems, unchecked = [], []
     for relative, text in expected.items():
         here = present.get(relative)
-        if here is not None and here.read_text(encoding="utf-8") == text:
-            continue
-        wanted = blob_id(text)
-        if committed is not None and relative in committed:
-            if committed[relative] != wanted:
-                problems.append(f"stale:   {relative}")
-        elif here is None:
+        if here is None:
             problems.append(f"missing: {relative}")
-        elif committed is not None:
-            problems.append(f"stale:   {relative} (not committed)")
-        elif relative in pristine.recorded:
-            if pristine.recorded[relative] != wanted:
-                problems.append(f"stale:   {relative}")
-        else:
+            continue
+        found = here.read_text(encoding="utf-8", errors="replace")
+        if found == text:
+            continue
+        found_id = stated_id(found)[0]
+        if strict or untouched(relative, found):
+            problems.append(f"stale:   {relative}")
+        elif found_id is None:
             unchecked.append(relative)
-    extras = set(committed) if committed is not None else set(present)
-    for relative in sorted(extras - set(expected)):
-        if committed is not None or relative in pristine.recorded:
+        elif found_id not in ids:
+            problems.append(f"stale:   {relative} (holds your edits to an older stub)")
+    for relative, path in present.items():
+        if relative in expected:
+            continue
+        found = path.read_text(encoding="utf-8", errors="replace")
+        if strict or (GENERATED_MARK in found[:400] and untouched(relative, found)):
             problems.append(f"extra:   {relative}")
-        else:
-            unchecked.append(relative)
     return problems, unchecked
 
 
 def learners_files(layout: Layout, out: Path) -> list[str]:
-    """The generated files under out that hold a learner's own work: each would be overwritten
-    or removed by write_files, and differs from its committed and its last written copy."""
+    """The generated files under out that hold a learner's work: each would be overwritten or
+    removed by write_files, and its text no longer has the id its header states."""
     expected, present = generated_files(layout), existing_files(out)
-    pristine = Pristine.of(out)
     found = []
     for relative, path in present.items():
         text = path.read_text(encoding="utf-8", errors="replace")
         if relative in expected:
-            if text != expected[relative] and not pristine.holds(relative, text):
+            if text != expected[relative] and not untouched(relative, text):
                 found.append(relative)
-        elif GENERATED_MARK in text[:400] and not pristine.holds(relative, text):
+        elif GENERATED_MARK in text[:400] and not untouched(relative, text):
             found.append(relative)
     return found
 
@@ -299,27 +266,22 @@ def write_files(layout: Layout, out: Path, overwrite: bool = False) -> list[str]
         folder = back_up(out, work)
         changes.append(f"kept a copy of your work in {folder.relative_to(out).as_posix()}/: "
                        + ", ".join(work))
-    recorded = recorded_ids(out)
     for relative, text in expected.items():
         path = out / relative
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8", newline="\n")
             changes.append(f"wrote:   {relative}")
-        recorded[relative] = blob_id(text)
     for relative, path in present.items():
         if relative in expected:
             continue
         if GENERATED_MARK in path.read_text(encoding="utf-8", errors="replace")[:400]:
             path.unlink()
-            recorded.pop(relative, None)
             changes.append(f"removed: {relative}")
             if not any(path.parent.iterdir()):
                 path.parent.rmdir()
         else:
             changes.append(f"left:    {relative} (not generated; remove it by hand)")
-    (out / RECORD).write_text(json.dumps(dict(sorted(recorded.items())), indent=1) + "\n",
-                              encoding="utf-8")
     return changes
 
 
@@ -331,6 +293,8 @@ def main(argv: list[str] | None = None, layout: Layout | None = None) -> int:
                         help="write nothing; exit 1 if a generated file is missing, stale or extra")
     parser.add_argument("--out", type=Path, default=None,
                         help="write into OUT/exercises and OUT/solutions instead of the repo")
+    parser.add_argument("--strict", action="store_true",
+                        help="with --check: every file exactly as generated (a fresh clone)")
     parser.add_argument(OVERWRITE_FLAG, dest="overwrite", action="store_true",
                         help="overwrite files that hold your own work too, after copying them "
                              f"into {BACKUP_DIR}/YYYYmmdd-HHMMSS/")
@@ -341,12 +305,11 @@ def main(argv: list[str] | None = None, layout: Layout | None = None) -> int:
         for problem in anchor_problems(layout):
             print(f"warning: {problem}", file=sys.stderr)
         if args.check:
-            problems, unchecked = stale_files(layout, out)
+            problems, unchecked = stale_files(layout, out, args.strict)
             for problem in problems:
                 print(problem)
             if unchecked:
-                print(f"not checked (no git repository to read their committed copies; they "
-                      f"may hold your work): {', '.join(unchecked)}")
+                print(f"not checked (edited, with no id line to compare): {', '.join(unchecked)}")
             if problems:
                 print("generated files are out of date: run python -m tools.generate")
                 return 1

@@ -1,6 +1,7 @@
 # Exercises of chapter 11, generated from tinyfw/codegen/lower_opts.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/11_speed
+# generated text id: ebdd9e89987cb9a5 (lets tools.generate tell your edits apart)
 """Lowering an optimized kernel: chapter 05's loops, with UPCAST and UNROLL axes unrolled into
 registers and THREAD axes shared out to the CPU's cores.
 
