@@ -16,8 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from chapters.tasks import (Layout, TaskError, chapter_dirs, default_layout, discover,
-                            display_path, exercise_modules)
+from chapters.tasks import (ExerciseModule, Layout, TaskError, chapter_dirs, default_layout,
+                            discover, display_path, exercise_modules)
 from tools.generate import back_up, stub_spans
 
 
@@ -36,41 +36,56 @@ class Stub:
         return text if text.endswith("\n") else text + "\n"
 
 
+def stub_of(exercise: ExerciseModule, layout: Layout) -> Stub | None:
+    """The stub of one exercise module (None when its chapter has no folder)."""
+    folder = chapter_dirs(layout).get(exercise.chapter)
+    if folder is None:
+        return None
+    lines, spans = stub_spans(exercise, layout, folder)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    return Stub(f"exercises/{folder.name}/{exercise.basename}", lines, spans)
+
+
 def stubs(layout: Layout) -> dict[str, Stub]:
     """Relative path -> stub, for every exercise file."""
-    folders = chapter_dirs(layout)
-    found: dict[str, Stub] = {}
-    for exercise in exercise_modules(layout):
-        folder = folders.get(exercise.chapter)
-        if folder is None:
-            continue
-        lines, spans = stub_spans(exercise, layout, folder)
-        if lines and not lines[-1].endswith("\n"):
-            lines[-1] += "\n"
-        relative = f"exercises/{folder.name}/{exercise.basename}"
-        found[relative] = Stub(relative, lines, spans)
-    return found
+    found = [stub_of(exercise, layout) for exercise in exercise_modules(layout)]
+    return {stub.relative: stub for stub in found if stub is not None}
 
 
-def reset_task_lines(current: list[str], stub: Stub, task_id: str) -> list[str]:
-    """current's lines with each part of task_id back to its stub lines. A part is found by the
-    stub's lines around it, matched in current (difflib); TaskError if they are not there."""
+def region_lines(current: list[str], stub: Stub) -> list[tuple[str, int, int] | None]:
+    """For each of the stub's regions, in order: (task id, first index, index past the last) of
+    the lines that stand for it in current (a learner's copy of the file), found by the stub's
+    lines around it matched in current (difflib); None where those lines changed too."""
     matcher = difflib.SequenceMatcher(None, stub.lines, current, autojunk=False)
     where: dict[int, int] = {}  # stub line index -> the same line's index in current
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
             where[block.a + k] = block.b + k
     where[len(stub.lines)] = len(current)
-    result = list(current)
-    for span_task, start, stop in sorted(stub.spans, key=lambda span: span[1], reverse=True):
-        if span_task != task_id:
-            continue
+    found: list[tuple[str, int, int] | None] = []
+    for task_id, start, stop in stub.spans:
         before, after = where.get(start - 1), where.get(stop)
         if before is None or after is None or before >= after:
+            found.append(None)
+        else:
+            found.append((task_id, before + 1, after))
+    return found
+
+
+def reset_task_lines(current: list[str], stub: Stub, task_id: str) -> list[str]:
+    """current's lines with each part of task_id back to its stub lines; TaskError if the lines
+    around a part changed too."""
+    result = list(current)
+    found = region_lines(current, stub)
+    for span, lines in sorted(zip(stub.spans, found), key=lambda pair: pair[0][1], reverse=True):
+        if span[0] != task_id:
+            continue
+        if lines is None:
             raise TaskError(f"cannot find where {task_id} lies in {stub.relative}: the lines "
                             "around it changed too; reset the whole file instead with: "
                             f"python -m chapters reset {stub.relative}")
-        result[before + 1:after] = stub.lines[start:stop]
+        result[lines[1]:lines[2]] = stub.lines[span[1]:span[2]]
     return result
 
 
