@@ -3,6 +3,7 @@
     python -m chapters                  # every chapter
     python -m chapters 05               # chapter 05 only (several: python -m chapters 05 07)
     python -m chapters -j 2 --impl solutions
+    python -m chapters reset 11.search  # start a task again (or a file: reset exercises/...)
 """
 
 from __future__ import annotations
@@ -166,7 +167,11 @@ def selected(folders: dict[str, Path], chapters: list[str]) -> dict[str, Path]:
 
 def main(argv: list[str] | None = None, layout: Layout | None = None) -> int:
     """Command line entry: grade the chapters asked for, each in its own subprocess, and print
-    the table."""
+    the table; `reset TARGET` starts a task or a file again (chapters/reset.py)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["reset"]:
+        from chapters import reset
+        return reset.main(argv[1:], layout)
     parser = argparse.ArgumentParser(prog="python -m chapters", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("chapters", nargs="*", metavar="NN",

@@ -8,10 +8,18 @@ digits with it. At the end it names, per chapter, the functions of yours the run
     .venv/bin/python -m chapters.capstone --impl solutions --steps 300
     .venv/bin/python -m chapters.capstone --model conv    # the conv net of examples/mnist.py
     .venv/bin/python -m chapters.capstone --model llm     # SmolLM2 answers, on your code
+    .venv/bin/python -m chapters.capstone --devices CPU:0,CPU:1 --steps 20  # data parallel
 
 The second run, `--model llm`, has no training: SmolLM2-135M (chapter 12) answers a question
 with your tokenizer, rotary embeddings, attention and KV cache, and with everything your other
-chapters finished (the graph, the kernels, the JIT that replays each decode step).
+chapters finished (the graph, the kernels, the JIT that replays each decode step). With
+`--devices CPU:0,CPU:1` the MLP trains data parallel (chapter 13): the weights replicated on
+both devices, each batch sharded, the gradients all-reduced.
+
+The report counts how often your code of each task ran: the lines of the task itself, not the
+function around them (tinyfw's code around a task may take another path, as the C workers do
+for threaded kernels). A finished task whose code this run did not reach is named, with how to
+reach it.
 """
 from __future__ import annotations
 
@@ -19,7 +27,6 @@ import argparse
 import importlib.util
 import os
 import sys
-import textwrap
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -40,8 +47,10 @@ def grade(impl_dir: Path, layout: Layout, workers: int) -> dict[str, ChapterProg
         return {row.number: row for row in rows}
 
 
-def train(steps: int, batch: int) -> float:
-    """Trains a 784-128-10 MLP with Adam and a jitted step; returns the test accuracy."""
+def train(steps: int, batch: int, devices: tuple[str, ...] | None = None) -> float:
+    """Trains a 784-128-10 MLP with Adam and a jitted step; returns the test accuracy. With
+    devices, data parallel: the weights (and Adam's state) replicated on each device, each
+    batch sharded along its first axis, the gradients all-reduced (chapter 13)."""
     from tinyfw import Tensor, TinyJit, nn
     from tinyfw.progress import trange
 
@@ -51,14 +60,22 @@ def train(steps: int, batch: int) -> float:
     Tensor.manual_seed(0)
     model: list[Callable[[Tensor], Tensor]] = [nn.Linear(784, 128), Tensor.relu,
                                                nn.Linear(128, 10)]
+    if devices:
+        for parameter in nn.state.get_parameters(model):
+            parameter.shard_(devices)  # replicated: a whole copy on each device
     optim = nn.optim.Adam(nn.state.get_parameters(model), lr=1e-3)
+
+    def placed(t: Tensor) -> Tensor:
+        """A batch as the model sees it: sharded along its first axis over devices."""
+        return t.shard(devices, axis=0) if devices else t
 
     @TinyJit
     def step(x: Tensor, y: Tensor) -> Tensor:
         optim.zero_grad()
-        loss = x.flatten(1).sequential(model).sparse_categorical_crossentropy(y).backward()
+        loss = placed(x).flatten(1).sequential(model).sparse_categorical_crossentropy(
+            placed(y)).backward()
         optim.step()
-        return loss
+        return loss.to(devices[0]) if devices else loss
 
     rows = Tensor.randint(steps, batch, low=0, high=len(Y_train)).numpy()
     with Tensor.train():
@@ -67,11 +84,13 @@ def train(steps: int, batch: int) -> float:
             loss = step(X_train[picked], Y_train[picked])
             if i % 20 == 0:
                 bar.set_description(f"loss {loss.item():.3f}")
-    predictions = X_test.flatten(1).sequential(model).argmax(axis=1)
+    predictions = placed(X_test).flatten(1).sequential(model).argmax(axis=1)
+    if devices:
+        predictions, Y_test = predictions.to(devices[0]), Y_test.to(devices[0])  # gathered
     return (predictions == Y_test).float().mean().item()
 
 
-def train_conv(epochs: int, batch: int) -> None:
+def train_conv(epochs: int, batch: int, devices: tuple[str, ...] | None = None) -> None:
     """The small conv net of examples/mnist.py (its own code, loaded from the file), trained and
     evaluated as that program does; it prints the test accuracy."""
     path = default_layout().root / "examples" / "mnist.py"
@@ -79,7 +98,8 @@ def train_conv(epochs: int, batch: int) -> None:
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    example.main(["--model", "conv", "--epochs", str(epochs), "--batch", str(batch)])
+    example.main(["--model", "conv", "--epochs", str(epochs), "--batch", str(batch)]
+                 + (["--devices", ",".join(devices)] if devices else []))
 
 
 def generate(prompt: str, max_tokens: int) -> None:
@@ -107,31 +127,82 @@ def _row(title: str, width: int, items: list[str]) -> list[str]:
     lines = [head]
     for n, item in enumerate(items):
         text = item + ("," if n < len(items) - 1 else "")
-        if lines[-1].strip() and len(lines[-1]) + 1 + len(text) > 100:
+        if lines[-1].strip() not in ("", title) and len(lines[-1]) + 1 + len(text) > 100:
             lines.append(" " * len(head))
         lines[-1] += ("" if lines[-1].endswith("  ") else " ") + text
     return lines
 
 
+def how_to_reach(task_id: str, args: argparse.Namespace) -> str:
+    """Why a run like this one does not reach a task's code, and how to reach it."""
+    from tinyfw.engine.program import beam_width
+    from tinyfw.runtime.ops_cpu import workers_enabled
+
+    chapter = task_id[:2]
+    device = (args.device or os.environ.get("DEVICE") or "CPU").upper()
+    if chapter == "01":
+        return "no model here uses Value; chapter 01's notebook does"
+    if task_id == "11.threads":
+        if workers_enabled():
+            return "the C workers ran the threaded kernels; CPU_WORKERS=0 runs yours"
+        return "no threaded kernel ran on the CPU"
+    if task_id == "09.replay":
+        from tinyfw.engine.graph import graphs_enabled
+        if graphs_enabled():
+            return "the replays ran as device graphs (09.graph); JIT_GRAPH=0 runs yours"
+    if task_id == "11.search":
+        if beam_width() == 0:
+            return "no BEAM search ran (BEAM is not set); BEAM=2 runs yours"
+        return ("each kernel's BEAM winner came from the cache (beam.json); TINYFW_CACHE set "
+                "to a new folder searches again")
+    if chapter == "13" and getattr(args, "devices", None):
+        if task_id == "13.ring" and os.environ.get("ALLREDUCE") == "naive":
+            return "ALLREDUCE=naive copied every part instead; ALLREDUCE=ring runs yours"
+        return "this run did not need it"
+    by_chapter = {"05": ("--device CPU" if device != "CPU" else ""), "06": "--device CL",
+                  "07": "--device CUDA (an NVIDIA GPU)", "08": "--device WEBGPU",
+                  "12": "--model llm", "13": "--devices CPU:0,CPU:1 (data parallel)"}
+    hint = by_chapter.get(chapter, "")
+    return f"{hint} runs it" if hint else "this run did not need it"
+
+
 def report(graded: dict[str, ChapterProgress], calls: dict[str, dict[str, int]],
-           layout: Layout) -> list[str]:
-    """The lines that say, per chapter, which of the learner's functions the run called and
-    which tasks tinyfw's code stood in for."""
+           layout: Layout, runs: dict[str, int] | None = None,
+           args: argparse.Namespace | None = None) -> list[str]:
+    """The lines that say, per chapter, how often the learner's code of each function ran (its
+    task's lines, see learner.calls), which finished tasks the run did not reach (with how to
+    reach them: runs, task -> times its code ran), and which tasks tinyfw's code stood in for."""
     titles = {number: folder.name for number, folder in chapter_dirs(layout).items()}
     width = max(len(title) for title in titles.values())
-    lines = ["your functions this run called (number of calls), by chapter:"]
-    unused = []
+    args = args or argparse.Namespace(device=None)
+    runs = runs or {}
+    lines = ["your code this run ran (times it ran), by function and chapter:"]
     for chapter, counts in calls.items():
         called = [f"{name} ({count})" for name, count in counts.items() if count]
         if called:
             lines += _row(titles[chapter], width, called)
-        else:
-            unused.append(titles[chapter])
     if len(lines) == 1:
         lines.append("  none")
-    if unused:
-        lines += textwrap.wrap("finished, but not called by this run: " + ", ".join(unused),
-                               width=100, subsequent_indent="  ")
+    missed: dict[str, dict[str, list[str]]] = {}  # chapter -> why -> tasks
+    for chapter, row in graded.items():
+        units = {task.id: [unit.qualname for unit in task.units]
+                 for task in discover(layout, chapter)}
+        for task in row.finished:
+            counted = [calls.get(chapter, {}).get(unit) for unit in units[task]]
+            if task in runs:
+                why = "" if runs[task] else how_to_reach(task, args)
+            elif any(count is None for count in counted):
+                why = "tinyfw's code ran: a function of it also holds a task not finished"
+            else:
+                why = "" if any(counted) else how_to_reach(task, args)
+            if why:
+                missed.setdefault(chapter, {}).setdefault(why, []).append(task)
+    if missed:
+        lines.append("finished, but this run did not reach your code of:")
+        for chapter, reasons in missed.items():
+            items = [task for why, tasks in reasons.items()
+                     for task in tasks[:-1] + [f"{tasks[-1]} ({why})"]]
+            lines += _row(titles[chapter], width, items)
     standing_in = {chapter: row for chapter, row in graded.items() if len(row.finished) < row.total}
     if standing_in:
         lines.append("tinyfw's code ran for the tasks not finished:")
@@ -163,9 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the conv net")
     parser.add_argument("--device", default=None,
                         help="train on this device (CPU, CL, WEBGPU, CUDA, ...): your backend")
+    parser.add_argument("--devices", default=None, metavar="CPU:0,CPU:1",
+                        help="train data parallel over these devices (chapter 13's sharding "
+                             "and all-reduce): the MLP or the conv net")
     parser.add_argument("-j", "--jobs", type=int, default=min(os.cpu_count() or 1, 8),
                         help="chapters graded at once (default: one per core, at most 8)")
     args = parser.parse_args(argv)
+    devices = tuple(d.strip() for d in args.devices.split(",")) if args.devices else None
+    if devices and args.model == "llm":
+        parser.error("--devices trains data parallel: use it with --model mlp or conv")
     layout = default_layout()
     impl_dir = learner.resolve_impl(args.impl, layout)
     print(f"your code: {impl_dir}")
@@ -178,24 +255,29 @@ def main(argv: list[str] | None = None) -> int:
           "for those, tinyfw's for the rest")
     if args.device:
         os.environ["DEVICE"] = args.device  # tensors made without a device go there
+    if devices:
+        # the ring all-reduce (13.ring) for the gradients, where tinyfw would copy every part
+        # to every device (naive: its choice for two devices)
+        os.environ.setdefault("ALLREDUCE", "ring")
     if finished:
         learner.use_many([c for c, row in graded.items() if row.finished], impl_dir, layout,
                          only=finished, count_calls=True)
     start = time.perf_counter()
     try:
         if args.model == "conv":
-            train_conv(args.epochs, args.batch)
+            train_conv(args.epochs, args.batch, devices)
         elif args.model == "llm":
             generate(args.prompt, args.max_tokens)
             print(f"({time.perf_counter() - start:.0f} s)")
         else:
-            accuracy = train(args.steps, args.batch)
-            print(f"test accuracy {accuracy:.4f} after {args.steps} steps of {args.batch} "
-                  f"({time.perf_counter() - start:.0f} s)")
-        calls = learner.calls()
+            accuracy = train(args.steps, args.batch, devices)
+            where = f" data parallel on {', '.join(devices)}" if devices else ""
+            print(f"test accuracy {accuracy:.4f} after {args.steps} steps of {args.batch}"
+                  f"{where} ({time.perf_counter() - start:.0f} s)")
+        calls, runs = learner.calls(), learner.task_runs()
     finally:
         learner.unuse()
-    print("\n".join(report(graded, calls, layout)))
+    print("\n".join(report(graded, calls, layout, runs, args)))
     if len(finished) == total:
         print("every task is finished: wherever this run needed code of the course, it ran yours")
     else:

@@ -7,6 +7,7 @@ it builds by the code that made it (lowering, renderer), so swapped code builds 
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import importlib
@@ -27,6 +28,7 @@ from chapters.tasks import (ExerciseModule, Layout, chapter_dir, default_layout,
                             display_path, exercise_modules, normalize_chapter)
 
 IMPL_ENV = "TINYFW_IMPL"
+PROBE = "__tinyfw_ran__"  # the function a learner's file calls as each task's code starts
 MISSING = object()
 PATCHABLE = (FunctionType, staticmethod, classmethod, property)
 
@@ -58,6 +60,15 @@ class _Patch:
     layout: Layout = field(default_factory=default_layout)
     tasks: set[str] = field(default_factory=set)
     calls: dict[str, Counter[str]] = field(default_factory=dict)  # chapter -> unit -> calls
+    # count_calls: where each task's code starts in the learner's files (a probe each), and
+    # how often it ran; the units counted by their calls instead (their task's lines not found)
+    probes: list[tuple[str, str, str]] = field(default_factory=list)  # (chapter, unit, task)
+    runs: list[int] = field(default_factory=list)
+    whole_units: set[tuple[str, str]] = field(default_factory=set)  # (chapter, unit)
+
+    def ran(self, index: int) -> None:
+        """Counts one start of the task's code of probe index (a learner's file calls it)."""
+        self.runs[index] += 1
 
     def set(self, owner: Any, name: str, value: Any) -> None:
         """Sets owner.name (a class's attribute or a module's global), to be undone later."""
@@ -124,21 +135,54 @@ RENAMED = {"ops_numpy.py": "interpreter.py", "lower.py": "codegen.py", "cstyle.p
            "wgsl.py": "renderer_wgsl.py", "ops_webgpu.py": "runtime_webgpu.py"}
 
 
-def load_file(path: Path, name: str, layout: Layout) -> ModuleType:
-    """Runs a learner's file as a fresh module called name; LearnerLoadError if it fails."""
+def probed(tree: ast.Module, first: int, last: int, index: int) -> bool:
+    """Puts a call PROBE(index) before the first statement of lines first..last (1-based) in
+    the outermost block holding one: the start of a task's code. False if there is none."""
+    level: list[ast.AST] = [tree]
+    while level:
+        for node in level:
+            for _name, value in ast.iter_fields(node):
+                if not isinstance(value, list):
+                    continue
+                for position, statement in enumerate(value):
+                    if isinstance(statement, ast.stmt) and first <= statement.lineno <= last:
+                        call = ast.Call(ast.Name(PROBE, ast.Load()), [ast.Constant(index)], [])
+                        probe = ast.copy_location(ast.Expr(call), statement)
+                        value.insert(position, ast.fix_missing_locations(probe))
+                        return True
+        level = [child for node in level for child in ast.iter_child_nodes(node)]
+    return False
+
+
+def load_file(path: Path, name: str, layout: Layout,
+              probes: Sequence[tuple[int, int, int]] = (),
+              ran: Callable[[int], None] | None = None) -> ModuleType:
+    """Runs a learner's file as a fresh module called name; LearnerLoadError if it fails.
+    probes: (first line, last line, index) of code that calls ran(index) as it starts; the
+    indexes of those with no statement are put in the module's __tinyfw_unprobed__."""
     if not path.is_file():
         old = path.with_name(RENAMED.get(path.name, path.name))
         if old != path and old.is_file():
             raise LearnerLoadError(f"cannot load {display_path(path, layout)}: your work is in "
                                    f"{old.name}, the file's old name; rename it to {path.name}")
-        raise LearnerLoadError(f"cannot load {display_path(path, layout)}: no such file "
-                               "(regenerate it with: python -m tools.generate)")
+        shown = display_path(path, layout)
+        fix = (f" (get the stub back with: python -m chapters reset {shown})"
+               if path.resolve().is_relative_to(layout.exercises_dir.resolve()) else "")
+        raise LearnerLoadError(f"cannot load {shown}: no such file{fix}")
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        code = compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
+        text = path.read_text(encoding="utf-8")
+        if probes:
+            tree = ast.parse(text, str(path))
+            module.__dict__["__tinyfw_unprobed__"] = {
+                index for first, last, index in probes if not probed(tree, first, last, index)}
+            module.__dict__[PROBE] = ran
+            code = compile(tree, str(path), "exec", dont_inherit=True)
+        else:
+            code = compile(text, str(path), "exec", dont_inherit=True)
         exec(code, module.__dict__)
     except Exception as error:
         sys.modules.pop(name, None)
@@ -243,7 +287,12 @@ def _patch_module(patch: _Patch, exercise: ExerciseModule, learner: ModuleType,
         if count_calls:
             calls = patch.calls.setdefault(exercise.chapter, Counter())
             calls[qualname] = 0
-            value = _counted(value, calls, qualname)
+            unprobed = learner.__dict__.get("__tinyfw_unprobed__", set())
+            indexes = [index for index, (chapter, unit, _task) in enumerate(patch.probes)
+                       if (chapter, unit) == (exercise.chapter, qualname)]
+            if not indexes or any(index in unprobed for index in indexes):
+                patch.whole_units.add((exercise.chapter, qualname))
+                value = _counted(value, calls, qualname)  # (its calls: the best we can)
         if owners:
             patch.set(target_owner, name, value)
         else:
@@ -304,7 +353,8 @@ def use_many(chapters: Sequence[str | int], impl: str | os.PathLike[str] | None 
                     continue
                 name = f"_learner_{number}_{exercise.module.replace('.', '_')}"
                 path = folder / exercise.basename
-                loaded.append((exercise, load_file(path, name, layout)))
+                probes = _probes(patch, exercise, path, layout) if count_calls else []
+                loaded.append((exercise, load_file(path, name, layout, probes, patch.ran)))
                 patch.module_names.append(name)
                 patch.files.append(path)
         for exercise, learner in loaded:
@@ -314,6 +364,28 @@ def use_many(chapters: Sequence[str | int], impl: str | os.PathLike[str] | None 
         raise
     _active = patch
     return list(patch.files)
+
+
+def _probes(patch: _Patch, exercise: ExerciseModule, path: Path,
+            layout: Layout) -> list[tuple[int, int, int]]:
+    """(first line, last line, probe index) of each task's code in the learner's copy of an
+    exercise file, found against its stub (chapters/reset.py); a probe index is registered in
+    patch for each. Regions whose lines cannot be found get none (their unit's calls count)."""
+    from chapters.reset import region_lines, stub_of  # (tools.generate: only when counting)
+
+    stub = stub_of(exercise, layout)
+    if stub is None or not path.is_file():
+        return []
+    current = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    regions = sorted(exercise.regions, key=lambda region: region.open_line)
+    found = []
+    for region, lines in zip(regions, region_lines(current, stub)):
+        if lines is None:
+            continue
+        found.append((lines[1] + 1, lines[2], len(patch.probes)))
+        patch.probes.append((exercise.chapter, region.qualname, region.task_id))
+        patch.runs.append(0)
+    return found
 
 
 def _restore(patch: _Patch) -> None:
@@ -343,11 +415,35 @@ def patched_tasks() -> set[str]:
 
 
 def calls() -> dict[str, dict[str, int]]:
-    """Chapter -> the learner's functions patched in with count_calls, each with its number
-    of calls so far (0 for one never called)."""
+    """Chapter -> the learner's functions patched in with count_calls, each with how often the
+    learner's task code in it ran so far (0 for never): the starts of the task's own lines, not
+    the function's calls (a function may be called and run tinyfw's path around the task). A
+    function whose task lines could not be found in the learner's file counts its calls."""
     if _active is None:
         return {}
-    return {chapter: dict(counts) for chapter, counts in sorted(_active.calls.items())}
+    counts = {chapter: dict(units) for chapter, units in sorted(_active.calls.items())}
+    for (chapter, unit, _task), runs in zip(_active.probes, _active.runs):
+        if unit in counts.get(chapter, {}) and (chapter, unit) not in _active.whole_units:
+            counts[chapter][unit] += runs
+    return counts
+
+
+def task_runs() -> dict[str, int]:
+    """Task -> how often the learner's code of it ran so far, for the tasks patched in with
+    count_calls whose lines were found (calls() counts the others by their functions' calls)."""
+    if _active is None:
+        return {}
+    runs: dict[str, int] = {}
+    for (chapter, unit, task), count in zip(_active.probes, _active.runs):
+        if task in _active.tasks and unit in _active.calls.get(chapter, {}) \
+                and (chapter, unit) not in _active.whole_units:
+            runs[task] = runs.get(task, 0) + count
+    return runs
+
+
+def counted_by_calls() -> set[tuple[str, str]]:
+    """(chapter, unit) of the functions calls() counts by their calls (lines not found)."""
+    return set() if _active is None else set(_active.whole_units)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """python -m chapters.capstone grades the learner's chapters, trains the MNIST MLP with exactly
 their finished tasks loaded (tinyfw's code for the rest), and names per chapter the learner's
-functions the run called."""
+functions whose task code ran, and the finished tasks the run did not reach."""
 from __future__ import annotations
 
 import shutil
@@ -8,11 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from chapters import learner
 from chapters.tasks import chapter_dirs, default_layout
 
 LAYOUT = default_layout()
 TITLES = {number: folder.name for number, folder in chapter_dirs(LAYOUT).items()}
-CALLED = "your functions this run called"
+CALLED = "your code this run ran"
+NOT_REACHED = "finished, but this run did not reach your code of:"
 NOT_FINISHED = "tinyfw's code ran for the tasks not finished:"
 
 
@@ -65,8 +69,14 @@ def test_with_the_solutions_it_names_the_functions_called() -> None:
     assert accuracy > 0.8, out
     called = section(out, CALLED)
     assert TITLES["01"] not in called, out
-    assert TITLES["01"] in next(line for line in out.splitlines()
-                                if line.startswith("finished, but not called")), out
+    not_reached = section(out, NOT_REACHED)
+    assert "01.mlp (no model here uses Value" in not_reached[TITLES["01"]], out
+    # CPURuntime.run ran, but the C workers ran its threaded kernels: 11.threads' code did not
+    assert "CPURuntime.run" not in called[TITLES["11"]], out
+    assert "11.threads (the C workers ran the threaded kernels; CPU_WORKERS=0 runs yours)" in \
+        not_reached[TITLES["11"]], out
+    assert "11.search (no BEAM search ran (BEAM is not set); BEAM=2 runs yours)" in \
+        not_reached[TITLES["11"]], out
     for chapter, function in [("02", "compute_gradient"), ("03", "View.reshape"),
                               ("04", "apply_movement"), ("09", "TinyJit.capture"),
                               ("10", "Adam._update"), ("10", "Linear.__call__")]:
@@ -85,6 +95,7 @@ def test_a_chapter_partly_done_lends_only_its_finished_task(tmp_path: Path) -> N
     called = section(out, CALLED)
     assert list(called) == [TITLES["10"]], out
     assert called[TITLES["10"]].split(" (")[0] == "Adam._update", out
+    assert NOT_REACHED not in out, out
     not_finished = section(out, NOT_FINISHED)
     assert set(not_finished) == set(TITLES.values()), out
     assert "10.adam" not in not_finished[TITLES["10"]], out
@@ -101,3 +112,35 @@ def test_smollm2_answers_with_the_learners_chapters() -> None:
     for function in ("attention", "rotate", "write_cache", "BPETokenizer.merge"):
         assert f"{function} (" in called.get(TITLES["12"], ""), out
     assert "TinyJit.capture (" in called.get(TITLES["09"], ""), out
+
+
+def test_data_parallel_runs_chapter_13() -> None:
+    """--devices CPU:0,CPU:1: the MLP trains data parallel, and chapter 13's sharding, ops on
+    shards, ring all-reduce and gradients are among the code that ran (a few steps)."""
+    out = capstone("--impl", "solutions", "--devices", "CPU:0,CPU:1", "--steps", "6")
+    assert "data parallel on CPU:0, CPU:1" in out, out
+    called = section(out, CALLED)
+    for function in ("shard", "MultiUOp.alu", "ring_all_reduce", "data_parallel_gradient"):
+        assert f"{function} (" in called.get(TITLES["13"], ""), out
+    assert TITLES["13"] not in section(out, NOT_REACHED), out
+
+
+@pytest.mark.parametrize("workers, ran", [("1", False), ("0", True)])
+def test_a_task_counts_only_when_its_own_lines_run(monkeypatch: pytest.MonkeyPatch,
+                                                   workers: str, ran: bool) -> None:
+    """CPURuntime.run is called for every kernel, but 11.threads' lines in it run only for a
+    threaded kernel without the C workers: only those count."""
+    from tinyfw import Tensor
+    from tinyfw.runtime.ops_cpu import cores
+
+    if cores() < 2:
+        pytest.skip("one core: no kernel is threaded")
+    monkeypatch.setenv("CPU_WORKERS", workers)
+    learner.use_many(["11"], "solutions", LAYOUT, only=["11.threads"], count_calls=True)
+    try:
+        x = Tensor.rand(64, 64)
+        (x @ x).sum().realize()
+        runs, calls = learner.task_runs(), learner.calls()
+    finally:
+        learner.unuse()
+    assert (runs["11.threads"] > 0) == ran and (calls["11"]["CPURuntime.run"] > 0) == ran

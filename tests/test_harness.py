@@ -27,7 +27,8 @@ from tools import generate
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "harness_repo"
 HARNESS_FILES = ["chapters/__init__.py", "chapters/__main__.py", "chapters/conftest.py",
-                 "chapters/grading.py", "chapters/learner.py", "chapters/tasks.py",
+                 "chapters/grading.py", "chapters/learner.py", "chapters/reset.py",
+                 "chapters/tasks.py",
                  "tools/__init__.py", "tools/generate.py"]
 LAYOUT = Layout(FIXTURE, "fakefw")
 
@@ -273,7 +274,8 @@ def test_solution_file_is_the_source_with_a_header(generated: Path) -> None:
     assert solution[0].startswith("# Solutions of chapter 01, generated from fakefw/counter.py")
     body = solution[len(solution) - len(source):]
     assert [line for line in body if line not in source] == ["from fakefw.base import twice"]
-    assert len([line for line in solution[:len(solution) - len(source)]]) == 3
+    assert len([line for line in solution[:len(solution) - len(source)]]) == 4
+    assert solution[3].startswith("# generated text id: ")
 
 
 def test_generated_files_import_cleanly(fakefw: types.ModuleType, generated: Path) -> None:
@@ -308,28 +310,47 @@ def test_relative_imports_of_any_level(tmp_path: Path) -> None:
 
 
 def test_check_lists_missing_stale_and_extra_files(tmp_path: Path) -> None:
-    """--check exits 1 naming each bad file; writing fixes it and is deterministic."""
+    """--check exits 1 naming each bad file; a learner's edit is no problem (except with
+    --strict); writing refuses to overwrite it unless told to, keeping a copy, and is
+    deterministic."""
     assert generate.main(["--check", "--out", str(tmp_path)], LAYOUT) == 1
     assert generate.main(["--out", str(tmp_path)], LAYOUT) == 0
     first = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*.py"))}
     assert generate.main(["--check", "--out", str(tmp_path)], LAYOUT) == 0
-    (tmp_path / "exercises" / "01_demo" / "counter.py").write_text("# edited\n")
+    counter = tmp_path / "exercises" / "01_demo" / "counter.py"
+    counter.write_text(counter.read_text() + "# edited\n")
+    assert generate.stale_files(LAYOUT, tmp_path) == ([], [])
+    assert generate.stale_files(LAYOUT, tmp_path, strict=True) == (
+        ["stale:   exercises/01_demo/counter.py"], [])
+    older = tmp_path / "exercises" / "02_more" / "shapes.py"
+    lines = older.read_text().splitlines(keepends=True)
+    older.write_text(generate.with_id("".join(lines[:3] + lines[4:]) + "# older markers\n"))
     (tmp_path / "solutions" / "02_more" / "shapes.py").unlink()
     (tmp_path / "solutions" / "02_more" / "old.py").write_text("# a learner's notes\n")
-    assert generate.stale_files(LAYOUT, tmp_path) == [
-        "stale:   exercises/01_demo/counter.py", "missing: solutions/02_more/shapes.py",
-        "extra:   solutions/02_more/old.py"]
+    assert generate.stale_files(LAYOUT, tmp_path) == (
+        ["stale:   exercises/02_more/shapes.py", "missing: solutions/02_more/shapes.py"], [])
+    assert generate.stale_files(LAYOUT, tmp_path, strict=True)[0][-1] == (
+        "extra:   solutions/02_more/old.py")
     assert generate.main(["--check", "--out", str(tmp_path)], LAYOUT) == 1
-    generate.main(["--out", str(tmp_path)], LAYOUT)
+    assert generate.main(["--out", str(tmp_path)], LAYOUT) == 3
+    assert counter.read_text().endswith("# edited\n")
+    assert generate.main(["--out", str(tmp_path), "--overwrite-my-work"], LAYOUT) == 0
     assert {p: p.read_bytes() for p in first} == first
+    kept = list((tmp_path / generate.BACKUP_DIR).glob("*/exercises/01_demo/counter.py"))
+    assert [path.read_text()[-9:] for path in kept] == ["# edited\n"]
     assert (tmp_path / "solutions" / "02_more" / "old.py").exists()
 
 
 def test_write_removes_only_generated_extras(tmp_path: Path, generated: Path) -> None:
-    """A generated file no longer wanted is removed; a hand-written one is left alone."""
+    """A generated file no longer wanted is removed when it is as generated; one a learner
+    edited is kept unless told otherwise; a hand-written one is left."""
     stale = generated / "exercises" / "03_gone" / "gone.py"
     stale.parent.mkdir()
-    stale.write_text("# Exercises of chapter 03, generated from x by `python -m tools.generate`.\n")
+    text = "# Exercises of chapter 03, generated from x by `python -m tools.generate`.\n"
+    stale.write_text(text + "# edited\n")
+    with pytest.raises(generate.LearnersWorkError, match="exercises/03_gone/gone.py"):
+        generate.write_files(LAYOUT, generated)
+    stale.write_text(generate.with_id(text))
     changes = generate.write_files(LAYOUT, generated)
     assert changes == ["removed: exercises/03_gone/gone.py"]
     assert not stale.parent.exists()

@@ -31,6 +31,7 @@ COURSE_GROUPS: dict[str, str] = {
     "tests/test_progress.py::test_stubs_start_every_chapter_at_zero": STUBS,
     "tests/test_capstone.py::test_with_the_solutions_it_names_the_functions_called": SOLUTIONS,
     "tests/test_capstone.py::test_smollm2_answers_with_the_learners_chapters": SOLUTIONS,
+    "tests/test_capstone.py::test_data_parallel_runs_chapter_13": SOLUTIONS,
     "tests/test_capstone.py::test_a_chapter_partly_done_lends_only_its_finished_task": STUBS,
 }
 # The longest groups, handed out first, longest first (a long group started last would keep

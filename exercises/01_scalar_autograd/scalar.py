@@ -1,6 +1,7 @@
 # Exercises of chapter 01, generated from tinyfw/scalar.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/01_scalar_autograd
+# generated text id: 048742e29b5246ad (lets tools.generate tell your edits apart)
 """Chapter 01: `Value`, a scalar that remembers how it was computed, and an MLP built from it.
 
 How `.grad` behaves (for leaves it is exactly PyTorch's rule):

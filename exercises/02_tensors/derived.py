@@ -1,6 +1,7 @@
 # Exercises of chapter 02, generated from tinyfw/mixin/derived.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/02_tensors
+# generated text id: f21312b8a20efb46 (lets tools.generate tell your edits apart)
 """Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
 from __future__ import annotations
 

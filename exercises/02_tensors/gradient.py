@@ -1,6 +1,7 @@
 # Exercises of chapter 02, generated from tinyfw/uop/gradient.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/02_tensors
+# generated text id: e68a64dcbf2c9d66 (lets tools.generate tell your edits apart)
 """Reverse-mode autodiff on the lazy graph: one table of local rules, and the backward pass."""
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 # Exercises of chapter 03, generated from tinyfw/runtime/ops_numpy.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/03_lazy_graph
+# generated text id: 55895c64a60200a7 (lets tools.generate tell your edits apart)
 """The reference device NUMPY: an interpreter runs each kernel's AST with numpy, every loop
 iteration at once. It has no renderer and no compiler: its program is the AST itself."""
 from __future__ import annotations

@@ -1,6 +1,7 @@
 # Exercises of chapter 03, generated from tinyfw/shape/view.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/03_lazy_graph
+# generated text id: f6e1303f0580a287 (lets tools.generate tell your edits apart)
 """Views: how a shape reads flat memory (strides, offset, validity mask), and stacks of them."""
 from __future__ import annotations
 

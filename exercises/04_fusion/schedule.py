@@ -1,6 +1,7 @@
 # Exercises of chapter 04, generated from tinyfw/engine/schedule.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/04_fusion
+# generated text id: 9c96365fe4f8fded (lets tools.generate tell your edits apart)
 """Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
 from __future__ import annotations
 

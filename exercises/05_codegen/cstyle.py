@@ -1,6 +1,7 @@
 # Exercises of chapter 05, generated from tinyfw/renderer/cstyle.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/05_codegen
+# generated text id: b168e11ce57c4e99 (lets tools.generate tell your edits apart)
 """Rendering a linear program as C, and the walk every C-like language shares: a language is a
 class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations

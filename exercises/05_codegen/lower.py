@@ -1,6 +1,7 @@
 # Exercises of chapter 05, generated from tinyfw/codegen/lower.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/05_codegen
+# generated text id: 3583c8703005a0c1 (lets tools.generate tell your edits apart)
 """Lowering: a kernel's AST becomes loops, index arithmetic and a linear program of simple steps."""
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 # Exercises of chapter 06, generated from tinyfw/renderer/opencl_c.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/06_opencl
+# generated text id: 924784b1611aeae5 (lets tools.generate tell your edits apart)
 """OpenCL C: C with address spaces, a kernel qualifier and work-item ids. What differs from C
 on the CPU is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
 from __future__ import annotations

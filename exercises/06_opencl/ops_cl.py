@@ -1,6 +1,7 @@
 # Exercises of chapter 06, generated from tinyfw/runtime/ops_cl.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/06_opencl
+# generated text id: b60a102a136e1708 (lets tools.generate tell your edits apart)
 """The CL device: OpenCL through pyopencl (PoCL runs it on the CPU where there is no GPU)."""
 from __future__ import annotations
 

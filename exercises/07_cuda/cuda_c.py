@@ -1,6 +1,7 @@
 # Exercises of chapter 07, generated from tinyfw/renderer/cuda_c.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/07_cuda
+# generated text id: 70ec29fff2cc2eb7 (lets tools.generate tell your edits apart)
 """CUDA C: C++ with a kernel qualifier and a grid of blocks of threads. What differs from C on
 the CPU is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
 from __future__ import annotations

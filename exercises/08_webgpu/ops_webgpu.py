@@ -1,6 +1,7 @@
 # Exercises of chapter 08, generated from tinyfw/runtime/ops_webgpu.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/08_webgpu
+# generated text id: aebe396437678b4b (lets tools.generate tell your edits apart)
 """The WEBGPU device: WGSL compute shaders through wgpu (Mesa's lavapipe where there is no
 GPU)."""
 from __future__ import annotations

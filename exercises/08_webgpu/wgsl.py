@@ -1,6 +1,7 @@
 # Exercises of chapter 08, generated from tinyfw/renderer/wgsl.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/08_webgpu
+# generated text id: 20eb6c02fd642e1d (lets tools.generate tell your edits apart)
 """WGSL, WebGPU's shading language: typed declarations, no pointers, buffers as bindings. What
 differs from C is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
 from __future__ import annotations

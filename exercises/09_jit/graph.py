@@ -1,6 +1,7 @@
 # Exercises of chapter 09, generated from tinyfw/runtime/graph.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/09_jit
+# generated text id: a5af510647fa71be (lets tools.generate tell your edits apart)
 """Graph execution: several kernels of one device launched by one call from the host.
 
 A TinyJit replay launches the same kernels on the same buffers every step; only its inputs and

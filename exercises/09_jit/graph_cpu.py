@@ -1,6 +1,7 @@
 # Exercises of chapter 09, generated from tinyfw/runtime/graph_cpu.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/09_jit
+# generated text id: 78857d642a08e6d1 (lets tools.generate tell your edits apart)
 """The CPU's graph: one generated C function calls every captured kernel, one ctypes call a step.
 
 Each kernel is already a C function in a loaded library. The graph's function gets two arrays

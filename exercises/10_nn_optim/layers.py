@@ -1,6 +1,7 @@
 # Exercises of chapter 10, generated from tinyfw/nn/layers.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/10_nn_optim
+# generated text id: 2e36c5f50094eb51 (lets tools.generate tell your edits apart)
 """Layers as plain classes holding tensors (chapter 10). Each makes its parameters in __init__
 (tensors that require grad) and computes its forward pass in __call__."""
 from __future__ import annotations

@@ -1,6 +1,7 @@
 # Exercises of chapter 10, generated from tinyfw/mixin/nn_ops.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/10_nn_optim
+# generated text id: 52c99e3bd3da76a7 (lets tools.generate tell your edits apart)
 """The functional ops of neural networks, as Tensor methods: convolution, pooling, dropout and
 normalization, each composed of the primitive ops (chapter 10)."""
 from __future__ import annotations

@@ -1,6 +1,7 @@
 # Exercises of chapter 11, generated from tinyfw/runtime/ops_cpu.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/11_speed
+# generated text id: d5bf380ff10dd998 (lets tools.generate tell your edits apart)
 """The CPU device: kernels rendered as C, compiled by the system's C compiler, run with ctypes."""
 from __future__ import annotations
 

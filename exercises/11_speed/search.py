@@ -1,6 +1,7 @@
 # Exercises of chapter 11, generated from tinyfw/codegen/search.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/11_speed
+# generated text id: 899e641783390fb9 (lets tools.generate tell your edits apart)
 """BEAM search (chapter 11): the optimizations of a kernel found by trying them.
 
 Every optimization is a split of a loop (tinyfw/codegen/opt.py), so the search space is the

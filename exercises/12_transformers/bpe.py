@@ -1,6 +1,7 @@
 # Exercises of chapter 12, generated from tinyfw/tokenizers/bpe.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/12_transformers
+# generated text id: 908a4d9836b48ee3 (lets tools.generate tell your edits apart)
 """Byte-level BPE: how GPT-2, Llama 3 and SmolLM turn text into token ids (chapter 12).
 
 A language model reads integers, one per token, from a vocabulary of a fixed size (49152 for

@@ -1,6 +1,7 @@
 # Exercises of chapter 13, generated from tinyfw/multi.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/13_many_devices
+# generated text id: 3d9c6aa2d5074182 (lets tools.generate tell your edits apart)
 """Many devices (chapter 13): a tensor's value spread over several devices, and all-reduce.
 
 A sharded tensor is an ordinary Tensor whose `.uop` is a MultiUOp instead of a UOp: one plain

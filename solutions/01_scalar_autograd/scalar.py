@@ -1,6 +1,7 @@
 # Solutions of chapter 01, generated from tinyfw/scalar.py by `python -m tools.generate`.
 # Edit tinyfw/scalar.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/01_scalar_autograd --impl=solutions
+# generated text id: 15db72c93b6236f3 (lets tools.generate tell your edits apart)
 """Chapter 01: `Value`, a scalar that remembers how it was computed, and an MLP built from it.
 
 How `.grad` behaves (for leaves it is exactly PyTorch's rule):

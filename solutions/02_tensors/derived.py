@@ -1,6 +1,7 @@
 # Solutions of chapter 02, generated from tinyfw/mixin/derived.py by `python -m tools.generate`.
 # Edit tinyfw/mixin/derived.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
+# generated text id: 5eaac435c1464afb (lets tools.generate tell your edits apart)
 """Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 # Solutions of chapter 02, generated from tinyfw/uop/gradient.py by `python -m tools.generate`.
 # Edit tinyfw/uop/gradient.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
+# generated text id: e7d30a4a5699d1d5 (lets tools.generate tell your edits apart)
 """Reverse-mode autodiff on the lazy graph: one table of local rules, and the backward pass."""
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 # Solutions of chapter 03, generated from tinyfw/runtime/ops_numpy.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_numpy.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/03_lazy_graph --impl=solutions
+# generated text id: 4866b57f77c81e91 (lets tools.generate tell your edits apart)
 """The reference device NUMPY: an interpreter runs each kernel's AST with numpy, every loop
 iteration at once. It has no renderer and no compiler: its program is the AST itself."""
 from __future__ import annotations

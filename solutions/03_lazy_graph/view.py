@@ -1,6 +1,7 @@
 # Solutions of chapter 03, generated from tinyfw/shape/view.py by `python -m tools.generate`.
 # Edit tinyfw/shape/view.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/03_lazy_graph --impl=solutions
+# generated text id: 647ebe12f8100e62 (lets tools.generate tell your edits apart)
 """Views: how a shape reads flat memory (strides, offset, validity mask), and stacks of them."""
 from __future__ import annotations
 

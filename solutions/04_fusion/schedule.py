@@ -1,6 +1,7 @@
 # Solutions of chapter 04, generated from tinyfw/engine/schedule.py by `python -m tools.generate`.
 # Edit tinyfw/engine/schedule.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/04_fusion --impl=solutions
+# generated text id: 20f9fcdea7b5834e (lets tools.generate tell your edits apart)
 """Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 # Solutions of chapter 05, generated from tinyfw/renderer/cstyle.py by `python -m tools.generate`.
 # Edit tinyfw/renderer/cstyle.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/05_codegen --impl=solutions
+# generated text id: ade4afb2222c6baf (lets tools.generate tell your edits apart)
 """Rendering a linear program as C, and the walk every C-like language shares: a language is a
 class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations

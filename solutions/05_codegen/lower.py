@@ -1,6 +1,7 @@
 # Solutions of chapter 05, generated from tinyfw/codegen/lower.py by `python -m tools.generate`.
 # Edit tinyfw/codegen/lower.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/05_codegen --impl=solutions
+# generated text id: aa4d4cda2c4d6e33 (lets tools.generate tell your edits apart)
 """Lowering: a kernel's AST becomes loops, index arithmetic and a linear program of simple steps."""
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 # Solutions of chapter 06, generated from tinyfw/runtime/ops_cl.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_cl.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/06_opencl --impl=solutions
+# generated text id: d7499d42fde8d6c5 (lets tools.generate tell your edits apart)
 """The CL device: OpenCL through pyopencl (PoCL runs it on the CPU where there is no GPU)."""
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 # Solutions of chapter 07, generated from tinyfw/runtime/ops_cuda.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_cuda.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/07_cuda --impl=solutions
+# generated text id: 5b5eafa1b379093b (lets tools.generate tell your edits apart)
 """The CUDA device: NVRTC compiles the rendered CUDA C, the driver API loads and launches it.
 Without a GPU, CUDAEMU compiles the same source with NVRTC (to prove it compiles) and runs it
 on the CPU, as C++ against a small header that provides CUDA's built-ins and runs the grid."""

@@ -1,6 +1,7 @@
 # Solutions of chapter 08, generated from tinyfw/runtime/ops_webgpu.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_webgpu.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/08_webgpu --impl=solutions
+# generated text id: 7f3cf139680b695f (lets tools.generate tell your edits apart)
 """The WEBGPU device: WGSL compute shaders through wgpu (Mesa's lavapipe where there is no
 GPU)."""
 from __future__ import annotations

@@ -1,6 +1,7 @@
 # Solutions of chapter 08, generated from tinyfw/renderer/wgsl.py by `python -m tools.generate`.
 # Edit tinyfw/renderer/wgsl.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/08_webgpu --impl=solutions
+# generated text id: deac29d04069c2cb (lets tools.generate tell your edits apart)
 """WGSL, WebGPU's shading language: typed declarations, no pointers, buffers as bindings. What
 differs from C is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
 from __future__ import annotations

@@ -1,6 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/runtime/graph_cpu.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/graph_cpu.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
+# generated text id: 545707c21d9ed54e (lets tools.generate tell your edits apart)
 """The CPU's graph: one generated C function calls every captured kernel, one ctypes call a step.
 
 Each kernel is already a C function in a loaded library. The graph's function gets two arrays

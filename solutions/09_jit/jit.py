@@ -1,6 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/engine/jit.py by `python -m tools.generate`.
 # Edit tinyfw/engine/jit.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
+# generated text id: bfe71cf146998574 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,

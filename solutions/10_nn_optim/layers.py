@@ -1,6 +1,7 @@
 # Solutions of chapter 10, generated from tinyfw/nn/layers.py by `python -m tools.generate`.
 # Edit tinyfw/nn/layers.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/10_nn_optim --impl=solutions
+# generated text id: 49752b6a29c28688 (lets tools.generate tell your edits apart)
 """Layers as plain classes holding tensors (chapter 10). Each makes its parameters in __init__
 (tensors that require grad) and computes its forward pass in __call__."""
 from __future__ import annotations

@@ -1,6 +1,7 @@
 # Solutions of chapter 10, generated from tinyfw/mixin/nn_ops.py by `python -m tools.generate`.
 # Edit tinyfw/mixin/nn_ops.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/10_nn_optim --impl=solutions
+# generated text id: 28d3342be8390c9f (lets tools.generate tell your edits apart)
 """The functional ops of neural networks, as Tensor methods: convolution, pooling, dropout and
 normalization, each composed of the primitive ops (chapter 10)."""
 from __future__ import annotations

@@ -1,6 +1,7 @@
 # Solutions of chapter 10, generated from tinyfw/nn/optim.py by `python -m tools.generate`.
 # Edit tinyfw/nn/optim.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/10_nn_optim --impl=solutions
+# generated text id: 2b1dc1e2e51abcef (lets tools.generate tell your edits apart)
 """Optimizers: how the parameters move once backward has filled their .grad (chapter 10).
 
 A step is one lazy graph. Each parameter's new value (and the optimizer's new state: momentum

@@ -1,6 +1,7 @@
 # Solutions of chapter 11, generated from tinyfw/codegen/lower_opts.py by `python -m tools.generate`.
 # Edit tinyfw/codegen/lower_opts.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/11_speed --impl=solutions
+# generated text id: a6e5b5b2c7c78599 (lets tools.generate tell your edits apart)
 """Lowering an optimized kernel: chapter 05's loops, with UPCAST and UNROLL axes unrolled into
 registers and THREAD axes shared out to the CPU's cores.
 

@@ -1,6 +1,7 @@
 # Solutions of chapter 11, generated from tinyfw/runtime/ops_cpu.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_cpu.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/11_speed --impl=solutions
+# generated text id: ecb1f48b6e3bbc26 (lets tools.generate tell your edits apart)
 """The CPU device: kernels rendered as C, compiled by the system's C compiler, run with ctypes."""
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 # Solutions of chapter 11, generated from tinyfw/codegen/search.py by `python -m tools.generate`.
 # Edit tinyfw/codegen/search.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/11_speed --impl=solutions
+# generated text id: d3d3b26e909d04bc (lets tools.generate tell your edits apart)
 """BEAM search (chapter 11): the optimizations of a kernel found by trying them.
 
 Every optimization is a split of a loop (tinyfw/codegen/opt.py), so the search space is the

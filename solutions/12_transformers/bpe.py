@@ -1,6 +1,7 @@
 # Solutions of chapter 12, generated from tinyfw/tokenizers/bpe.py by `python -m tools.generate`.
 # Edit tinyfw/tokenizers/bpe.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/12_transformers --impl=solutions
+# generated text id: ea2d3e8d32ef17b0 (lets tools.generate tell your edits apart)
 """Byte-level BPE: how GPT-2, Llama 3 and SmolLM turn text into token ids (chapter 12).
 
 A language model reads integers, one per token, from a vocabulary of a fixed size (49152 for

@@ -1,6 +1,7 @@
 # Solutions of chapter 13, generated from tinyfw/multi.py by `python -m tools.generate`.
 # Edit tinyfw/multi.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/13_many_devices --impl=solutions
+# generated text id: 310f781e55aa7309 (lets tools.generate tell your edits apart)
 """Many devices (chapter 13): a tensor's value spread over several devices, and all-reduce.
 
 A sharded tensor is an ordinary Tensor whose `.uop` is a MultiUOp instead of a UOp: one plain
