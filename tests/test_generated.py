@@ -36,8 +36,8 @@ def test_generated_files_are_up_to_date() -> None:
     problems, unchecked = stale_files(LAYOUT, LAYOUT.root, strict=bool(os.environ.get("CI")))
     assert not problems, "run python -m tools.generate:\n" + "\n".join(problems)
     if unchecked:
-        pytest.skip(f"not checked: {', '.join(unchecked)} (edited, and without the id line "
-                    "that says which stub they were; every other generated file matches)")
+        pytest.skip(f"not checked: {', '.join(unchecked)} (a learner's edits of no current "
+                    "stub; every other generated file matches)")
 
 
 def test_check_command_is_clean() -> None:
