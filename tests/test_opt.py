@@ -28,6 +28,8 @@ from tinyfw.engine import beam
 from tinyfw.engine import program as engine_program
 from tinyfw.engine.program import get_program
 from tinyfw.helpers import prod
+from tinyfw.renderer.cstyle import CPU_C
+from tinyfw.runtime.ops_numpy import NumpyRenderer
 
 RNG = np.random.default_rng(0)
 
@@ -148,7 +150,7 @@ def test_heuristics_tile_a_matmul_and_thread_it() -> None:
     shared out to the cores; on NUMPY, or for a tiny matmul, nothing."""
     n = 256
     k = kernel_of(Tensor(np.ones((n, n), np.float32)) @ Tensor(np.ones((n, n), np.float32)))
-    opts = hand_coded_optimizations(k, "CPU", cores=2, lanes=8)
+    opts = hand_coded_optimizations(k, CPU_C, cores=2, lanes=8)
     assert opts[:3] == (Opt(U, 2, 8), Opt(U, 0, 4), Opt(U, 3, 2)), opts
     tiled = apply_opts(k, opts)
     assert tiled.axes[0].kind is AxisKind.THREAD
@@ -157,9 +159,9 @@ def test_heuristics_tile_a_matmul_and_thread_it() -> None:
     assert vector is not None and tiled.axes[vector].size == 8
     prog = lower_optimized(tiled, vector)
     assert sum(s.op.name == "ACC" for s in prog.steps) == 8  # 4 x 2 vectors of 8
-    assert hand_coded_optimizations(k, "NUMPY", cores=2) == ()
+    assert hand_coded_optimizations(k, NumpyRenderer(), cores=2) == ()
     small = kernel_of(Tensor.ones(4, 4) @ Tensor.ones(4, 4))
-    assert hand_coded_optimizations(small, "CPU", cores=2) == ()
+    assert hand_coded_optimizations(small, CPU_C, cores=2) == ()
 
 
 def test_a_big_matmul_gets_the_big_tile() -> None:
@@ -172,19 +174,19 @@ def test_a_big_matmul_gets_the_big_tile() -> None:
     a, b = rng.standard_normal((512, 256), np.float32), rng.standard_normal((256, 544),
                                                                             np.float32)
     k = kernel_of(Tensor(a) @ Tensor(b))
-    opts = hand_coded_optimizations(k, "CPU", cores=2, lanes=8)
+    opts = hand_coded_optimizations(k, CPU_C, cores=2, lanes=8)
     assert opts == (Opt(U, 2, 8), Opt(U, 0, 4), Opt(U, 3, 2), Opt(P, 2, 64), Opt(T, 0, 128)), \
         opts
     assert [a.size for a in apply_opts(k, opts).axes if a.kind is AxisKind.UPCAST] == [4, 2, 8]
     got = run_with(opts, lambda: Tensor(a) @ Tensor(b))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     shallow = kernel_of(Tensor(a[:, :96]) @ Tensor(b[:96]))  # 96: not panels of 64
-    assert hand_coded_optimizations(shallow, "CPU", cores=2, lanes=8) == (
+    assert hand_coded_optimizations(shallow, CPU_C, cores=2, lanes=8) == (
         Opt(U, 2, 8), Opt(U, 0, 4), Opt(U, 3, 2), Opt(T, 0, 128))
-    assert hand_coded_optimizations(k, "CPU", cores=2, lanes=16)[:2] == (Opt(U, 2, 16),
+    assert hand_coded_optimizations(k, CPU_C, cores=2, lanes=16)[:2] == (Opt(U, 2, 16),
                                                                           Opt(U, 0, 4))
     odd = kernel_of(Tensor(a[:, :90]) @ Tensor(b[:90, :520]))  # 520 columns: not 16 a pass
-    assert hand_coded_optimizations(odd, "CPU", cores=2, lanes=8) == (Opt(U, 2, 8),
+    assert hand_coded_optimizations(odd, CPU_C, cores=2, lanes=8) == (Opt(U, 2, 8),
                                                                       Opt(U, 0, 4),
                                                                       Opt(T, 0, 128))
 
@@ -197,13 +199,13 @@ def test_a_big_matmul_on_16_lanes_gets_the_big_tile_in_panels() -> None:
     a, b = rng.standard_normal((1024, 256), np.float32), rng.standard_normal((256, 1024),
                                                                              np.float32)
     k = kernel_of(Tensor(a) @ Tensor(b))
-    opts = hand_coded_optimizations(k, "CPU", cores=2, lanes=16)
+    opts = hand_coded_optimizations(k, CPU_C, cores=2, lanes=16)
     assert opts == (Opt(U, 2, 16), Opt(U, 0, 16), Opt(P, 2, 128), Opt(T, 0, 64)), opts
     got = run_with(opts, lambda: Tensor(a) @ Tensor(b))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     for depth in (22, 128):
         odd = kernel_of(Tensor(a[:, :depth]) @ Tensor(b[:depth]))
-        assert hand_coded_optimizations(odd, "CPU", cores=2, lanes=16) == (
+        assert hand_coded_optimizations(odd, CPU_C, cores=2, lanes=16) == (
             Opt(U, 2, 16), Opt(U, 0, 16), Opt(T, 0, 64)), depth
 
 
@@ -216,7 +218,7 @@ def test_a_dot_product_matmul_keeps_partial_sums_in_vectors() -> None:
     for m, k, n in ((128, 784, 128), (128, 128, 10), (12, 40, 16), (24, 20, 9)):
         x, w = rng.standard_normal((m, k), np.float32), rng.standard_normal((n, k), np.float32)
         kernel = kernel_of(Tensor(x) @ Tensor(w).T)
-        opts = hand_coded_optimizations(kernel, "CPU", cores=1, lanes=8)
+        opts = hand_coded_optimizations(kernel, CPU_C, cores=1, lanes=8)
         if m % 8 == 0 and k % 8 == 0 and k > 8:
             assert opts == (Opt(R, 1, 8), Opt(U, 0, 8)), (m, k, n, opts)
             tiled = apply_opts(kernel, opts)
@@ -243,7 +245,7 @@ def test_a_repeated_heads_keys_are_read_as_vectors(lanes: int) -> None:
     def scores() -> Tensor:
         return Tensor(q) @ Tensor(k).repeat_interleave(3, dim=1).transpose(-2, -1)
     kernel = kernel_of(scores())
-    opts = hand_coded_optimizations(kernel, "CPU", cores=1, lanes=lanes)
+    opts = hand_coded_optimizations(kernel, CPU_C, cores=1, lanes=lanes)
     assert opts[0] == Opt(R, 3, lanes), opts
     tiled = apply_opts(kernel, opts)
     vector = vector_axis(tiled, max_lanes=lanes)
@@ -260,11 +262,11 @@ def test_an_elementwise_kernel_reading_a_transposed_matrix_is_tiled() -> None:
     rng = np.random.default_rng(3)
     m, g = rng.standard_normal((128, 784), np.float32), rng.standard_normal((784, 128), np.float32)
     build = lambda: 0.9 * Tensor(m) + 0.1 * Tensor(g).T  # noqa: E731
-    opts = hand_coded_optimizations(kernel_of(build()), "CPU", cores=1, lanes=8)
+    opts = hand_coded_optimizations(kernel_of(build()), CPU_C, cores=1, lanes=8)
     assert opts == (Opt(U, 0, 8),), opts
     np.testing.assert_array_equal(run_with(None, build), run_with((), build))
     odd = kernel_of(0.9 * Tensor(m[:127]) + 0.1 * Tensor(g[:, :127]).T)
-    assert hand_coded_optimizations(odd, "CPU", cores=1, lanes=8) == ()
+    assert hand_coded_optimizations(odd, CPU_C, cores=1, lanes=8) == ()
 
 
 def test_a_convolution_upcasts_its_channels() -> None:
@@ -275,7 +277,7 @@ def test_a_convolution_upcasts_its_channels() -> None:
     x = rng.standard_normal((8, 8, 13, 13), np.float32)
     w = rng.standard_normal((16, 8, 3, 3), np.float32)
     forward = kernel_of(Tensor(x).conv2d(Tensor(w)))
-    opts = hand_coded_optimizations(forward, "CPU", cores=1, lanes=8)
+    opts = hand_coded_optimizations(forward, CPU_C, cores=1, lanes=8)
     channels = next(i for i, a in enumerate(forward.axes) if a.size == 16)
     assert opts[0] == Opt(U, channels, 16), opts
 
@@ -286,7 +288,7 @@ def test_a_convolution_upcasts_its_channels() -> None:
         return wt.grad
 
     grad = kernel_of(weight_grad())
-    upcast = [a.size for a in apply_opts(grad, hand_coded_optimizations(grad, "CPU", lanes=8))
+    upcast = [a.size for a in apply_opts(grad, hand_coded_optimizations(grad, CPU_C, lanes=8))
               .axes if a.kind is AxisKind.UPCAST]
     assert sorted(upcast) == [8, 16], upcast
     for build in (lambda: Tensor(x).conv2d(Tensor(w)), weight_grad):
@@ -321,8 +323,8 @@ def test_gpu_heuristics_compute_the_same(device: str) -> None:
         np.testing.assert_allclose(got, plain, rtol=1e-6, atol=1e-6, err_msg=name)
     a = Tensor(np.ones((64, 64), np.float32), device=device)
     k = kernel_of(a @ a)
-    assert hand_coded_optimizations(k, device) == (Opt(U, 2, 4), Opt(U, 0, 4))
-    assert hand_coded_optimizations(kernel_of(a.sum(1)), device) == (Opt(R, 1, 4),)
+    assert hand_coded_optimizations(k, Device[device].renderer) == (Opt(U, 2, 4), Opt(U, 0, 4))
+    assert hand_coded_optimizations(kernel_of(a.sum(1)), Device[device].renderer) == (Opt(R, 1, 4),)
     source = get_program((a @ a).schedule()[-1]).source or ""
     if device == "CL":  # a row of 4 outputs is one float4: 4 accumulators, vector loads/stores
         assert source.count("float4 acc") == 4 and "vload4" in source and "vstore4" in source
@@ -500,7 +502,7 @@ def test_quantized_weights_are_read_as_vectors_of_bytes(lanes: int) -> None:
         for rows in (64, 62):
             blocks = Tensor(raw[:rows])
             k = kernel_of(linear(Tensor(x), blocks, kind))
-            opts = hand_coded_optimizations(k, "CPU", cores=1, lanes=lanes)
+            opts = hand_coded_optimizations(k, CPU_C, cores=1, lanes=lanes)
             tiled = apply_opts(k, opts)
             ups = [a.size for a in tiled.axes if a.kind is AxisKind.UPCAST]
             if rows % 4:

@@ -16,6 +16,7 @@ from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.lower import LOps
 from tinyfw.codegen.lower_opts import lower_optimized, vector_axis
 from tinyfw.codegen.opt import Opt, OptOps, apply_opts
+from tinyfw.renderer.cstyle import CPU_C
 from tinyfw.shape.view import ShapeTracker
 from tinyfw.uop.ops import Ops
 
@@ -102,7 +103,7 @@ def test_the_rules_tile_a_weight_gradient_with_vectors() -> None:
     assert layer.weight.grad is not None
     item = layer.weight.grad.schedule()[-1]
     kernel = Kernel.from_ast(item.ast, "k")
-    opts = hand_coded_optimizations(kernel, "CPU", cores=2, lanes=16)
+    opts = hand_coded_optimizations(kernel, CPU_C, cores=2, lanes=16)
     tiled = apply_opts(kernel, opts)
     vector = vector_axis(tiled, 16)
     assert vector is not None and tiled.axes[vector].size == 16, (opts, vector)

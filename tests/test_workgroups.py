@@ -19,7 +19,9 @@ from tinyfw.codegen.lower_groups import lower_workgroups
 from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
 from tinyfw.device import probe
 from tinyfw.engine.program import get_program
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.cstyle import CPU_C, NotSupportedError
+from tinyfw.renderer.cuda_c import CUDA
+from tinyfw.renderer.wgsl import WGSL
 
 from tests.test_opt import run_with
 
@@ -165,14 +167,14 @@ def test_gpu_heuristics_group_a_reduce_with_few_outputs() -> None:
     """A reduce of at most 1024 outputs and a loop of 256 or more is shared by about the square
     root of its length of threads; one with many outputs, or a short loop, is not."""
     few = kernel_of(Tensor(np.ones((64, 4096), np.float32)).sum(1))
-    assert hand_coded_optimizations(few, "CUDA") == (Opt(G, 1, 64),)
+    assert hand_coded_optimizations(few, CUDA) == (Opt(G, 1, 64),)
     assert hand_coded_optimizations(kernel_of(Tensor(np.ones((16, 1024), np.float32)).sum(1)),
-                                    "WEBGPU") == (Opt(G, 1, 32),)
+                                    WGSL) == (Opt(G, 1, 32),)
     many = kernel_of(Tensor(np.ones((4096, 256), np.float32)).sum(1))
-    assert all(o.op is not G for o in hand_coded_optimizations(many, "CUDA"))
+    assert all(o.op is not G for o in hand_coded_optimizations(many, CUDA))
     short = kernel_of(Tensor(np.ones((16, 128), np.float32)).sum(1))
-    assert all(o.op is not G for o in hand_coded_optimizations(short, "CUDA"))
-    assert all(o.op is not G for o in hand_coded_optimizations(few, "CPU"))
+    assert all(o.op is not G for o in hand_coded_optimizations(short, CUDA))
+    assert all(o.op is not G for o in hand_coded_optimizations(few, CPU_C))
 
 
 @pytest.mark.parametrize("device", GPUS)

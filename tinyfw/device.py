@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tinyfw.dtype import DType
+from tinyfw.renderer.base import Renderer
 
 
 class Allocator(Protocol):
@@ -101,20 +102,35 @@ class Runtime:
     an allocator, a renderer (a kernel's linear program to source), a compiler (source to a
     binary; None where the program class builds the source itself, or nothing is compiled) and
     a program class (a binary loaded, ready to launch). tinyfw/engine/program.py turns a kernel
-    into a program with these parts; the device only launches programs (`run`)."""
+    into a program with these parts; the device only launches programs (`run`). What the
+    device's kernels can do (threads, vectors, float64, limits...) its renderer's fields say
+    (tinyfw/renderer/base.py), which codegen and the engine read, never the device's name."""
 
-    max_reduce: int | None = None  # the longest reduce one thread may run (None: no limit)
-    has_float64: bool = True       # whether it computes in float64 (WGSL does not)
-    has_fmod: bool = True          # whether it computes C's exact fmod of floats (WGSL not)
     cores: int = 1                 # how many cores run a threaded kernel at once (CPU)
-    has_workgroups: bool = False   # whether it runs kernels of work-groups (a GPU's; chapter 11)
     graph: Any = None              # its DeviceGraph class (tinyfw/runtime/graph.py), if any
 
-    def __init__(self, name: str, allocator: Allocator, renderer: Any = None,
+    def __init__(self, name: str, allocator: Allocator, renderer: Renderer,
                  compiler: Any = None, program: Callable[..., Any] | None = None):
         self.name, self.allocator = name, allocator
-        self.renderer, self.compiler = renderer, compiler
+        self.renderer: Renderer = renderer
+        self.compiler = compiler
         self.program = program
+
+    # (the renderer's fields the front end reads, here for tinyfw/tensor.py and its mixins)
+    @property
+    def has_float64(self) -> bool:
+        """Whether the device computes in float64 (Renderer.has_float64)."""
+        return self.renderer.has_float64
+
+    @property
+    def has_fmod(self) -> bool:
+        """Whether it computes C's exact fmod of floats (Renderer.has_fmod)."""
+        return self.renderer.has_fmod
+
+    @property
+    def max_reduce(self) -> int | None:
+        """The longest reduce one thread may run, None for no limit (Renderer.max_reduce)."""
+        return self.renderer.max_reduce
 
     def compiler_for(self, kernel: Any) -> Any:
         """The compiler of one kernel: the device's (CPU compiles reduces with other flags)."""

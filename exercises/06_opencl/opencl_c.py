@@ -1,7 +1,7 @@
 # Exercises of chapter 06, generated from tinyfw/renderer/opencl_c.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/06_opencl
-# generated text id: 924784b1611aeae5 (lets tools.generate tell your edits apart)
+# generated text id: b1ed643dd18fa3e7 (lets tools.generate tell your edits apart)
 """OpenCL C: C with address spaces, a kernel qualifier and work-item ids. What differs from C
 on the CPU is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
 from __future__ import annotations
@@ -79,6 +79,7 @@ class OpenCLLanguage(CStyleLanguage):
                "float tf_round_half(float x) { ushort h; vstore_half(x, 0, (half*)&h); "
                "return isnan(x) ? x : vload_half(0, (const half*)&h); }\n")
     has_threads = True
+    has_workgroups = True
 
     def render(self, prog: Program) -> str:
         """The shared walk (CStyleLanguage.render), with BITCAST_HELPERS after the prelude

@@ -1,7 +1,7 @@
 # Exercises of chapter 06, generated from tinyfw/runtime/ops_cl.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/06_opencl
-# generated text id: b60a102a136e1708 (lets tools.generate tell your edits apart)
+# generated text id: 708277be06f719c9 (lets tools.generate tell your edits apart)
 """The CL device: OpenCL through pyopencl (PoCL runs it on the CPU where there is no GPU)."""
 from __future__ import annotations
 
@@ -106,8 +106,6 @@ def joined_source(kernels: list[tuple[str, str]]) -> tuple[str, list[str]] | Non
 class CLRuntime(Runtime):
     """The CL device: kernels rendered as OpenCL C, which CLProgram hands to the platform to
     build (no compiler of tinyfw's own), run on its queue."""
-
-    has_workgroups = True
 
     def __init__(self) -> None:
         cl_context()  # fail now, with the reason, if OpenCL is not there

@@ -1,7 +1,7 @@
 # Exercises of chapter 07, generated from tinyfw/renderer/cuda_c.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/07_cuda
-# generated text id: 70ec29fff2cc2eb7 (lets tools.generate tell your edits apart)
+# generated text id: 13c4514cca94d4ac (lets tools.generate tell your edits apart)
 """CUDA C: C++ with a kernel qualifier and a grid of blocks of threads. What differs from C on
 the CPU is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
 from __future__ import annotations
@@ -71,6 +71,7 @@ class CUDALanguage(CStyleLanguage):
         Ops.BITCAST: lambda dt, a: f"tf_bitcast<{CUDA_TYPES[dt]}>({a[0]})"}
     prelude = CUDA_PRELUDE
     has_threads = True
+    has_workgroups = True
 
     def render(self, prog: Program) -> str:
         """The shared walk (CStyleLanguage.render), with BITCAST_HELPER after the prelude where

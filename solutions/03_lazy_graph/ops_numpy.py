@@ -1,9 +1,10 @@
 # Solutions of chapter 03, generated from tinyfw/runtime/ops_numpy.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_numpy.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/03_lazy_graph --impl=solutions
-# generated text id: 4866b57f77c81e91 (lets tools.generate tell your edits apart)
+# generated text id: d234f6cacf5771fb (lets tools.generate tell your edits apart)
 """The reference device NUMPY: an interpreter runs each kernel's AST with numpy, every loop
-iteration at once. It has no renderer and no compiler: its program is the AST itself."""
+iteration at once. It renders and compiles nothing (NumpyRenderer): its program is the AST
+itself."""
 from __future__ import annotations
 
 import functools
@@ -14,6 +15,7 @@ import numpy as np
 
 from tinyfw.device import Buffer, Runtime
 from tinyfw.dtype import DType, dtypes
+from tinyfw.renderer.base import Renderer
 from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import Ops, UOp
 from tinyfw.shape.view import ShapeTracker
@@ -202,11 +204,19 @@ class NumpyProgram:
         run_kernel(ast, buffers)
 
 
+class NumpyRenderer(Renderer):
+    """What NUMPY's kernels can do: the interpreter runs each one's AST as it is, so nothing is
+    optimized, rendered or compiled (Renderer's defaults otherwise: float64, exact fmod)."""
+
+    name = "NUMPY"
+    compiles = False
+
+
 class NumpyRuntime(Runtime):
-    """The reference device: no renderer, no compiler; the interpreter evaluates each AST."""
+    """The reference device: no source, no compiler; the interpreter evaluates each AST."""
 
     def __init__(self) -> None:
-        super().__init__("NUMPY", NumpyAllocator(), renderer=None, compiler=None,
+        super().__init__("NUMPY", NumpyAllocator(), renderer=NumpyRenderer(), compiler=None,
                          program=NumpyProgram)
 
     def run(self, program: Any, item: Any, out: Buffer, inputs: list[Buffer]) -> None:

@@ -1,7 +1,7 @@
 # Solutions of chapter 05, generated from tinyfw/renderer/cstyle.py by `python -m tools.generate`.
 # Edit tinyfw/renderer/cstyle.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/05_codegen --impl=solutions
-# generated text id: ade4afb2222c6baf (lets tools.generate tell your edits apart)
+# generated text id: c62d5cff2d34ba65 (lets tools.generate tell your edits apart)
 """Rendering a linear program as C, and the walk every C-like language shares: a language is a
 class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from tinyfw.codegen.lower import WORKGROUP_STEPS, LOps, Program, Step
 from tinyfw.codegen.fuse import MulAdd, Replace
 from tinyfw.codegen.lower_opts import Broadcast, Lane, Pick
+from tinyfw.renderer.base import Renderer
 from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.uop.ops import Ops
 
@@ -143,18 +144,17 @@ def render_const(value: float | int | bool, dtype: DType) -> str:
     return f"(({C_TYPES[dtype]}){text})"
 
 
-class CStyleLanguage:
+class CStyleLanguage(Renderer):
     """C on the CPU, and the base of every C-like language: the tables (types, op templates)
     and the small methods below are what a language changes; render() is the walk they share.
-    A language with threads (a GPU's) gives each output element its own thread: the global
-    loops disappear and their indices come from the thread's id."""
+    A language with threads (a GPU's; Renderer.has_threads) gives each output element its own
+    thread: the global loops disappear and their indices come from the thread's id."""
 
-    name: ClassVar[str] = "CPU"
+    name = "CPU"
     types: ClassVar[dict[DType, str]] = C_TYPES      # a value's type
     storage: ClassVar[dict[DType, str]] = C_TYPES    # an element's type in memory
     ops: ClassVar[dict[Ops, Template]] = OP_TEMPLATES
     prelude: ClassVar[str] = "#include <math.h>\n#include <stdbool.h>\n"
-    has_threads: ClassVar[bool] = False
     # The type of loop variables and thread indices: int, or (see with_index) the language's
     # 64-bit int for a kernel whose indices can pass 2**31 - 1.
     index_dtype: DType = dtypes.int32
@@ -408,11 +408,13 @@ class ThreadedC(CStyleLanguage):
 
     cores: bool = False  # whether the kernel rendered now has THREAD loops
     loaded: frozenset[str] = frozenset()  # its vectors of bytes as loaded (loaded_bytes)
+    core_threads = True  # THREAD loops over the cores
+    targets_host = True  # this processor's code (or the x86-64 level CPU_MARCH names)
     # float32s in the widest SIMD register of the target (target_march()), for vectors of
     # GCC's and Clang's vector extensions (VectorDType); wider ones GCC splits poorly
-    vector_lanes: ClassVar[int] = simd_lanes()
+    vector_lanes = simd_lanes()
     fma_lanes: ClassVar[frozenset[int]] = fused_lanes()  # float32 widths fused (chapter 11)
-    vector_bytes: ClassVar[bool] = True  # vectors of uint8 and int8 too (bytes_in_lanes)
+    vector_bytes = True  # vectors of uint8 and int8 too (bytes_in_lanes)
 
     def render(self, prog: Program) -> str:
         loaded = loaded_bytes(prog)

@@ -1,7 +1,7 @@
 # Solutions of chapter 06, generated from tinyfw/renderer/opencl_c.py by `python -m tools.generate`.
 # Edit tinyfw/renderer/opencl_c.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/06_opencl --impl=solutions
-# generated text id: be923a77ab644f14 (lets tools.generate tell your edits apart)
+# generated text id: f1c529c62896059a (lets tools.generate tell your edits apart)
 """OpenCL C: C with address spaces, a kernel qualifier and work-item ids. What differs from C
 on the CPU is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
 from __future__ import annotations
@@ -79,6 +79,7 @@ class OpenCLLanguage(CStyleLanguage):
                "float tf_round_half(float x) { ushort h; vstore_half(x, 0, (half*)&h); "
                "return isnan(x) ? x : vload_half(0, (const half*)&h); }\n")
     has_threads = True
+    has_workgroups = True
 
     def render(self, prog: Program) -> str:
         """The shared walk (CStyleLanguage.render), with BITCAST_HELPERS after the prelude

@@ -1,7 +1,7 @@
 # Solutions of chapter 07, generated from tinyfw/renderer/cuda_c.py by `python -m tools.generate`.
 # Edit tinyfw/renderer/cuda_c.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/07_cuda --impl=solutions
-# generated text id: 2e7fccf43650d466 (lets tools.generate tell your edits apart)
+# generated text id: 561114acf7665ce8 (lets tools.generate tell your edits apart)
 """CUDA C: C++ with a kernel qualifier and a grid of blocks of threads. What differs from C on
 the CPU is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
 from __future__ import annotations
@@ -71,6 +71,7 @@ class CUDALanguage(CStyleLanguage):
         Ops.BITCAST: lambda dt, a: f"tf_bitcast<{CUDA_TYPES[dt]}>({a[0]})"}
     prelude = CUDA_PRELUDE
     has_threads = True
+    has_workgroups = True
 
     def render(self, prog: Program) -> str:
         """The shared walk (CStyleLanguage.render), with BITCAST_HELPER after the prelude where

@@ -1,7 +1,7 @@
 # Solutions of chapter 07, generated from tinyfw/runtime/ops_cuda.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_cuda.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/07_cuda --impl=solutions
-# generated text id: 5b5eafa1b379093b (lets tools.generate tell your edits apart)
+# generated text id: ba566ebe2048bc35 (lets tools.generate tell your edits apart)
 """The CUDA device: NVRTC compiles the rendered CUDA C, the driver API loads and launches it.
 Without a GPU, CUDAEMU compiles the same source with NVRTC (to prove it compiles) and runs it
 on the CPU, as C++ against a small header that provides CUDA's built-ins and runs the grid."""
@@ -183,8 +183,6 @@ class CUDARuntime(Runtime):
     """The CUDA device on a machine with an NVIDIA GPU: kernels rendered as CUDA C, compiled by
     NVRTC for the GPU's own architecture, loaded and launched by the driver."""
 
-    has_workgroups = True
-
     def __init__(self) -> None:
         cuda_context()
         super().__init__("CUDA", CUDAAllocator(), renderer=CUDA,
@@ -289,8 +287,6 @@ class EmulatedCUDAProgram:
 class CUDAEmulatorRuntime(Runtime):
     """CUDAEMU: every kernel is rendered as CUDA C and compiled by NVRTC, exactly as for a GPU;
     then the same source runs on the CPU through the emulation header."""
-
-    has_workgroups = True
 
     def __init__(self) -> None:
         super().__init__("CUDAEMU", NumpyAllocator(), renderer=CUDA,

@@ -1,12 +1,13 @@
 # Solutions of chapter 08, generated from tinyfw/runtime/ops_webgpu.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_webgpu.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/08_webgpu --impl=solutions
-# generated text id: 7f3cf139680b695f (lets tools.generate tell your edits apart)
+# generated text id: d5e44a6c8b47e26f (lets tools.generate tell your edits apart)
 """The WEBGPU device: WGSL compute shaders through wgpu (Mesa's lavapipe where there is no
 GPU)."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import os
 import shutil
@@ -178,21 +179,17 @@ class WebGPURuntime(Runtime):
     """The WEBGPU device: kernels rendered as WGSL, which wgpu compiles into one pipeline per
     kernel (WebGPUProgram; no compiler of tinyfw's own)."""
 
-    has_workgroups = True
-
-    max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
-    has_float64 = False
-    has_fmod = False  # (WGSL's % of floats is x - y * trunc(x / y): renderer/wgsl.py)
-
     def __init__(self) -> None:
         device = wgpu_device()
-        super().__init__("WEBGPU", WebGPUAllocator(), renderer=WGSL, compiler=None,
+        # a kernel binds its output and every input as a storage buffer: the scheduler keeps
+        # each kernel within this adapter's limit (tinyfw/engine/schedule.py, max_buffers),
+        # which this device's copy of WGSL says (its other fields are WGSL's: renderer/wgsl.py)
+        renderer = copy.copy(WGSL)
+        renderer.max_buffers = device.limits["max-storage-buffers-per-shader-stage"]
+        super().__init__("WEBGPU", WebGPUAllocator(), renderer=renderer, compiler=None,
                          program=WebGPUProgram)
         from tinyfw.runtime.graph_webgpu import WebGPUGraph  # (it imports this module)
         self.graph = WebGPUGraph
-        # a kernel binds its output and every input as a storage buffer: the scheduler keeps
-        # each kernel within this (tinyfw/engine/schedule.py, max_buffers)
-        self.max_buffers: int = device.limits["max-storage-buffers-per-shader-stage"]
 
     def load(self, name: str, binary: Any, buffers: int) -> WebGPUProgram:
         """The pipeline of a WGSL source (the binary: wgpu compiles it) binding `buffers`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Protocol
 
 from tinyfw.codegen.kernel import AxisKind, Kernel
 from tinyfw.codegen.lower import accumulator_dtype
@@ -336,44 +337,55 @@ def group_the_reduce(kernel: Kernel) -> Opt | None:
 
 Rule = Callable[[Kernel], Opt | None]
 
-GPUS = ("CL", "CUDA", "CUDAEMU", "WEBGPU")  # a thread per output: no THREAD, no CPU vectors
 GPU_TILE = 4  # a GPU thread's tile: 4 x 4 outputs, 16 accumulators in its registers
 
 
-def hand_coded_optimizations(kernel: Kernel, device: str, cores: int = 1,
-                             lanes: int = 8) -> tuple[Opt, ...]:
-    """The optimizations of the kernel on a device. On the CPU (of SIMD registers of `lanes`
-    float32s): a tile of outputs per pass, unrolled reduces and threads. On a GPU (CL, CUDA,
-    WEBGPU; PoCL's CL is a CPU, and benefits the same): each thread a 4 x 4 tile of a matmul's
-    outputs (8 loads for 16 multiply-adds, where 16 threads of one output each make 32), and
-    a reduce unrolled into 4 partial sums; the thread count stays the device's to spread.
-    NUMPY runs the AST as it is."""
+class Capabilities(Protocol):
+    """What the rules ask of a device: its renderer's fields (tinyfw/renderer/base.py)."""
+    has_threads: bool     # a thread per output element (a GPU's)
+    has_workgroups: bool  # work-groups sharing local memory (GROUP)
+    core_threads: bool    # THREAD loops over the cores (the CPU's C)
+    vector_lanes: int     # float32s in a SIMD register (0: none)
+
+
+def hand_coded_optimizations(kernel: Kernel, device: Capabilities, cores: int = 1,
+                             lanes: int | None = None) -> tuple[Opt, ...]:
+    """The optimizations of the kernel on a device, by what its renderer says it can do. With
+    a thread per output (a GPU's: CL, CUDA, WEBGPU; PoCL's CL is a CPU, and benefits the
+    same): each thread a 4 x 4 tile of a matmul's outputs (8 loads for 16 multiply-adds, where
+    16 threads of one output each make 32), and a reduce unrolled into 4 partial sums; the
+    thread count stays the device's to spread; with work-groups, a reduce of few outputs
+    shared by a group's threads instead. With SIMD registers of `lanes` float32s (the device's
+    vector_lanes unless given: the CPU): a tile of outputs per pass, unrolled reduces, and
+    THREAD over `cores` where its loops can share the work out. With neither (NUMPY, which
+    runs the AST as it is): none."""
+    lanes = device.vector_lanes if lanes is None else lanes
+    opts: list[Opt] = []
     rules: list[Rule]
-    if device == "CPU":
-        rules = [lambda k: upcast_a_vector(k, lanes),
-                 lambda k: upcast_the_other_axis(k, lanes),
-                 lambda k: widen_the_tile(k, lanes),
-                 lambda k: upcast_the_channels(k, lanes),
-                 lambda k: upcast_the_channels(k, lanes),
-                 lambda k: upcast_the_channels(k, lanes),
-                 lambda k: unroll_the_reduce(k, lanes),
-                 lambda k: unroll_the_vector_more(k, lanes),
-                 lambda k: tile_a_transposed_read(k, lanes),
-                 lambda k: thread_the_outer_axis(k, cores)]
-    elif device in GPUS:
-        if (group := group_the_reduce(kernel)) is not None:  # (not combined with a tile)
-            return (group,)
+    if device.has_threads:
+        if device.has_workgroups and (group := group_the_reduce(kernel)) is not None:
+            return (group,)  # (not combined with a tile)
         rules = [lambda k: upcast_a_vector(k, GPU_TILE),
                  lambda k: upcast_the_other_axis(k, GPU_TILE),
                  lambda k: unroll_the_reduce(k, GPU_TILE)]
-    else:
-        return ()
-    opts: list[Opt] = []
-    if device == "CPU":  # a matmul's special tile, if it is one, instead of the tile rules
+    elif lanes > 0:
+        # a matmul's special tile, if it is one, instead of the tile rules
         opts += big_matmul_tile(kernel, lanes) or dot_product_tile(kernel, lanes) or \
             quantized_dot_tile(kernel, lanes)
         kernel = apply_opts(kernel, tuple(opts))
-        rules = rules[-1:] if opts else rules
+        rules = [] if opts else [lambda k: upcast_a_vector(k, lanes),
+                                 lambda k: upcast_the_other_axis(k, lanes),
+                                 lambda k: widen_the_tile(k, lanes),
+                                 lambda k: upcast_the_channels(k, lanes),
+                                 lambda k: upcast_the_channels(k, lanes),
+                                 lambda k: upcast_the_channels(k, lanes),
+                                 lambda k: unroll_the_reduce(k, lanes),
+                                 lambda k: unroll_the_vector_more(k, lanes),
+                                 lambda k: tile_a_transposed_read(k, lanes)]
+        if device.core_threads:
+            rules.append(lambda k: thread_the_outer_axis(k, cores))
+    else:
+        return ()
     for rule in rules:
         opt = rule(kernel)
         if opt is not None:

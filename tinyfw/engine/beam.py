@@ -83,7 +83,7 @@ def searched_opts(kernel: Kernel, item: ScheduleItem, device: Runtime,
         return [math.inf if runner is None or time.perf_counter() > deadline else
                 _time(device, runner, item, buffers) for runner in runners]
     best = beam_search(kernel, timings, width, device.cores, budget,
-                       workgroups=device.has_workgroups)
+                       workgroups=device.renderer.has_workgroups)
     known = _load()  # (another process may have added some meanwhile)
     known[key] = [[opt.op.name, opt.axis, opt.amount] for opt in best]
     path = cache_file()

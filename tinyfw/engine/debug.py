@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from tinyfw.codegen.lower import Kernel, flops_and_bytes
+from tinyfw.device import Device
 from tinyfw.engine.guard import getenv
 from tinyfw.renderer.cstyle import describe
 
@@ -36,7 +37,7 @@ def print_kernel_run(number: int, item: Any, seconds: float, input_bytes: int) -
     gflops = flops / max(seconds, 1e-9) / 1e9
     gbs = moved / max(seconds, 1e-9) / 1e9
     share = ""
-    if item.device.partition(":")[0] == "CPU":  # (the other devices' limits are not probed)
+    if Device[item.device].renderer.targets_host:  # (other devices' limits are not probed)
         from tinyfw.engine.peak import cpu_peak
         peak = cpu_peak()
         share = f"  of peak: {gflops / peak.gflops:4.0%} FLOP/s {gbs / peak.gbs:4.0%} GB/s"

@@ -45,7 +45,7 @@ def _device_of(launch: Captured) -> str | None:
     """The device that could graph this launch, or None (a copy, a kernel reading or writing
     another device's memory, a device without a graph class)."""
     device = launch.item.device
-    graph = getattr(Device[device], "graph", None)
+    graph = Device[device].graph  # (Runtime.graph: None where the device has none)
     if graph is None or any(b.device != device for b in [launch.out, *launch.inputs]):
         return None
     if launch.item.ast is None and not graph.copies:

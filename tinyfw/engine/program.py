@@ -165,14 +165,13 @@ def optimize(build: Build) -> None:
     chosen = _optimized.setdefault(build.kernel.ast, {})
     key = (build.kernel.name, build.device.name, build.device.cores, width)
     if key not in chosen:  # (chosen once per AST and device, like the kernel itself)
-        if width and build.device.renderer is not None:  # (NUMPY compiles nothing)
+        if width and build.device.renderer.compiles:  # (NUMPY compiles nothing)
             from tinyfw.engine.beam import searched_opts  # (imported only for a search)
             opts = searched_opts(build.kernel, build.item, build.device,
                                  lambda kernel, opts: _built(build.item, kernel, opts).runner)
         else:
-            lanes = getattr(build.device.renderer, "vector_lanes", 4)
-            opts = hand_coded_optimizations(build.kernel, build.device.name, build.device.cores,
-                                            lanes)
+            opts = hand_coded_optimizations(build.kernel, build.device.renderer,
+                                            build.device.cores)
         chosen[key] = (apply_opts(build.kernel, opts), opts)
     build.kernel, build.opts = chosen[key]
 
@@ -220,23 +219,22 @@ def lower_kernel(build: Build) -> None:
     if not build.opts:
         build.program = lower(build.kernel)
         return
+    renderer = build.device.renderer
     if has_workgroups(build.kernel):  # LOCAL and GROUP: a GPU's work-groups
         build.program = lower_workgroups(build.kernel)
         return
-    lanes = getattr(build.device.renderer, "vector_lanes", 0)  # float32s in a SIMD register
-    integers = getattr(build.device.renderer, "vector_bytes", False)
-    vector = vector_axis(build.kernel, lanes, integers) if lanes > 1 else None
+    lanes = renderer.vector_lanes  # float32s in a SIMD register
+    vector = vector_axis(build.kernel, lanes, renderer.vector_bytes) if lanes > 1 else None
     build.program = lower_optimized(build.kernel, vector)
 
 
 def fuse_multiply_add(build: Build) -> None:
     """build.program with each product added to a sum as one fused multiply-add (fuse.py)."""
     # only in an optimized kernel, where the device's language fuses the type (the CPU's C
-    # with x86's FMA or AVX-512), and not with FMA=0
+    # with x86's FMA or AVX-512: Renderer.fuses), and not with FMA=0
     assert build.program is not None
-    fuses = getattr(build.device.renderer, "fuses", None)
-    if build.opts and fuses is not None and fusing():
-        build.program = fuse_multiply_adds(build.program, fuses)
+    if build.opts and fusing():
+        build.program = fuse_multiply_adds(build.program, build.device.renderer.fuses)
 
 
 def emulate_types(build: Build) -> None:
@@ -246,9 +244,11 @@ def emulate_types(build: Build) -> None:
 
 
 def render_source(build: Build) -> None:
-    """build.source: the program in the device's language (None without a renderer)."""
+    """build.source: the program in the device's language (None where nothing compiles)."""
+    # (NUMPY's renderer compiles nothing: its interpreter runs the kernel's AST)
+    assert build.program is not None
     renderer = build.device.renderer
-    build.source = None if renderer is None else renderer.render(build.program)
+    build.source = renderer.render(build.program) if renderer.compiles else None
 
 
 def compile_source(build: Build) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tinyfw.device import Device
 from tinyfw.dtype import dtypes
 from tinyfw.uop.gradient import inverse_permutation
 from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp, find_reduce
@@ -409,12 +410,10 @@ def _build_items(targets: list[UOp], materialized: set[UOp], is_loaded: Callable
 
 
 def max_buffers(device: str) -> int:
-    """The most buffers (output and inputs) one kernel may bind on the device: WEBGPU's
-    max_storage_buffers_per_shader_stage; no limit elsewhere."""
-    from tinyfw.device import Device  # (the device is started here only if it has a limit)
-    if device.split(":")[0] != "WEBGPU":
-        return 1 << 30
-    limit = getattr(Device[device], "max_buffers", None)
+    """The most buffers (output and inputs) one kernel may bind on the device, as its renderer
+    says (Renderer.max_buffers: WEBGPU's max_storage_buffers_per_shader_stage); no limit
+    where it says None."""
+    limit = Device[device].renderer.max_buffers
     return limit if limit is not None else 1 << 30
 
 

@@ -67,6 +67,7 @@ class CUDALanguage(CStyleLanguage):
         Ops.BITCAST: lambda dt, a: f"tf_bitcast<{CUDA_TYPES[dt]}>({a[0]})"}
     prelude = CUDA_PRELUDE
     has_threads = True
+    has_workgroups = True
 
     def render(self, prog: Program) -> str:
         """The shared walk (CStyleLanguage.render), with BITCAST_HELPER after the prelude where

@@ -75,6 +75,7 @@ class OpenCLLanguage(CStyleLanguage):
                "float tf_round_half(float x) { ushort h; vstore_half(x, 0, (half*)&h); "
                "return isnan(x) ? x : vload_half(0, (const half*)&h); }\n")
     has_threads = True
+    has_workgroups = True
 
     def render(self, prog: Program) -> str:
         """The shared walk (CStyleLanguage.render), with BITCAST_HELPERS after the prelude

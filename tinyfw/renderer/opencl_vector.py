@@ -2,7 +2,7 @@
 with. Without an UPCAST or UNROLL axis lowered as vectors it is chapter 06's OpenCL C."""
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from tinyfw.codegen.lower_opts import Broadcast, Lane, Pick
 from tinyfw.dtype import DType, VectorDType
@@ -16,7 +16,7 @@ class VectorOpenCL(OpenCLLanguage):
     computed lane by lane by OpenCL's own operators; comparing float4s gives an int4 mask
     (every bit of a true lane set), which select() reads."""
 
-    vector_lanes: ClassVar[int] = 4  # float4: what PoCL (SSE to AVX-512) and GPUs all have
+    vector_lanes = 4  # float4: what PoCL (SSE to AVX-512) and GPUs all have
 
     def type_of(self, dtype: DType) -> str:
         if not isinstance(dtype, VectorDType):

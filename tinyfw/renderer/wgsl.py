@@ -188,12 +188,19 @@ class WGSLLanguage(CStyleLanguage):
     prelude = ""
     int_type = "i32"
     has_threads = True
+    has_workgroups = True
+    has_float64 = False
+    has_fmod = False  # (WGSL's % of floats is x - y * trunc(x / y): _mod)
+    has_int64_index = False  # (WGSL has 32-bit ints only)
+    in_place = False  # (a buffer bound read_write may not also be bound read)
+    max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
+    # (max_buffers: the WEBGPU device's limit, set on its copy of WGSL: ops_webgpu.py)
 
     def render(self, prog: Program) -> str:
         """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it,
         after tf_sin where the kernel takes a sine; NotSupportedError for a kernel whose
         indices need 64 bits, which WGSL does not have."""
-        if prog.index_dtype != dtypes.int32:
+        if prog.index_dtype != dtypes.int32 and not self.has_int64_index:
             iterations = prod(s.arg[1] for s in prog.steps if s.op is LOps.LOOP)
             raise NotSupportedError(
                 f"kernel {prog.name} ({iterations} iterations) needs indices past 2**31 - 1: "

@@ -121,8 +121,6 @@ class CLRuntime(Runtime):
     """The CL device: kernels rendered as OpenCL C, which CLProgram hands to the platform to
     build (no compiler of tinyfw's own), run on its queue."""
 
-    has_workgroups = True
-
     def __init__(self) -> None:
         cl_context()  # fail now, with the reason, if OpenCL is not there
         super().__init__("CL", CLAllocator(), renderer=OPENCL, compiler=None, program=CLProgram)

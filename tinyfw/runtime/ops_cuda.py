@@ -179,8 +179,6 @@ class CUDARuntime(Runtime):
     """The CUDA device on a machine with an NVIDIA GPU: kernels rendered as CUDA C, compiled by
     NVRTC for the GPU's own architecture, loaded and launched by the driver."""
 
-    has_workgroups = True
-
     def __init__(self) -> None:
         cuda_context()
         super().__init__("CUDA", CUDAAllocator(), renderer=CUDA,
@@ -285,8 +283,6 @@ class EmulatedCUDAProgram:
 class CUDAEmulatorRuntime(Runtime):
     """CUDAEMU: every kernel is rendered as CUDA C and compiled by NVRTC, exactly as for a GPU;
     then the same source runs on the CPU through the emulation header."""
-
-    has_workgroups = True
 
     def __init__(self) -> None:
         super().__init__("CUDAEMU", NumpyAllocator(), renderer=CUDA,

@@ -1,5 +1,6 @@
 """The reference device NUMPY: an interpreter runs each kernel's AST with numpy, every loop
-iteration at once. It has no renderer and no compiler: its program is the AST itself."""
+iteration at once. It renders and compiles nothing (NumpyRenderer): its program is the AST
+itself."""
 from __future__ import annotations
 
 import functools
@@ -10,6 +11,7 @@ import numpy as np
 
 from tinyfw.device import Buffer, Runtime
 from tinyfw.dtype import DType, dtypes
+from tinyfw.renderer.base import Renderer
 from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import Ops, UOp
 from tinyfw.shape.view import ShapeTracker
@@ -198,11 +200,19 @@ class NumpyProgram:
         run_kernel(ast, buffers)
 
 
+class NumpyRenderer(Renderer):
+    """What NUMPY's kernels can do: the interpreter runs each one's AST as it is, so nothing is
+    optimized, rendered or compiled (Renderer's defaults otherwise: float64, exact fmod)."""
+
+    name = "NUMPY"
+    compiles = False
+
+
 class NumpyRuntime(Runtime):
-    """The reference device: no renderer, no compiler; the interpreter evaluates each AST."""
+    """The reference device: no source, no compiler; the interpreter evaluates each AST."""
 
     def __init__(self) -> None:
-        super().__init__("NUMPY", NumpyAllocator(), renderer=None, compiler=None,
+        super().__init__("NUMPY", NumpyAllocator(), renderer=NumpyRenderer(), compiler=None,
                          program=NumpyProgram)
 
     def run(self, program: Any, item: Any, out: Buffer, inputs: list[Buffer]) -> None:
