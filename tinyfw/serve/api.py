@@ -184,7 +184,8 @@ class Server:
     async def health(self, request: HTTPRequest) -> Response:
         return JSONResponse({"status": "ok", "model": self.name, "slots": self.engine.slots,
                              "running": self.engine.busy,
-                             "waiting": self.engine.pending.qsize()})
+                             "waiting": self.engine.pending.qsize(),
+                             "steps": self.engine.steps, "peak_running": self.engine.peak})
 
     async def models(self, request: HTTPRequest) -> Response:
         return JSONResponse({"object": "list", "data": [self._model_card()]})

@@ -28,6 +28,15 @@ def is_loopback(host: str) -> bool:
         return host in LOOPBACK
 
 
+def exposure_warning(host: str, api_key: str | None) -> str | None:
+    """What to tell the user who serves beyond loopback; None on loopback."""
+    if is_loopback(host):
+        return None
+    return (f"tinyfw serve: WARNING: listening on {host}, not loopback: anyone who can reach "
+            "this machine can use the API" + (" with the key" if api_key else
+                                            ", which has NO authentication (--api-key adds one)"))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tinyfw.llm serve", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -60,18 +69,16 @@ def main(argv: list[str] | None = None) -> None:
     from tinyfw.serve.engine import BatchEngine
     from tinyfw.tokenizers.bpe import BPETokenizer
 
-    if not is_loopback(args.host):
-        print(f"tinyfw serve: WARNING: listening on {args.host}, not loopback: anyone who can "
-              "reach this machine can use the API" + (" with the key" if args.api_key else
-                                                      ", which has no authentication "
-                                                      "(--api-key adds one)"),
-              file=sys.stderr, flush=True)
+    warning = exposure_warning(args.host, args.api_key)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     # bind first: a port in use fails now, not after the model is loaded
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((args.host, args.port))
+        sock.listen(128)  # (clients that come before uvicorn runs wait in the backlog)
     except OSError as e:
         sys.exit(f"tinyfw serve: cannot listen on {args.host}:{args.port}: {e}")
     file = GGUFFile(args.model or packaged_gguf(SMOLLM2_PACKAGE))
@@ -81,7 +88,10 @@ def main(argv: list[str] | None = None) -> None:
                          else "SmolLM2-135M-Instruct")
     engine = BatchEngine(model, slots=args.slots)
     if not args.no_warmup:
-        engine.warm_up([chat_ids(tokenizer, [Message(role="user", content="Hello")])])
+        # the prefills of chats with the default system message, and of short ones
+        engine.warm_up([chat_ids(tokenizer, [Message(role="user", content="Hello")]),
+                        chat_ids(tokenizer, [Message(role="system", content="Be brief."),
+                                             Message(role="user", content="Hello")])])
     engine.start()
     app = create_app(engine, tokenizer, name, api_key=args.api_key)
     host, port = sock.getsockname()[:2]

@@ -99,7 +99,8 @@ class BatchEngine:
         self.slot_ids = Tensor.arange(slots, device=device).reshape(slots, 1, 1, 1)
         self.running: list[Request | None] = [None] * slots
         self.pending: queue.Queue[Request] = queue.Queue()
-        self.steps = 0  # decode steps run (for tests and stats)
+        self.steps = 0  # decode steps run, and the most requests one of them ran (/health)
+        self.peak = 0
         self._step = TinyJit(self._decode)
         self._prefills: dict[int, TinyJit] = {}  # a captured prefill per padded length
         self._stop = threading.Event()
@@ -130,7 +131,7 @@ class BatchEngine:
                 self._join(request, 0)
                 while self.busy:
                     self.step()
-        self.steps = 0
+        self.steps = self.peak = 0
 
     @property
     def busy(self) -> int:
@@ -175,9 +176,9 @@ class BatchEngine:
             self.running[slot] = request
 
     def bucket(self, length: int) -> int:
-        """The padded length of a prompt of length tokens: a power of 2 from 16 (one captured
+        """The padded length of a prompt of length tokens: a power of 2 from 32 (one captured
         prefill each), at most the context."""
-        size = 16
+        size = 32
         while size < length:
             size *= 2
         return min(size, self.model.max_context)
@@ -235,6 +236,7 @@ class BatchEngine:
         tokens, logits = self._step(self.rows(last),
                                     Tensor(places, dtype=dtypes.int32, device=self.model.device))
         self.steps += 1
+        self.peak = max(self.peak, self.busy)
         greedy = tokens.numpy()
         scores = logits.numpy() if any(r is not None and r.temperature > 0
                                        for r in self.running) else None
