@@ -126,6 +126,24 @@ class CompletionRequest(Sampling):
         return self.prompt[0]
 
 
+def request_path(data: Any, loc: tuple[int | str, ...], missing: bool) -> list[int | str]:
+    """The part of a pydantic error's location that is in the request: keys and indices
+    found in data (and the missing field's name), without the names of the types of a union
+    (pydantic's loc for a message's content that is neither: content, then 'str')."""
+    path: list[int | str] = []
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            if missing and isinstance(data, dict) and part == loc[-1]:
+                path.append(part)
+            break
+        path.append(part)
+    return path
+
+
 def chat_ids(tokenizer: BPETokenizer, messages: list[Message]) -> list[int]:
     """The conversation in SmolLM2's chat template (ChatML), as ids, the messages' own text
     encoded as text (special tokens written in it are not special); the template's default
@@ -223,7 +241,8 @@ class Server:
             body = kind.model_validate(data)
         except ValidationError as e:
             first = e.errors()[0]
-            param = ".".join(str(p) for p in first["loc"]) or None
+            param = ".".join(str(p) for p in request_path(data, first["loc"],
+                                                          first["type"] == "missing")) or None
             raise APIError(400, f"{param}: {first['msg']}" if param else first["msg"],
                            param) from None
         if body.model != self.name:
