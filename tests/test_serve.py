@@ -389,6 +389,7 @@ def test_the_chat_page_streams_an_answer(server: Server) -> None:
             page.goto(server.url + "/")
             page.fill("#api-key", KEY)
             page.fill("#max-tokens", "6")
+            page.fill("#system", BRIEF["content"])
             for n, question in enumerate(["What is 2+2?", "And 3+3?"], start=1):
                 page.fill("#input", question)
                 page.click("#send")
