@@ -141,8 +141,15 @@ class BatchEngine:
     def run(self) -> None:
         while not self._stop.is_set():
             self._admit()
-            if self.busy:
+            if not self.busy:
+                continue
+            try:
                 self.step()
+            except Exception as e:  # (tell the running requests; the engine goes on)
+                for slot, request in enumerate(self.running):
+                    if request is not None:
+                        request.emit(("error", f"{type(e).__name__}: {e}"))
+                        self.running[slot] = None
 
     def _admit(self) -> None:
         """Prefill waiting requests into free slots (waiting a little when nothing runs)."""
