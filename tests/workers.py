@@ -37,9 +37,10 @@ COURSE_GROUPS: dict[str, str] = {
 # The longest groups, handed out first, longest first (a long group started last would keep
 # one worker busy while the other has nothing left): measured with `pytest tests -n 2
 # --durations=80`, the two gradings about 300-400 s each, the site 150 s to build, the
-# exhaustive movement chains and the llama tests about 120 s each.
+# exhaustive movement chains and the llama tests about 120 s each; the server's tests (one
+# server, started and warmed up, for the module) 300 s on a loaded machine.
 FIRST = (SOLUTIONS, STUBS, "tests/test_site.py", "tests/test_movement_exhaustive.py",
-         "tests/test_llama.py")
+         "tests/test_llama.py", "tests/test_serve.py")
 
 
 def group_of(nodeid: str) -> str:

@@ -3,6 +3,7 @@
     python -m tinyfw.llm "What is the capital of France?"
     python -m tinyfw.llm --device CL --temperature 0.7 --top-k 40 --top-p 0.9 "Tell me a joke"
     python -m tinyfw.llm              # no prompt: a conversation, one line per turn
+    python -m tinyfw.llm serve        # an OpenAI-compatible server (python -m tinyfw.llm serve -h)
 
 The prompt is put in the model's chat template, tokenized (tinyfw/tokenizers/bpe.py), run
 through the model in one pass, and the reply is printed token by token as each is chosen
@@ -47,6 +48,10 @@ def reply(model: Llama, tokenizer: BPETokenizer, messages: list[dict[str, str]],
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        from tinyfw.serve.cli import main as serve
+        return serve(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m tinyfw.llm", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("prompt", nargs="*", help="what to say (none: a conversation)")

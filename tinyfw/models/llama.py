@@ -225,16 +225,18 @@ class Attention:
         self.cache_v = Tensor.zeros(*shape, device=device).contiguous().realize()
 
     def __call__(self, x: Tensor, start: int | Tensor, cos: Tensor, sin: Tensor,
-                 mask: Tensor) -> Tensor:
+                 mask: Tensor, cache: tuple[Tensor, Tensor] | None = None) -> Tensor:
+        """cache: the keys and values to use instead of the block's own (a server's batch)."""
+        cache_k, cache_v = cache or (self.cache_k, self.cache_v)
         batch, length, _ = x.shape
         q, k, v = self.qkv.split(self.qkv(x))
         q = q.reshape(batch, length, self.heads, self.head_dim).transpose(1, 2)
         k = k.reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         v = v.reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = rotate(q, cos, sin).contiguous(), rotate(k, cos, sin)
-        self.cache_k.assign(write_cache(self.cache_k, k, start))
-        self.cache_v.assign(write_cache(self.cache_v, v, start))
-        out = attention(q, self.cache_k, self.cache_v, mask)
+        cache_k.assign(write_cache(cache_k, k, start))
+        cache_v.assign(write_cache(cache_v, v, start))
+        out = attention(q, cache_k, cache_v, mask)
         return self.o(out.transpose(1, 2).reshape(batch, length, self.heads * self.head_dim))
 
 
@@ -274,11 +276,11 @@ class Block:
         self.down = Linear(file, f"{prefix}.ffn_down.weight", device)
 
     def __call__(self, x: Tensor, start: int | Tensor, cos: Tensor, sin: Tensor,
-                 mask: Tensor) -> Tensor:
+                 mask: Tensor, cache: tuple[Tensor, Tensor] | None = None) -> Tensor:
         # contiguous: the residual stream is stored after each add. Left lazy, every kernel
         # reading it would add up all the layers' outputs before it again (a fused sum of
         # 2 loads per layer: the last layers' matmuls were 30x slower).
-        x = (x + self.attn(self.attn_norm(x), start, cos, sin, mask)).contiguous()
+        x = (x + self.attn(self.attn_norm(x), start, cos, sin, mask, cache)).contiguous()
         h = self.ffn_norm(x)
         gate, up = self.gate_up.split(self.gate_up(h))
         return (x + self.down(gate.silu() * up)).contiguous()
@@ -337,24 +339,34 @@ class Llama:
             return dequantize(rows, self.embedding.type).contiguous()
         return rows
 
-    def forward(self, rows: Tensor, start: int | Tensor, last: bool = False) -> Tensor:
+    def forward(self, rows: Tensor, start: int | Tensor, last: bool = False,
+                caches: list[tuple[Tensor, Tensor]] | None = None) -> Tensor:
         """The logits (1, T, vocab) of the tokens whose embedding rows (self.rows) are given,
-        at positions start.., writing the cache; last: only the last position's."""
+        at positions start.., writing the cache; last: only the last position's. A position
+        tensor (B,) runs one token for each of B rows (B, 1, ...), each at its own position,
+        in caches (a (key, value) pair per block, each (B, heads, S, d)) if given: a batch of
+        conversations decoded together (tinyfw/serve/engine.py)."""
+        x = self.hidden(rows, start, caches)
+        return self.output(self.norm(x[:, -1:] if last else x))
+
+    def hidden(self, rows: Tensor, start: int | Tensor,
+               caches: list[tuple[Tensor, Tensor]] | None = None) -> Tensor:
+        """The last block's output (B, T, dim): forward without the final norm and matmul."""
         length = rows.shape[1]
         if isinstance(start, int):
             positions = Tensor(np.arange(start, start + length, dtype=np.float32),
                                device=self.device).reshape(length, 1)
             places = positions.cast(dtypes.int32)
         else:
-            positions = start.cast(dtypes.float32).reshape(1, 1)
-            places = start.reshape(1, 1)
-        angles = positions * self.inv_freq                               # (T, head_dim / 2)
+            start = start.reshape(-1, 1, 1, 1)                           # (B, 1, 1, 1)
+            positions, places = start.cast(dtypes.float32), start
+        angles = positions * self.inv_freq                   # (T, head_dim / 2) or (B, 1, 1, .)
         cos, sin = angles.cos(), angles.sin()
         mask = self.places.reshape(1, -1) <= places                      # (T, S): causal
         x = self.embed(rows)
-        for block in self.blocks:
-            x = block(x, start, cos, sin, mask)
-        return self.output(self.norm(x[:, -1:] if last else x))
+        for i, block in enumerate(self.blocks):
+            x = block(x, start, cos, sin, mask, caches[i] if caches else None)
+        return x
 
     def _state(self) -> list[Tensor]:
         return [t for b in self.blocks for t in (b.attn.cache_k, b.attn.cache_v)]
