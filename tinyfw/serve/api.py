@@ -148,8 +148,16 @@ def chat_ids(tokenizer: BPETokenizer, messages: list[Message]) -> list[int]:
     """The conversation in SmolLM2's chat template (ChatML), as ids, the messages' own text
     encoded as text (special tokens written in it are not special); the template's default
     system message first when there is none."""
-    start, end = tokenizer.special["<|im_start|>"], tokenizer.special["<|im_end|>"]
     turns = [(m.role if m.role != "developer" else "system", m.text()) for m in messages]
+    if "<|im_start|>" not in tokenizer.special or "<|im_end|>" not in tokenizer.special:
+        # another model's template (tinyfw.llm serve --model FILE): its Jinja text, encoded
+        # with the special tokens it writes (a message's own text is not kept apart there)
+        text = tokenizer.apply_chat_template([{"role": r, "content": t} for r, t in turns])
+        encoded = tokenizer.encode(text)
+        bos = tokenizer.bos_id
+        return [bos, *encoded] if tokenizer.add_bos and bos is not None and \
+            encoded[:1] != [bos] else encoded
+    start, end = tokenizer.special["<|im_start|>"], tokenizer.special["<|im_end|>"]
     system = tokenizer.default_system_prompt()
     if turns[0][0] != "system" and system is not None:
         turns.insert(0, ("system", system))

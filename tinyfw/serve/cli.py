@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     from tinyfw.models.gguf import GGUFFile, packaged_gguf
     from tinyfw.models.llama import SMOLLM2_PACKAGE, Llama
     from tinyfw.serve.engine import BatchEngine
-    from tinyfw.tokenizers.bpe import BPETokenizer
+    from tinyfw.tokenizers.spm import tokenizer_from_gguf
 
     warning = exposure_warning(args.host, args.api_key)
     if warning:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"tinyfw serve: cannot listen on {args.host}:{args.port}: {e}")
     file = GGUFFile(args.model or packaged_gguf(SMOLLM2_PACKAGE))
     model = Llama(file, max_context=args.context, device=args.device)
-    tokenizer = BPETokenizer.from_gguf(file.metadata)
+    tokenizer = tokenizer_from_gguf(file.metadata)
     name = args.name or (os.path.splitext(os.path.basename(args.model))[0] if args.model
                          else "SmolLM2-135M-Instruct")
     engine = BatchEngine(model, slots=args.slots)
