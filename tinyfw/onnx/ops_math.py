@@ -72,10 +72,16 @@ def elu(n: Call, x: Tensor) -> Tensor:
     return (x < 0).where((x.exp() - 1) * n.attr("alpha", 1.0), x)
 
 
+def _wide(x: Tensor) -> Tensor:
+    """x in float32 where it is a 16-bit float: computed there, rounded once at the end, as
+    ONNX's reference does."""
+    return x.cast(dtypes.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+
+
 @op("Celu")
 def celu(n: Call, x: Tensor) -> Tensor:
-    alpha = n.attr("alpha", 1.0)
-    return x.maximum(0) + ((x / alpha).exp() - 1).minimum(0) * alpha
+    alpha, xf = n.attr("alpha", 1.0), _wide(x)
+    return (xf.maximum(0) + ((xf / alpha).exp() - 1).minimum(0) * alpha).cast(x.dtype)
 
 
 @op("Selu")
@@ -157,7 +163,7 @@ def pow_(n: Call, a: Tensor, b: Tensor) -> Tensor:
 
 @op("Mod")
 def mod(n: Call, a: Tensor, b: Tensor) -> Tensor:
-    if n.attr("fmod", 0) or a.dtype.is_float:
+    if n.attr("fmod", 0):
         return a.fmod(b)
     return a.mod(b)
 
@@ -186,11 +192,17 @@ for _name, _fn in {"Equal": Tensor.eq, "Less": Tensor.__lt__, "LessOrEqual": Ten
 
 @op("BitShift")
 def bit_shift(n: Call, x: Tensor, y: Tensor) -> Tensor:
-    # x << y is x * 2**y (and >> a division) in x's unsigned type, where shifts wrap
-    two = Tensor.full(y.shape, 2, dtype=x.dtype, device=x.device).pow(y.cast(x.dtype))
-    if n.attr("direction") == "LEFT":
-        return (x * two).cast(x.dtype)
-    return x.div(two, rounding_mode="floor").cast(x.dtype)
+    # x << y is x * 2**y (wrapping), x >> y a floor division (arithmetic for signed types);
+    # a shift count is unsigned: negative or at least the width shifts every bit out
+    bits, left = x.dtype.itemsize * 8, n.attr("direction") == "LEFT"
+    limit = bits if left or x.dtype.is_unsigned else bits - 1
+    out_of_range = (y >= limit) if y.dtype.is_unsigned else (y < 0) | (y >= limit)
+    ys = out_of_range.where(0, y).cast(x.dtype)
+    two = Tensor.full(ys.shape, 2, dtype=x.dtype, device=x.device).pow(ys)
+    if left:
+        return out_of_range.where(0, (x * two).cast(x.dtype)).cast(x.dtype)
+    fill = (x < 0).where(-1, 0).cast(x.dtype) if not x.dtype.is_unsigned else 0
+    return out_of_range.where(fill, x.div(two, rounding_mode="floor")).cast(x.dtype)
 
 
 @op("Where")

@@ -62,7 +62,7 @@ def conv_transpose(n: Call, x: Tensor, w: Tensor, b: Tensor | None = None) -> Te
     if n.attr("output_shape") is not None:
         want = list(n.attr("output_shape"))[-k:]
         total = [f + op_ - o for f, op_, o in zip(full, out_pad, want)]
-        upper = n.attr("auto_pad", "NOTSET") != "SAME_LOWER"
+        upper = n.attr("auto_pad", "NOTSET") == "SAME_UPPER"
         pads = [(t - t // 2, t // 2) if not upper else (t // 2, t - t // 2) for t in total]
     elif n.attr("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
         total = [f + op_ - i * s for f, op_, i, s in zip(full, out_pad, sizes, strides)]
@@ -76,8 +76,7 @@ def conv_transpose(n: Call, x: Tensor, w: Tensor, b: Tensor | None = None) -> Te
     out = x.conv_transpose2d(w, b, groups=n.attr("group", 1), stride=tuple(strides),
                              dilation=tuple(dilations), padding=0,
                              output_padding=tuple(out_pad))
-    return out.shrink(tuple([None, None] + [(bb, s - a) for (bb, a), s in
-                                            zip(pads, out.shape[2:])]))
+    return out.pad([None, None] + [(-bb, -a) for bb, a in pads])  # negative pads crop
 
 
 # --- pooling ---
@@ -309,17 +308,21 @@ def _resize_check(info: NodeInfo) -> str | None:
         return f"Resize mode {mode!r} is not supported"
     if info.attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize":
         return "Resize's coordinate_transformation_mode tf_crop_and_resize is not supported"
+    if info.attrs.get("antialias", 0):
+        return "Resize's antialias is not supported"
     if info.attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
         return "Resize's keep_aspect_ratio_policy other than 'stretch' is not supported"
     return None
 
 
-def _source_coords(mode: str, out: int, size: int, scale: float) -> np.ndarray:
+def _source_coords(mode: str, out: int, size: int, scale: float, by_scale: bool
+                   ) -> np.ndarray:
     """Where each output position of one axis reads the input (ONNX's coordinate transform):
     a shape computation, folded to constants."""
     x = np.arange(out, dtype=np.float64)
     if mode == "align_corners":
-        return x * (size - 1) / (out - 1) if out > 1 else np.zeros(out)
+        length = size * scale if by_scale else out  # ONNX's reference: the unrounded length
+        return x * (size - 1) / (length - 1) if length > 1 else np.zeros(out)
     if mode == "asymmetric":
         return x / scale
     if mode == "pytorch_half_pixel":
@@ -384,7 +387,9 @@ def resize(n: Call, x: Tensor, *rest: Tensor | None) -> Tensor:
         sizes_t = rest[2] if len(rest) > 2 else None
         scales = n.floats(scales_t) if scales_t is not None and scales_t.numel() else []
     axes = [_axis(a, x.ndim) for a in n.attr("axes", range(x.ndim))]
-    if sizes_t is not None and sizes_t.numel():
+    by_scale = not (sizes_t is not None and sizes_t.numel())
+    if not by_scale:
+        assert sizes_t is not None
         sizes = n.ints(sizes_t)
         scales = [o / x.shape[a] for o, a in zip(sizes, axes)]
     else:
@@ -397,9 +402,11 @@ def resize(n: Call, x: Tensor, *rest: Tensor | None) -> Tensor:
     for a, size, scale in zip(axes, sizes, scales):
         if size == x.shape[a] and scale == 1:
             continue
-        coords = _source_coords(ctm, size, x.shape[a], scale)
+        coords = _source_coords(ctm, size, x.shape[a], scale, by_scale)
         if kind == "nearest":
-            idx = _nearest(coords, n.attr("nearest_mode", "round_prefer_floor"), x.shape[a])
+            old = n.op == "Upsample" or n.opset < 11  # these round down
+            idx = _nearest(coords, n.attr("nearest_mode", "floor" if old else
+                                          "round_prefer_floor"), x.shape[a])
             out = out[(slice(None),) * a + (Tensor(idx, device=x.device),)]
             continue
         w = _weights(kind, coords, x.shape[a], n.attr("cubic_coeff_a", -0.75),

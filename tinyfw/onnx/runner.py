@@ -12,7 +12,7 @@ from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from tinyfw.device import Device
 from tinyfw.dtype import DType, dtypes
-from tinyfw.onnx import ops_math, ops_nn, ops_shape  # noqa: F401  (they register the ops)
+from tinyfw.onnx import ops_attention, ops_math, ops_nn, ops_shape  # noqa: F401  (they register the ops)
 from tinyfw.onnx.registry import OPS, Call, Known, NodeInfo
 from tinyfw.tensor import Tensor
 
