@@ -12,7 +12,8 @@ from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from tinyfw.device import Device
 from tinyfw.dtype import DType, dtypes
-from tinyfw.onnx import ops_attention, ops_math, ops_nn, ops_shape  # noqa: F401  (they register the ops)
+# the operator modules register their operators when imported
+from tinyfw.onnx import ops_attention, ops_math, ops_more, ops_nn, ops_shape  # noqa: F401
 from tinyfw.onnx.registry import OPS, Call, Known, NodeInfo
 from tinyfw.tensor import Tensor
 
