@@ -4,8 +4,6 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
-
 from tinyfw.dtype import DType, dtypes
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
@@ -403,9 +401,3 @@ def matmul_integer(n: Call, a: Tensor, b: Tensor, a_zero: Tensor | None = None,
     return a32.matmul(b32)
 
 
-@op("Det")
-def det(n: Call, x: Tensor) -> Tensor:
-    raise NotImplementedError("Det is not supported")
-
-
-_ = np  # numpy is used by the registry's values only

@@ -156,15 +156,17 @@ def max_unpool(n: Call, x: Tensor, idx: Tensor, out_shape: Tensor | None = None)
     k = len(kernel)
     strides = list(n.attr("strides", [1] * k))
     pads = list(n.attr("pads", [0] * 2 * k))
-    if out_shape is not None:
-        sizes = n.ints(out_shape)[2:]
-    else:
-        sizes = [(i - 1) * s - pads[j] - pads[j + k] + kk for j, (i, s, kk) in
-                 enumerate(zip(x.shape[2:], strides, kernel))]
+    # indices name places in the unpooled size; output_shape, if larger, pads at the end
+    sizes = [(i - 1) * s - pads[j] - pads[j + k] + kk for j, (i, s, kk) in
+             enumerate(zip(x.shape[2:], strides, kernel))]
     total = x.shape[0] * x.shape[1] * math.prod(sizes)
     flat = Tensor.zeros(total, dtype=x.dtype, device=x.device)
-    return flat.scatter(0, idx.reshape(-1).cast(dtypes.int64), x.reshape(-1)).reshape(
+    out = flat.scatter(0, idx.reshape(-1).cast(dtypes.int64), x.reshape(-1)).reshape(
         x.shape[0], x.shape[1], *sizes)
+    if out_shape is not None:
+        want = n.ints(out_shape)[2:]
+        out = out.pad([None, None] + [(0, w - s) for w, s in zip(want, sizes)])
+    return out
 
 
 @op("DynamicQuantizeLinear")
@@ -256,3 +258,23 @@ def scan(n: Call, *inputs: Tensor) -> list[Tensor]:
         scanned.append(stacked.permute(*range(1, a + 1), 0, *range(a + 1, stacked.ndim))
                        if a else stacked)
     return states + scanned
+
+
+# --- signal windows ---
+def _window(terms: tuple[float, ...]):  # type: ignore[no-untyped-def]
+    def run(n: Call, size_t: Tensor) -> Tensor:
+        from tinyfw.onnx.runner import dtype_of
+        size = n.ints(size_t)[0]
+        periodic = n.attr("periodic", 1)
+        span = size if periodic else size - 1
+        k = Tensor.arange(size, device=n.device).cast(dtypes.float32)
+        out = Tensor.zeros(size, device=n.device) + terms[0]
+        for j, a in enumerate(terms[1:], start=1):
+            out = out + (k * (2 * math.pi * j / span)).cos() * a
+        return out.cast(dtype_of(n.attr("output_datatype", 1), n.op))
+    return run
+
+
+op("HannWindow")(_window((0.5, -0.5)))
+op("HammingWindow")(_window((25 / 46, -21 / 46)))
+op("BlackmanWindow")(_window((0.42, -0.5, 0.08)))

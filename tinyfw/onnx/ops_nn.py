@@ -80,8 +80,10 @@ def conv_transpose(n: Call, x: Tensor, w: Tensor, b: Tensor | None = None) -> Te
 
 
 # --- pooling ---
-def _pool_windows(n: Call, x: Tensor, fill: float) -> tuple[Tensor, list[int], list[tuple[int, int]],
-                                                             list[int]]:
+Pads = list[tuple[int, int]]
+
+
+def _pool_windows(n: Call, x: Tensor, fill: float) -> tuple[Tensor, list[int], Pads, list[int]]:
     """The windows of a pooling (x padded with `fill`): (..., *outs, *kernel), the kernel,
     the pads and each axis's extra end padding that ceil_mode adds."""
     kernel = list(n.attr("kernel_shape"))
@@ -599,12 +601,15 @@ def if_(n: Call, cond: Tensor) -> list[Tensor | None]:
 
 
 # --- quantization ---
-@op("DequantizeLinear")
+def _blocked_check(info: NodeInfo) -> str | None:
+    return "blocked (de)quantization (block_size) is not supported" \
+        if info.attrs.get("block_size", 0) else None
+
+
+@op("DequantizeLinear", check=_blocked_check)
 def dequantize_linear(n: Call, x: Tensor, scale: Tensor, zero: Tensor | None = None
                       ) -> Tensor:
     axis = _axis(n.attr("axis", 1), x.ndim)
-    if n.attr("block_size", 0):
-        raise NotImplementedError("blocked dequantization is not supported")
     if scale.ndim == 1 and scale.shape[0] > 1:
         shape = [scale.shape[0] if i == axis else 1 for i in range(x.ndim)]
         scale = scale.reshape(*shape)
@@ -615,11 +620,9 @@ def dequantize_linear(n: Call, x: Tensor, scale: Tensor, zero: Tensor | None = N
     return xi.cast(scale.dtype) * scale
 
 
-@op("QuantizeLinear")
+@op("QuantizeLinear", check=_blocked_check)
 def quantize_linear(n: Call, x: Tensor, scale: Tensor, zero: Tensor | None = None) -> Tensor:
     axis = _axis(n.attr("axis", 1), x.ndim)
-    if n.attr("block_size", 0):
-        raise NotImplementedError("blocked quantization is not supported")
     out_dtype = zero.dtype if zero is not None else dtypes.uint8
     if n.attr("output_dtype", 0):
         from tinyfw.onnx.runner import dtype_of

@@ -49,6 +49,8 @@ def dtype_of(elem_type: int, where: str) -> DType:
 
 def _check_type(tp: onnx.TypeProto, where: str) -> None:
     kind = tp.WhichOneof("value")
+    if kind is None:  # no type given: the run finds it
+        return
     if kind != "tensor_type":
         raise NotImplementedError(f"{where}: tinyfw runs tensors only, not a {kind}")
     if tp.tensor_type.elem_type != TensorProto.UNDEFINED:
