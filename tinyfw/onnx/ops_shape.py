@@ -166,21 +166,13 @@ def slice_(n: Call, x: Tensor, starts: Tensor | None = None, ends: Tensor | None
     for s, e, a, p in zip(st, en, ax, sp):
         a = _axis(a, x.ndim)
         dim = x.shape[a]
-        index[a] = slice(*slice(_clampi(s, dim, p), _clampi(e, dim, p), p).indices(dim)) \
-            if True else slice(None)
-    for a, sl in enumerate(index):
-        if sl.step is not None and sl.step < 0 and sl.stop is not None and sl.stop < 0:
-            index[a] = slice(sl.start, None, sl.step)
+        s, e = s + dim if s < 0 else s, e + dim if e < 0 else e
+        if p > 0:
+            index[a] = slice(min(max(s, 0), dim), min(max(e, 0), dim), p)
+        else:  # backwards: from at most dim - 1 down to past 0 (-1, Python's None there)
+            s, e = min(max(s, 0), dim - 1), min(max(e, -1), dim - 1)
+            index[a] = slice(s, None if e < 0 else e, p)
     return x[tuple(index)]
-
-
-def _clampi(v: int, dim: int, step: int) -> int:
-    """ONNX's clamping of a slice bound (then Python's slice.indices finishes the job)."""
-    if v < 0:
-        v += dim
-    if step > 0:
-        return min(max(v, 0), dim)
-    return min(max(v, -1), dim - 1)
 
 
 # --- gathering and scattering ---
