@@ -8,7 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repo root, wherever the clone live
 # lavapipe is a CPU Vulkan for WebGPU; graphviz draws graphs; chromium runs the browser test.
 APT_PACKAGES=(gcc libc6-dev pocl-opencl-icd ocl-icd-libopencl1 mesa-vulkan-drivers graphviz
               chromium python3 python3-venv)
-EXTRAS="docs,test,notebook,cl,cuda,webgpu,mpi,llm,serve"
+EXTRAS="docs,test,notebook,cl,cuda,webgpu,mpi,llm,serve,onnx"
 PYTHON="${PYTHON:-python3}"  # the interpreter that makes .venv
 VENV=.venv
 STAMP="$VENV/.setup-stamp"
