@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -151,7 +152,8 @@ def _past_int64(dtype: DType, value: int) -> int | float:
 class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
-    __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "__weakref__")
+    __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "_views",
+                 "__weakref__")
     training: bool = False
     _rng: np.random.Generator | None = None  # randint, randperm, multinomial: _host_rng()
     _seed: int = 0                                          # of the device streams (threefry)
@@ -168,6 +170,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         # (base, view ops) for a view of another tensor (x[1:], x.reshape(...)): an assign to
         # the view writes through to the base, as in torch (MovementOps._view_result)
         self._view: tuple[Tensor, tuple] | None = None
+        self._views: weakref.WeakSet | None = None  # its live views, told of its writes
         if isinstance(data, (UOp, MultiUOp)):
             self.uop = cast(UOp, data if dt is None else data.cast(dt))
         elif isinstance(data, Tensor):
@@ -262,6 +265,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         result is made here)."""
         out = Tensor.__new__(Tensor)
         out.uop, out.grad, out._requires_grad, out._is_leaf, out._view = uop, None, None, True, None
+        out._views = None
         return out
 
     def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
@@ -305,7 +309,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 node = cast(UOp, MultiUOp([realize.realize(p) for p in t.uop.parts], t.uop.axis))
             else:
                 node = realize.realize(t.uop)
-            if not t._requires_grad or t._is_leaf:
+            # (a view keeps its node, computed now: it reads its base, whose buffer a
+            # TinyJit's replay may write in place; realize.forget_readers then forgets it)
+            if (not t._requires_grad or t._is_leaf) and t._view is None:
                 t.uop = node
         return self
 
@@ -374,6 +380,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                                                               if self.uop.axis is not None
                                                               else None)
             self.uop = cast(UOp, value.assigned(next(_assign_numbers)))
+            self._refresh_views()
             return self
         value = x.uop.detach().cast(self.dtype).copy_to(self.device)
         if self._view is not None:
@@ -384,6 +391,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         # equal expressions, and two tensors given one value must stay two tensors, with their
         # own gradients and buffers.
         self.uop = UOp(Ops.DETACH, value.dtype, (value,), next(_assign_numbers))
+        self._refresh_views()  # its views show the new value, as torch's share its memory
         return self
 
     def replace(self, x: Tensor) -> Tensor:
@@ -396,6 +404,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                                f"{shape_str(self.shape)}: the shapes must match")
         realize.note_assign(self)  # a TinyJit follows state, as for assign
         self.uop, self._view = x.uop, None  # a value of its own, no longer a view
+        self._refresh_views()
         return self
 
     def contiguous_backward(self) -> Tensor:
@@ -403,8 +412,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return self._with_gradient(_contiguous_gradient, (self,))
 
     def detach(self) -> Tensor:
-        """The same value, cut from the graph: no gradient flows back through it."""
-        return Tensor(self.uop.detach())
+        """The same value, cut from the graph: no gradient flows back through it. A view of
+        self, as torch's: a write to either is seen by the other."""
+        return self._as_view_of_self(Tensor(self.uop.detach()), ("detach", None))
 
     def contiguous(self) -> Tensor:
         return self._result(self.uop.contiguous(), self)
@@ -1324,13 +1334,22 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def __rshift__(self, x: int) -> Tensor: return self._shift(x, False)
 
     # in-place operators: a += b writes the result into a, as torch does
-    def _inplace(self, out: Tensor) -> Tensor:
-        """Make out (self op other) this tensor's value, keeping its shape and dtype, with
-        torch's checks. A tensor that requires grad keeps its graph (gradients flow through
-        the op); any other tensor is assigned, so views and a TinyJit follow the write."""
+    def _inplace(self, op: Callable[[Tensor, Any], Tensor], x: Any,
+                 true_division: bool = False) -> Tensor:
+        """self = op(self, x), keeping self's shape and dtype, with torch's checks: a result
+        type that cannot be cast to self's dtype (int += float) raises before the op is tried.
+        A tensor that requires grad keeps its graph (gradients flow through the op); any other
+        tensor is assigned, so views and a TinyJit follow the write."""
         if self.requires_grad and self.is_leaf:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
+        result = self._result_type(x)
+        if result is not None and true_division and not result.is_float:
+            result = dtypes.default_float
+        if result is not None and category(result) > category(self.dtype):
+            raise RuntimeError(f"result type {torch_name(result)} can't be cast to the "
+                               f"desired output type {torch_name(self.dtype)}")
+        out = op(self, x)
         if out.shape != self.shape:
             raise RuntimeError(f"output with shape {shape_str(self.shape)} doesn't match the "
                                f"broadcast shape {shape_str(out.shape)}")
@@ -1344,21 +1363,36 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             raise RuntimeError("an in-place operation on a view of a tensor that requires grad is "
                                "not supported: tinyfw would lose the gradient through the write")
         self.uop = value.uop
+        self._refresh_views()
         return self
 
-    def __iadd__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self + x)
-    def __isub__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self - x)
-    def __imul__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self * x)
-    def __itruediv__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self / x)
-    def __ifloordiv__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self // x)
-    def __imod__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self % x)
-    def __ipow__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self ** x)
-    def __iand__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self & x)
-    def __ior__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self | x)
-    def __ixor__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self ^ x)
-    def __ilshift__(self, x: int) -> Tensor: return self._inplace(self << x)
-    def __irshift__(self, x: int) -> Tensor: return self._inplace(self >> x)
-    def __imatmul__(self, x: Tensor) -> Tensor: return self._inplace(self @ x)
+    def _result_type(self, x: Any) -> DType | None:
+        """The dtype torch's promotion gives self op x (None for an operand of another type:
+        the op itself raises)."""
+        if isinstance(x, Tensor):
+            return _promote_tensors(self, x)
+        if isinstance(x, np.generic):
+            x = x.item()
+        if isinstance(x, (bool, int, float)):
+            return scalar_result_type(self.dtype, x if type(x) is not int or
+                                      -2 ** 63 <= x < 2 ** 63 else _past_int64(self.dtype, x))
+        return None
+
+    def __iadd__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.add, x)
+    def __isub__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.sub, x)
+    def __imul__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.mul, x)
+    def __itruediv__(self, x: Tensor | Scalar) -> Tensor:
+        return self._inplace(operator.truediv, x, true_division=True)
+    def __ifloordiv__(self, x: Tensor | Scalar) -> Tensor:
+        return self._inplace(operator.floordiv, x)
+    def __imod__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.mod, x)
+    def __ipow__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.pow, x)
+    def __iand__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.and_, x)
+    def __ior__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.or_, x)
+    def __ixor__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.xor, x)
+    def __ilshift__(self, x: int) -> Tensor: return self._inplace(operator.lshift, x)
+    def __irshift__(self, x: int) -> Tensor: return self._inplace(operator.rshift, x)
+    def __imatmul__(self, x: Tensor) -> Tensor: return self._inplace(operator.matmul, x)
 
     def to_(self, device: str) -> Tensor:
         """Move this tensor to another device in place (tinygrad's to_)."""
@@ -1368,6 +1402,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         else:
             self.uop = moved.uop
         self._view = None
+        self._refresh_views()
         return self
 
     def _shifted_scalar(self, x: int, left: bool) -> Tensor:

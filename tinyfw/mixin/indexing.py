@@ -331,7 +331,7 @@ class IndexingOps(TensorCore):
             dim += 1
         x = self.shrink(bounds)
         if any(flips):
-            x = x.flip([d for d, f in enumerate(flips) if f])
+            x = x._flip_view([d for d, f in enumerate(flips) if f])
         if any(s > 1 for s in steps):
             x = x._take_every(steps)
         final = [1 if entry is None else x.shape[entry] for entry in out_shape
@@ -489,9 +489,7 @@ class IndexingOps(TensorCore):
         x = x.reshape(tuple(v for c, st in zip(counts, steps) for v in (c, st)))
         x = x.shrink([b for c in counts for b in ((0, c), (0, 1))])
         out = x.reshape(tuple(counts))
-        root, ops = self._view if self._view is not None else (self, ())
-        out._view = (root, ops + (("every", tuple(steps)),))  # a view of self, for assign
-        return out
+        return self._as_view_of_self(out, ("every", tuple(steps)))  # a view of self
 
     # --- gather and scatter ---
 
