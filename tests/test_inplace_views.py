@@ -287,3 +287,41 @@ def test_views_under_jit(device: str) -> None:
         np.testing.assert_array_equal(column.numpy(), ry[:, 0].numpy())
     np.testing.assert_array_equal(x.numpy(), rx.numpy())
     np.testing.assert_array_equal(y.numpy(), ry.numpy())
+
+
+# --- index results are int64, as torch's (int32 on WEBGPU) ---
+INDEX_OPS: dict[str, Callable] = {
+    "argmax": lambda t: t.argmax(1), "argmin": lambda t: t.argmin(),
+    "sort": lambda t: t.sort(1)[1], "argsort": lambda t: t.argsort(0, descending=True),
+    "topk": lambda t: t.topk(2, 1)[1], "cummax": lambda t: t.cummax(1)[1],
+    "cummin": lambda t: t.cummin(0)[1], "nonzero": lambda t: t.nonzero(),
+    "max_pool2d": lambda t: _max_pool_indices(t),
+}
+
+
+def _max_pool_indices(t: object) -> object:
+    if isinstance(t, Tensor):
+        return t.reshape(1, 1, 2, 3).max_pool2d((1, 2), return_indices=True)[1]
+    return torch.nn.functional.max_pool2d(t.reshape(1, 1, 2, 3), (1, 2),  # type: ignore[union-attr]
+                                          return_indices=True)[1]
+
+
+INDEX_DEVICES = DEVICES + (["WEBGPU"] if probe("WEBGPU")[0] else [])
+
+
+@pytest.mark.parametrize("device", INDEX_DEVICES)
+@pytest.mark.parametrize("name", list(INDEX_OPS))
+def test_index_results_are_int64_as_torch(name: str, device: str) -> None:
+    values = [[3.0, 1.0, 3.0], [0.0, 5.0, -2.0]]
+    got = INDEX_OPS[name](Tensor(values, device=device))
+    want = INDEX_OPS[name](torch.tensor(values))
+    assert want.dtype == torch.int64
+    assert got.dtype.name == ("int32" if device == "WEBGPU" else "int64")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_sampled_indices_are_int64_as_torch() -> None:
+    assert Tensor.randperm(4).dtype.name == str(torch.randperm(4).dtype).split(".")[1]
+    probs = Tensor([[0.2, 0.8]])
+    assert probs.multinomial(1).dtype.name == "int64"
+    assert torch.tensor([[0.2, 0.8]]).multinomial(1).dtype == torch.int64

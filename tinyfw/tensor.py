@@ -14,7 +14,7 @@ import numpy as np
 
 from tinyfw.mixin import elementwise_math, threefry
 from tinyfw.engine import realize
-from tinyfw.mixin.core import float32_inside
+from tinyfw.mixin.core import float32_inside, index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import (DType, category, dtypes, promote_types, round_float, scalar_result_type,
@@ -832,13 +832,15 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
 
     @staticmethod
-    def randperm(n: int, device: str | None = None, dtype: DType | str = dtypes.int32,
+    def randperm(n: int, device: str | None = None, dtype: DType | str | None = None,
                  **kwargs: Any) -> Tensor:
-        """A random permutation of 0 .. n-1 (int32, tinyfw's index dtype, unless dtype says)."""
+        """A random permutation of 0 .. n-1 (int64 as torch, int32 on WEBGPU, unless dtype
+        says)."""
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
             raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
         if n < 0:
             raise RuntimeError(f"n must be non-negative, got {n}")
+        dtype = dtype if dtype is not None else index_dtype(_canonical(device))
         return Tensor(Tensor._host_rng().permutation(int(n)), device=device, dtype=dtype, **kwargs)
 
     def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
@@ -864,7 +866,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                                "replacement")
         rows = [Tensor._draw(w, num_samples, replacement) for w in weights]
         out = np.stack(rows).reshape(self.shape[:-1] + (num_samples,))
-        return Tensor(out, device=self.device, dtype=dtypes.int32)
+        return Tensor(out, device=self.device, dtype=index_dtype(self.device))
 
     @staticmethod
     def _draw(weights: np.ndarray, count: int, replacement: bool) -> np.ndarray:
@@ -1814,7 +1816,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         is_max = self == self.max(axis, keepdim=True)
         if self.dtype.is_float:  # the max is NaN where there is one: then the NaNs are its place
             is_max = is_max | self.isnan()
-        return n - (is_max.cast(dtypes.default_int) * countdown).max(axis, keepdim)
+        first = n - (is_max.cast(dtypes.default_int) * countdown).max(axis, keepdim)
+        return first.cast(index_dtype(self.device))  # int64, as torch (int32 on WEBGPU)
 
     def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
         """The index of the first smallest value along axis (NaN counts as the smallest)."""

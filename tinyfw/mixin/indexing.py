@@ -29,7 +29,7 @@ import numpy as np
 from tinyfw.device import Device
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import normalize_axis, prod, shape_str
-from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.core import TensorCore, index_dtype
 from tinyfw.mixin import derived
 
 if TYPE_CHECKING:
@@ -624,11 +624,12 @@ class IndexingOps(TensorCore):
         1-D tensor per axis), as torch. Read on the host: the result's size depends on the
         data."""
         where = np.argwhere(self._read(copy=False))
+        dtype = index_dtype(self.device)  # int64, as torch (int32 on WEBGPU)
         if as_tuple:
             columns = where.T if self.ndim else where.reshape(-1, 1).T
-            return tuple(type(self)(np.ascontiguousarray(c), device=self.device,
-                                    dtype=dtypes.int64) for c in columns)
-        return type(self)(where.astype(np.int64), device=self.device, dtype=dtypes.int64)
+            return tuple(type(self)(np.ascontiguousarray(c).astype(dtype.np),
+                                    device=self.device, dtype=dtype) for c in columns)
+        return type(self)(where.astype(dtype.np), device=self.device, dtype=dtype)
 
 
 def _check_index(out: Tensor, index: Tensor, size: int, dim: int, error: type[Exception],
