@@ -80,6 +80,7 @@ class Build:
 # whose compiled code the device unloads meanwhile (CPU keeps only so many libraries loaded,
 # tinyfw/runtime/ops_cpu.py) loads it again itself when next called.
 cache: dict[tuple[Any, ...], CompiledKernel] = {}
+built = 0  # programs built (loaded) in this process: a counter for tests and DEBUG
 
 
 def beam_width() -> int:
@@ -273,6 +274,8 @@ def _keep(build: Build, runner: Any) -> None:
     build.result = CompiledKernel(build.key, build.device.name, build.kernel, build.program,
                                   build.source, build.binary, runner, build.opts)
     cache[build.key] = build.result
+    global built
+    built += 1
 
 
 Pass = Callable[[Build], None]
