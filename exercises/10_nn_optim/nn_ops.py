@@ -13,7 +13,7 @@ import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
-from tinyfw.mixin.core import TensorCore, float32_inside
+from tinyfw.mixin.core import TensorCore, float32_inside, index_dtype
 from tinyfw.mixin.derived import _check_labels
 
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ class NNOps(TensorCore):
         where = where.pad(both, value=-1)._pool(kernel, step, dilation).flatten(-n)
         first = windows.detach().flatten(-n).argmax(-1)  # the first of equal maxima, as torch
         hot = first.unsqueeze(-1)._hot(math.prod(kernel)).squeeze(-2)
-        return out, (hot * where).sum(-1, dtype=where.dtype)
+        return out, (hot * where).sum(-1, dtype=where.dtype).cast(index_dtype(self.device))
 
     def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: IntOrTuple = (2, 2),
                      stride: IntOrTuple | None = None, dilation: IntOrTuple = 1,
