@@ -365,13 +365,13 @@ def test_realize_keeps_the_graph_for_backward_and_accepts_realized() -> None:
 
 
 def test_randperm_is_a_permutation() -> None:
-    """randperm(n): every value of 0..n-1 once, int32 (tinyfw's index dtype); torch's errors."""
+    """randperm(n): every value of 0..n-1 once, int64 as torch's; torch's errors."""
     Tensor.manual_seed(1)
     for n in (0, 1, 7, 100):
         p = Tensor.randperm(n)
-        assert p.shape == (n,) and p.dtype == dtypes.int32
+        assert p.shape == (n,) and p.dtype == dtypes.int64
         np.testing.assert_array_equal(np.sort(p.numpy()), np.arange(n))
-    assert Tensor.randperm(4, dtype=dtypes.int64).dtype == dtypes.int64
+    assert Tensor.randperm(4, dtype=dtypes.int32).dtype == dtypes.int32
     with pytest.raises(RuntimeError):
         Tensor.randperm(-1)
     with pytest.raises(RuntimeError):

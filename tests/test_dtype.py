@@ -1,8 +1,9 @@
 """dtypes follow PyTorch: the promotion table, scalars, casts and the dtypes ops return.
 
 tinyfw's default int is int32 where torch's is int64: wherever torch answers int64 only because
-that is its default (a Python int, an index), tinyfw answers int32. Sums of ints and bools are
-int64 in both: a sum must not overflow where torch's does not.
+that is its default (a Python int), tinyfw answers int32. Sums of ints and bools are int64 in
+both: a sum must not overflow where torch's does not. The indices ops return (argmax, sort,
+topk, nonzero...) are int64 as torch's (int32 on WEBGPU, which has no 64-bit ints).
 """
 from __future__ import annotations
 
@@ -166,7 +167,7 @@ RESULTS = [
     ("max_int8", lambda x: x.max(), dtypes.int8, dtypes.int8),
     ("any_int", lambda x: x.any(), dtypes.int32, dtypes.bool),
     ("all_float", lambda x: x.all(), dtypes.float32, dtypes.bool),
-    ("argmax_float", lambda x: x.argmax(), dtypes.float32, dtypes.int32),
+    ("argmax_float", lambda x: x.argmax(), dtypes.float32, dtypes.int64),
     ("floordiv_int", lambda x: x // 2, dtypes.int32, dtypes.int32),
     ("mod_int8", lambda x: x % 3, dtypes.int8, dtypes.int8),
     ("floordiv_float", lambda x: x // 2, dtypes.float32, dtypes.float32),

@@ -36,7 +36,9 @@ print(json.dumps((Tensor(np.arange(8, dtype=np.float32), device="CPU") * k + 1).
 def run_python(code: str, cache: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     """Run code in a fresh interpreter (a damaged library may kill it) with its kernel cache in
     cache; env adds environment variables."""
-    environ = {**os.environ, "TINYFW_CACHE": str(cache), "DEVICE": "CPU", **env}
+    # (VARY_CONSTS=0: x * k for many k must be many kernels here, each constant inline)
+    environ = {**os.environ, "TINYFW_CACHE": str(cache), "DEVICE": "CPU", "VARY_CONSTS": "0",
+               **env}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], cwd=ROOT,
                           env=environ, capture_output=True, text=True, timeout=300, check=False)
 
@@ -390,7 +392,7 @@ print(json.dumps([(x * float(k) + 1).numpy().tolist() for k in range(1, 13)]))
 def test_two_processes_fill_one_cache_at_once(tmp_path: Path) -> None:
     """Two processes compiling the same kernels into one empty cache at the same time both get
     the right answers, and every entry they leave is sound."""
-    environ = {**os.environ, "TINYFW_CACHE": str(tmp_path), "DEVICE": "CPU"}
+    environ = {**os.environ, "TINYFW_CACHE": str(tmp_path), "DEVICE": "CPU", "VARY_CONSTS": "0"}
     procs = [subprocess.Popen([sys.executable, "-c", AFFINES], cwd=ROOT, env=environ,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ import numpy as np
 
 from tinyfw.mixin import elementwise_math, threefry
 from tinyfw.engine import realize
-from tinyfw.mixin.core import float32_inside
+from tinyfw.mixin.core import float32_inside, index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import (DType, category, dtypes, promote_types, round_float, scalar_result_type,
@@ -153,7 +154,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
              TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
-    __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "__weakref__")
+    __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "_views",
+                 "__weakref__")
     training: bool = False
     no_grad: bool = False  # True: results are cut from the graph (torch's no_grad)
     _rng: np.random.Generator | None = None  # randint, randperm, multinomial: _host_rng()
@@ -171,6 +173,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         # (base, view ops) for a view of another tensor (x[1:], x.reshape(...)): an assign to
         # the view writes through to the base, as in torch (MovementOps._view_result)
         self._view: tuple[Tensor, tuple] | None = None
+        self._views: weakref.WeakSet | None = None  # its live views, told of its writes
         if isinstance(data, (UOp, MultiUOp)):
             self.uop = cast(UOp, data if dt is None else data.cast(dt))
         elif isinstance(data, Tensor):
@@ -265,6 +268,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         result is made here)."""
         out = Tensor.__new__(Tensor)
         out.uop, out.grad, out._requires_grad, out._is_leaf, out._view = uop, None, None, True, None
+        out._views = None
         return out
 
     def _result(self, uop: UOp, *sources: Tensor) -> Tensor:
@@ -311,7 +315,9 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 node = cast(UOp, MultiUOp([realize.realize(p) for p in t.uop.parts], t.uop.axis))
             else:
                 node = realize.realize(t.uop)
-            if not t._requires_grad or t._is_leaf:
+            # (a view keeps its node, computed now: it reads its base, whose buffer a
+            # TinyJit's replay may write in place; realize.forget_readers then forgets it)
+            if (not t._requires_grad or t._is_leaf) and t._view is None:
                 t.uop = node
         return self
 
@@ -380,6 +386,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                                                               if self.uop.axis is not None
                                                               else None)
             self.uop = cast(UOp, value.assigned(next(_assign_numbers)))
+            self._refresh_views()
             return self
         value = x.uop.detach().cast(self.dtype).copy_to(self.device)
         if self._view is not None:
@@ -390,6 +397,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         # equal expressions, and two tensors given one value must stay two tensors, with their
         # own gradients and buffers.
         self.uop = UOp(Ops.DETACH, value.dtype, (value,), next(_assign_numbers))
+        self._refresh_views()  # its views show the new value, as torch's share its memory
         return self
 
     def replace(self, x: Tensor) -> Tensor:
@@ -402,6 +410,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                                f"{shape_str(self.shape)}: the shapes must match")
         realize.note_assign(self)  # a TinyJit follows state, as for assign
         self.uop, self._view = x.uop, None  # a value of its own, no longer a view
+        self._refresh_views()
         return self
 
     def contiguous_backward(self) -> Tensor:
@@ -409,11 +418,19 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return self._with_gradient(_contiguous_gradient, (self,))
 
     def detach(self) -> Tensor:
-        """The same value, cut from the graph: no gradient flows back through it."""
-        return Tensor(self.uop.detach())
+        """The same value, cut from the graph: no gradient flows back through it. A view of
+        self, as torch's: a write to either is seen by the other."""
+        return self._as_view_of_self(Tensor(self.uop.detach()), ("detach", None))
 
     def contiguous(self) -> Tensor:
-        return self._result(self.uop.contiguous(), self)
+        """The same values in a buffer of their own (a kernel boundary). As torch returns a
+        contiguous tensor itself, the result of a base or of its reshapes is an alias of it (a
+        write to either is seen by the other); of a permute, slice or expand, a copy."""
+        out = self._result(self.uop.contiguous(), self)
+        ops = self._view[1] if self._view is not None else ()
+        if all(op in _CONTIGUOUS_VIEWS for op, _ in ops) and isinstance(self.uop, UOp):
+            return self._as_view_of_self(out, ("contiguous", None))
+        return out
 
     def to(self, device: str | tuple[str, ...]) -> Tensor:
         """This tensor on another device; on a tuple of devices, a whole copy on each
@@ -422,6 +439,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if isinstance(target, tuple) and isinstance(self.uop, UOp):
             return self.shard(target)
         moved: Any = self.uop  # a UOp, or a MultiUOp typed as one
+        if target == self.device:  # torch returns the tensor itself: an alias of self
+            return self._as_view_of_self(self._result(self.uop, self), ("same", None))
         return self._result(cast(UOp, moved.copy_to(target)), self)
 
     def shard(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
@@ -453,6 +472,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     def cast(self, dtype: DType | str) -> Tensor:
         dt = to_dtype(dtype)
+        if dt == self.dtype:  # torch returns the tensor itself: an alias of self
+            return self._as_view_of_self(self._result(self.uop, self), ("same", None))
         out = self._result(self.uop.cast(dt), self)
         if not dt.is_float and out.requires_grad:
             out._requires_grad = False
@@ -828,13 +849,15 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
 
     @staticmethod
-    def randperm(n: int, device: str | None = None, dtype: DType | str = dtypes.int32,
+    def randperm(n: int, device: str | None = None, dtype: DType | str | None = None,
                  **kwargs: Any) -> Tensor:
-        """A random permutation of 0 .. n-1 (int32, tinyfw's index dtype, unless dtype says)."""
+        """A random permutation of 0 .. n-1 (int64 as torch, int32 on WEBGPU, unless dtype
+        says)."""
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
             raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
         if n < 0:
             raise RuntimeError(f"n must be non-negative, got {n}")
+        dtype = dtype if dtype is not None else index_dtype(_canonical(device))
         return Tensor(Tensor._host_rng().permutation(int(n)), device=device, dtype=dtype, **kwargs)
 
     def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
@@ -860,7 +883,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                                "replacement")
         rows = [Tensor._draw(w, num_samples, replacement) for w in weights]
         out = np.stack(rows).reshape(self.shape[:-1] + (num_samples,))
-        return Tensor(out, device=self.device, dtype=dtypes.int32)
+        return Tensor(out, device=self.device, dtype=index_dtype(self.device))
 
     @staticmethod
     def _draw(weights: np.ndarray, count: int, replacement: bool) -> np.ndarray:
@@ -1354,13 +1377,22 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def __rshift__(self, x: int) -> Tensor: return self._shift(x, False)
 
     # in-place operators: a += b writes the result into a, as torch does
-    def _inplace(self, out: Tensor) -> Tensor:
-        """Make out (self op other) this tensor's value, keeping its shape and dtype, with
-        torch's checks. A tensor that requires grad keeps its graph (gradients flow through
-        the op); any other tensor is assigned, so views and a TinyJit follow the write."""
+    def _inplace(self, op: Callable[[Tensor, Any], Tensor], x: Any,
+                 true_division: bool = False) -> Tensor:
+        """self = op(self, x), keeping self's shape and dtype, with torch's checks: a result
+        type that cannot be cast to self's dtype (int += float) raises before the op is tried.
+        A tensor that requires grad keeps its graph (gradients flow through the op); any other
+        tensor is assigned, so views and a TinyJit follow the write."""
         if self.requires_grad and self.is_leaf:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
+        result = self._result_type(x)
+        if result is not None and true_division and not result.is_float:
+            result = dtypes.default_float
+        if result is not None and category(result) > category(self.dtype):
+            raise RuntimeError(f"result type {torch_name(result)} can't be cast to the "
+                               f"desired output type {torch_name(self.dtype)}")
+        out = op(self, x)
         if out.shape != self.shape:
             raise RuntimeError(f"output with shape {shape_str(self.shape)} doesn't match the "
                                f"broadcast shape {shape_str(out.shape)}")
@@ -1374,21 +1406,36 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             raise RuntimeError("an in-place operation on a view of a tensor that requires grad is "
                                "not supported: tinyfw would lose the gradient through the write")
         self.uop = value.uop
+        self._refresh_views()
         return self
 
-    def __iadd__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self + x)
-    def __isub__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self - x)
-    def __imul__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self * x)
-    def __itruediv__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self / x)
-    def __ifloordiv__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self // x)
-    def __imod__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self % x)
-    def __ipow__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self ** x)
-    def __iand__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self & x)
-    def __ior__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self | x)
-    def __ixor__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(self ^ x)
-    def __ilshift__(self, x: int) -> Tensor: return self._inplace(self << x)
-    def __irshift__(self, x: int) -> Tensor: return self._inplace(self >> x)
-    def __imatmul__(self, x: Tensor) -> Tensor: return self._inplace(self @ x)
+    def _result_type(self, x: Any) -> DType | None:
+        """The dtype torch's promotion gives self op x (None for an operand of another type:
+        the op itself raises)."""
+        if isinstance(x, Tensor):
+            return _promote_tensors(self, x)
+        if isinstance(x, np.generic):
+            x = x.item()
+        if isinstance(x, (bool, int, float)):
+            return scalar_result_type(self.dtype, x if type(x) is not int or
+                                      -2 ** 63 <= x < 2 ** 63 else _past_int64(self.dtype, x))
+        return None
+
+    def __iadd__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.add, x)
+    def __isub__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.sub, x)
+    def __imul__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.mul, x)
+    def __itruediv__(self, x: Tensor | Scalar) -> Tensor:
+        return self._inplace(operator.truediv, x, true_division=True)
+    def __ifloordiv__(self, x: Tensor | Scalar) -> Tensor:
+        return self._inplace(operator.floordiv, x)
+    def __imod__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.mod, x)
+    def __ipow__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.pow, x)
+    def __iand__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.and_, x)
+    def __ior__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.or_, x)
+    def __ixor__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.xor, x)
+    def __ilshift__(self, x: int) -> Tensor: return self._inplace(operator.lshift, x)
+    def __irshift__(self, x: int) -> Tensor: return self._inplace(operator.rshift, x)
+    def __imatmul__(self, x: Tensor) -> Tensor: return self._inplace(operator.matmul, x)
 
     def to_(self, device: str) -> Tensor:
         """Move this tensor to another device in place (tinygrad's to_)."""
@@ -1398,6 +1445,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         else:
             self.uop = moved.uop
         self._view = None
+        self._refresh_views()
         return self
 
     def _shifted_scalar(self, x: int, left: bool) -> Tensor:
@@ -1853,7 +1901,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         is_max = self == self.max(axis, keepdim=True)
         if self.dtype.is_float:  # the max is NaN where there is one: then the NaNs are its place
             is_max = is_max | self.isnan()
-        return n - (is_max.cast(dtypes.default_int) * countdown).max(axis, keepdim)
+        first = n - (is_max.cast(dtypes.default_int) * countdown).max(axis, keepdim)
+        return first.cast(index_dtype(self.device))  # int64, as torch (int32 on WEBGPU)
 
     def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
         """The index of the first smallest value along axis (NaN counts as the smallest)."""
@@ -1947,6 +1996,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
 
 _UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+# view ops after which a tensor is still contiguous, as torch counts it (contiguous() aliases)
+_CONTIGUOUS_VIEWS = frozenset({"reshape", "detach", "same", "contiguous"})
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

@@ -1,7 +1,7 @@
 # Exercises of chapter 10, generated from tinyfw/mixin/nn_ops.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/10_nn_optim
-# generated text id: 52c99e3bd3da76a7 (lets tools.generate tell your edits apart)
+# generated text id: cb67f7ffa707e3d4 (lets tools.generate tell your edits apart)
 """The functional ops of neural networks, as Tensor methods: convolution, pooling, dropout and
 normalization, each composed of the primitive ops (chapter 10)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
-from tinyfw.mixin.core import TensorCore, float32_inside
+from tinyfw.mixin.core import TensorCore, float32_inside, index_dtype
 from tinyfw.mixin.derived import _check_labels
 from tinyfw.mixin.indexing import _selection_gradient
 
@@ -388,7 +388,8 @@ class NNOps(TensorCore):
         out = out._with_gradient(_selection_gradient, (flat, hot), (flat.ndim - 1,))
         if not return_indices:
             return out
-        return out, hot.where(where, 0).sum(-1, dtype=where.dtype)
+        return out, hot.where(where, 0).sum(-1, dtype=where.dtype).cast(
+            index_dtype(self.device))
 
     def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: IntOrTuple = (2, 2),
                      stride: IntOrTuple | None = None, dilation: IntOrTuple = 1,

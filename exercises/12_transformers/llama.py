@@ -1,7 +1,7 @@
 # Exercises of chapter 12, generated from tinyfw/models/llama.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/12_transformers
-# generated text id: 780a96d2e0b77dcf (lets tools.generate tell your edits apart)
+# generated text id: 80b2574aa59f3f12 (lets tools.generate tell your edits apart)
 """A Llama-style language model (SmolLM2-135M-Instruct) on tinyfw, from a GGUF file
 (chapter 12).
 

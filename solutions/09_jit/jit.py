@@ -1,7 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/engine/jit.py by `python -m tools.generate`.
 # Edit tinyfw/engine/jit.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
-# generated text id: bfe71cf146998574 (lets tools.generate tell your edits apart)
+# generated text id: e49e77d3e719b97c (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -324,6 +324,8 @@ class TinyJit:
             self.jit_cache.append(Launch(_copy_item(old, new), old, [new]))
         old.copyin(new.numpy())
         tensor.uop = _view(old, tensor.shape)
+        if isinstance(tensor, Tensor):  # (not a part of a tensor over many devices)
+            tensor._refresh_views()  # its views read old too, which replays write
         return True
 
     def _can_write_in_place(self, writer: int, old: Buffer) -> bool:
@@ -652,6 +654,8 @@ def _copy_back_moved() -> None:
             pinned.copyin(value.numpy())
             realize.forget_readers({pinned})
         tensor.uop = _view(pinned, tensor.shape)
+        if index is None:
+            found._refresh_views()
 
 
 # --- helpers ---

@@ -1,7 +1,7 @@
 # Solutions of chapter 10, generated from tinyfw/mixin/nn_ops.py by `python -m tools.generate`.
 # Edit tinyfw/mixin/nn_ops.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/10_nn_optim --impl=solutions
-# generated text id: 28d3342be8390c9f (lets tools.generate tell your edits apart)
+# generated text id: 3a3bee303591edf2 (lets tools.generate tell your edits apart)
 """The functional ops of neural networks, as Tensor methods: convolution, pooling, dropout and
 normalization, each composed of the primitive ops (chapter 10)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
-from tinyfw.mixin.core import TensorCore, float32_inside
+from tinyfw.mixin.core import TensorCore, float32_inside, index_dtype
 from tinyfw.mixin.derived import _check_labels
 from tinyfw.mixin.indexing import _selection_gradient
 
@@ -396,7 +396,8 @@ class NNOps(TensorCore):
         out = out._with_gradient(_selection_gradient, (flat, hot), (flat.ndim - 1,))
         if not return_indices:
             return out
-        return out, hot.where(where, 0).sum(-1, dtype=where.dtype)
+        return out, hot.where(where, 0).sum(-1, dtype=where.dtype).cast(
+            index_dtype(self.device))
 
     def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: IntOrTuple = (2, 2),
                      stride: IntOrTuple | None = None, dilation: IntOrTuple = 1,

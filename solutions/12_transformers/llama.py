@@ -1,7 +1,7 @@
 # Solutions of chapter 12, generated from tinyfw/models/llama.py by `python -m tools.generate`.
 # Edit tinyfw/models/llama.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/12_transformers --impl=solutions
-# generated text id: 8e7a1aee8c20c9e4 (lets tools.generate tell your edits apart)
+# generated text id: 4eb60d0ab6c841ca (lets tools.generate tell your edits apart)
 """A Llama-style language model (SmolLM2-135M-Instruct) on tinyfw, from a GGUF file
 (chapter 12).
 

@@ -320,6 +320,8 @@ class TinyJit:
             self.jit_cache.append(Launch(_copy_item(old, new), old, [new]))
         old.copyin(new.numpy())
         tensor.uop = _view(old, tensor.shape)
+        if isinstance(tensor, Tensor):  # (not a part of a tensor over many devices)
+            tensor._refresh_views()  # its views read old too, which replays write
         return True
 
     def _can_write_in_place(self, writer: int, old: Buffer) -> bool:
@@ -648,6 +650,8 @@ def _copy_back_moved() -> None:
             pinned.copyin(value.numpy())
             realize.forget_readers({pinned})
         tensor.uop = _view(pinned, tensor.shape)
+        if index is None:
+            found._refresh_views()
 
 
 # --- helpers ---

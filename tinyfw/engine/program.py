@@ -79,7 +79,11 @@ class Build:
 # Programs built in this process, by key. A program stays callable for the process's life: one
 # whose compiled code the device unloads meanwhile (CPU keeps only so many libraries loaded,
 # tinyfw/runtime/ops_cpu.py) loads it again itself when next called.
+# At most MAX_PROGRAMS are kept (the oldest built goes first; a program a TinyJit or a kernel
+# that ran holds stays usable): a process making new kernels all along must not grow forever.
 cache: dict[tuple[Any, ...], CompiledKernel] = {}
+built = 0  # programs built (loaded) in this process: a counter for tests and DEBUG
+MAX_PROGRAMS = 4096
 
 
 def beam_width() -> int:
@@ -273,6 +277,10 @@ def _keep(build: Build, runner: Any) -> None:
     build.result = CompiledKernel(build.key, build.device.name, build.kernel, build.program,
                                   build.source, build.binary, runner, build.opts)
     cache[build.key] = build.result
+    global built
+    built += 1
+    while len(cache) > MAX_PROGRAMS:
+        _drop_oldest(cache)
 
 
 Pass = Callable[[Build], None]
@@ -435,6 +443,16 @@ def _remember(build: Build, program: CompiledKernel,
     compiler = build.device.compiler_for(program.kernel)
     _found.setdefault(item.ast, {})[(item.name, item.device)] = (
         compiler, _stamp_of(item.device, compiler, stamps), program)
+    while len(_found) > MAX_PROGRAMS:
+        _drop_oldest(_found)
+
+
+def _drop_oldest(table: dict) -> None:
+    """Forget the entry put in table first (dicts keep their order of insertion)."""
+    try:
+        del table[next(iter(table))]
+    except (KeyError, RuntimeError, StopIteration):  # (another thread changed it meanwhile)
+        pass
 
 
 def compile_together(builds: list[Build]) -> None:

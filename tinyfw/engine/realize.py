@@ -12,6 +12,7 @@ from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_
 from tinyfw.device import Buffer, Device
 from tinyfw.engine.program import CompiledKernel, build_programs, get_program
 from tinyfw.engine.schedule import ScheduleItem
+from tinyfw.engine.const_args import with_const_args
 from tinyfw.engine.schedule_cache import Walk, cached_schedule, recent_schedule, remember_recent
 from tinyfw.uop.ops import Ops, UOp
 
@@ -276,7 +277,7 @@ def schedule(*nodes: UOp) -> list[ScheduleItem]:
     taken: set[Check] = set()
     while checks := checks_in(walk, taken):
         walk.add(dict.fromkeys(n for c in checks for n in c.nodes() if not is_loaded(n)))
-    items = cached_schedule(walk)
+    items = with_const_args(cached_schedule(walk))  # numbers that vary: kernel arguments
     if not taken:  # (a schedule with checks is never one found without a walk)
         remember_recent(walk, items)
     return items

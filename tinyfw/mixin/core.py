@@ -9,6 +9,15 @@ from tinyfw.dtype import DType, dtypes
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 
+NO_INT64 = frozenset({"WEBGPU"})  # devices without 64-bit ints (WGSL has none)
+
+
+def index_dtype(device: str | tuple[str, ...]) -> DType:
+    """The dtype of the indices an op returns (argmax, sort, topk, nonzero...): torch's int64,
+    or int32 on a device without 64-bit ints (WEBGPU; site/correctness.md)."""
+    names = device if isinstance(device, tuple) else (device,)
+    return dtypes.int32 if any(n.partition(":")[0] in NO_INT64 for n in names) else dtypes.int64
+
 
 def float32_inside(method: Method) -> Method:
     """A method of one tensor that, given a float16 or bfloat16 tensor, computes in float32 and

@@ -30,7 +30,7 @@ import numpy as np
 from tinyfw.device import Device
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import normalize_axis, prod, shape_str
-from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.core import TensorCore, index_dtype
 from tinyfw.mixin import derived
 
 if TYPE_CHECKING:
@@ -332,7 +332,7 @@ class IndexingOps(TensorCore):
             dim += 1
         x = self.shrink(bounds)
         if any(flips):
-            x = x.flip([d for d, f in enumerate(flips) if f])
+            x = x._flip_view([d for d, f in enumerate(flips) if f])
         if any(s > 1 for s in steps):
             x = x._take_every(steps)
         final = [1 if entry is None else x.shape[entry] for entry in out_shape
@@ -490,9 +490,7 @@ class IndexingOps(TensorCore):
         x = x.reshape(tuple(v for c, st in zip(counts, steps) for v in (c, st)))
         x = x.shrink([b for c in counts for b in ((0, c), (0, 1))])
         out = x.reshape(tuple(counts))
-        root, ops = self._view if self._view is not None else (self, ())
-        out._view = (root, ops + (("every", tuple(steps)),))  # a view of self, for assign
-        return out
+        return self._as_view_of_self(out, ("every", tuple(steps)))  # a view of self
 
     # --- gather and scatter ---
 
@@ -632,11 +630,12 @@ class IndexingOps(TensorCore):
         1-D tensor per axis), as torch. Read on the host: the result's size depends on the
         data."""
         where = np.argwhere(self._read(copy=False))
+        dtype = index_dtype(self.device)  # int64, as torch (int32 on WEBGPU)
         if as_tuple:
             columns = where.T if self.ndim else where.reshape(-1, 1).T
-            return tuple(type(self)(np.ascontiguousarray(c), device=self.device,
-                                    dtype=dtypes.int64) for c in columns)
-        return type(self)(where.astype(np.int64), device=self.device, dtype=dtypes.int64)
+            return tuple(type(self)(np.ascontiguousarray(c).astype(dtype.np),
+                                    device=self.device, dtype=dtype) for c in columns)
+        return type(self)(where.astype(dtype.np), device=self.device, dtype=dtype)
 
     def nonzero_static(self: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
         """nonzero with a size known ahead, as torch.nonzero_static: the indices (int64, of

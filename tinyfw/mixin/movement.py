@@ -2,6 +2,7 @@
 indexing.py)."""
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,32 @@ def _tensor_list(first: Any, rest: tuple) -> list[Tensor]:
     return tensors
 
 
+def _apply_view_ops(x: Tensor, ops: tuple) -> Tensor:
+    """x seen through a chain of view ops (as MovementOps._view_result records them)."""
+    for op, arg in ops:
+        if op == "reshape":
+            x = x._of(x.uop.reshape(arg))
+        elif op == "permute":
+            x = x._of(x.uop.permute(arg))
+        elif op == "expand":
+            x = x._of(x.uop.expand(arg))
+        elif op == "shrink":
+            x = x._of(x.uop.shrink(arg))
+        elif op == "flip":
+            x = x._of(x.uop.flip(arg))
+        elif op == "detach":
+            x = x._of(x.uop.detach())
+        elif op == "same":  # (x.cast(its dtype), x.to(its device): torch's x itself)
+            continue
+        elif op == "contiguous":  # (x.contiguous() of a contiguous x: torch's x itself)
+            x = x._of(x.uop.contiguous())
+        elif op == "every":
+            x = x._take_every(list(arg))
+        else:  # "unfold": (its shape, dim, size, step)
+            x = x.unfold(*arg[1:])
+    return x
+
+
 def _unview(node: UOp, ops: tuple, shapes: list[tuple[int, ...]]) -> UOp:
     """The inverse of a chain of view ops (ops[k] took shapes[k] to shapes[k + 1]): node, of
     the view's shape, placed where the view's elements are in the base (zeros elsewhere)."""
@@ -66,8 +93,8 @@ def _unview(node: UOp, ops: tuple, shapes: list[tuple[int, ...]]) -> UOp:
             node = node.reshape(shape)
         elif op == "permute":
             node = node.permute(tuple(sorted(range(len(arg)), key=lambda i: arg[i])))
-        elif op == "flip":
-            node = node.flip(arg)
+        elif op in ("flip", "detach", "same", "contiguous"):
+            node = node.flip(arg) if op == "flip" else node
         elif op == "shrink":
             node = node.pad(tuple((b, s - e) for (b, e), s in zip(arg, shape)))
         elif op == "every":  # every arg[d]-th element: spread them back out
@@ -76,11 +103,12 @@ def _unview(node: UOp, ops: tuple, shapes: list[tuple[int, ...]]) -> UOp:
             node = node.pad(tuple(p for st in arg for p in ((0, 0), (0, st - 1))))
             node = node.reshape(tuple(c * st for c, st in zip(counts, arg)))
             node = node.shrink(tuple((0, s) for s in shape))
-        else:  # an expand: many elements of the view are one element of the base
+        else:  # an expand or unfold: many elements of the view are one element of the base
+            view_shape = arg if op == "expand" else arg[0]
             raise RuntimeError("unsupported operation: more than one element of the written-to "
                                "tensor refers to a single memory location (an expanded view "
-                               f"of shape {shape_str(arg)}). Please clone() the tensor before "
-                               "performing the operation.")
+                               f"of shape {shape_str(view_shape)}). Please clone() the tensor "
+                               "before performing the operation.")
     return node
 
 
@@ -96,6 +124,12 @@ class MovementOps(TensorCore):
     # _take_every (not restated: a stub here would hide the method of a mixin after this one).
     uop: UOp
     _view: tuple[Any, tuple] | None
+    _views: weakref.WeakSet | None  # the live views of this tensor (a base), or None
+
+    @staticmethod
+    def _of(uop: UOp) -> Tensor:
+        """A tensor for uop, with no checks."""
+        raise NotImplementedError
 
     @property
     def requires_grad(self) -> bool | None: raise NotImplementedError
@@ -121,11 +155,29 @@ class MovementOps(TensorCore):
 
     def _view_result(self: Tensor, uop: UOp, *ops: tuple[str, Any]) -> Tensor:
         """A tensor for uop, a view of self made by ops, that remembers its base (the tensor
-        at the bottom of a chain of views) and the ops from it, so assign can write through."""
-        out = self._result(uop, self)
+        at the bottom of a chain of views) and the ops from it, so assign can write through,
+        and that its base knows of, so a write to the base is seen through it."""
+        return self._as_view_of_self(self._result(uop, self), *ops)
+
+    def _as_view_of_self(self: Tensor, out: Tensor, *ops: tuple[str, Any]) -> Tensor:
+        """Make out a view of self by ops (see _view_result); returns out."""
         root, before = self._view if self._view is not None else (self, ())
         out._view = (root, before + tuple(ops))
+        if root._views is None:
+            root._views = weakref.WeakSet()
+        root._views.add(out)
         return out
+
+    def _refresh_views(self: Tensor) -> None:
+        """After this tensor got a new value (assign, setitem, an in-place op): each live view
+        of it is built again from the new value by its view ops, so that it shows the write, as
+        torch's views do (they share the base's memory)."""
+        if not self._views:
+            return
+        for view in list(self._views):
+            if view._view is None or view._view[0] is not self:
+                continue  # no longer a view of self (made a parameter of its own)
+            view.uop = _apply_view_ops(type(self)._of(self.uop), view._view[1]).uop
 
     def _assign_through(self: Tensor, value: UOp) -> None:
         """Give this view's base the value `value` (of this view's shape, dtype and device) at
@@ -297,6 +349,11 @@ class MovementOps(TensorCore):
             repeated = next(a for a in axes if [normalize_axis(g, self.ndim)
                                                 for g in given].count(a) > 1)
             raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
+        mask = tuple(i in axes for i in range(self.ndim))
+        return self._result(self.uop.flip(mask), self)  # a copy, as torch's, not a view
+
+    def _flip_view(self: Tensor, axes: Sequence[int]) -> Tensor:
+        """The elements in reverse order along axes, as a view of self (x[::-1], numpy's)."""
         mask = tuple(i in axes for i in range(self.ndim))
         return self._view_result(self.uop.flip(mask), ("flip", mask))
 
@@ -553,9 +610,8 @@ class MovementOps(TensorCore):
         picked = rows._take_every([1] * self.ndim + [step])  # (..., size, n)
         order = list(range(d)) + [self.ndim] + list(range(d, self.ndim - 1)) + [self.ndim - 1]
         out = picked.permute(order)
-        root, before = self._view if self._view is not None else (self, ())
-        out._view = (root, before + (("expand", out.shape),))  # windows overlap: no writes
-        return out
+        # windows overlap: a view to read, not to write through
+        return self._as_view_of_self(out, ("unfold", (out.shape, d, size, step)))
 
     def repeat_interleave(self: Tensor, repeats: int, dim: int | None = None) -> Tensor:
         """Each element repeated `repeats` times in a row along dim (of the flattened tensor
@@ -643,9 +699,12 @@ def _shape_after(shape: tuple[int, ...], op: str, arg: Any) -> tuple[int, ...]:
         return tuple(-(-s // st) for s, st in zip(shape, arg))
     if op == "permute":
         return tuple(shape[i] for i in arg)
+    if op == "unfold":
+        return arg[0]
     if op == "shrink":
         return tuple(e - b for b, e in arg)
-    return shape if op == "flip" else tuple(arg)  # reshape and expand: arg is the new shape
+    # reshape and expand: arg is the new shape
+    return shape if op in ("flip", "detach", "same", "contiguous") else tuple(arg)
 
 
 def _einsum_terms(formula: str, shapes: list[tuple[int, ...]]) -> tuple[list[list[str]], list[str]]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import ceildiv
-from tinyfw.mixin.core import TensorCore, float32_inside
+from tinyfw.mixin.core import TensorCore, float32_inside, index_dtype
 from tinyfw.mixin.derived import _check_labels
 from tinyfw.mixin.indexing import _selection_gradient
 
@@ -392,7 +392,8 @@ class NNOps(TensorCore):
         out = out._with_gradient(_selection_gradient, (flat, hot), (flat.ndim - 1,))
         if not return_indices:
             return out
-        return out, hot.where(where, 0).sum(-1, dtype=where.dtype)
+        return out, hot.where(where, 0).sum(-1, dtype=where.dtype).cast(
+            index_dtype(self.device))
 
     def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: IntOrTuple = (2, 2),
                      stride: IntOrTuple | None = None, dilation: IntOrTuple = 1,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from tinyfw.dtype import DType, dtypes, to_dtype
 from tinyfw.helpers import normalize_axis
-from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.core import TensorCore, index_dtype
 from tinyfw.mixin.indexing import _selected
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ class ScanOps(TensorCore):
             index = type(t).arange(t.shape[-1], device=t.device).expand(t.shape)
             return _scan([t, index], _later_max, [dtypes.min(t.dtype), 0])
         values, indices = self._along(axis, run)
-        return values, indices
+        return values, indices.cast(index_dtype(self.device))  # int64, as torch
 
     def cummin(self: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
         """The running min along axis and its index (the last one on a tie; NaN stays)."""
@@ -255,7 +255,7 @@ class ScanOps(TensorCore):
             hot = indices.unsqueeze(-1) == type(t).arange(t.shape[-1], device=t.device)
             return [_selected(hot, t.unsqueeze(-2), -1), indices]
         values, indices = self._along(dim, run)
-        return values, indices
+        return values, indices.cast(index_dtype(self.device))  # int64, as torch
 
     def argsort(self: Tensor, dim: int = -1, descending: bool = False,
                 stable: bool = False) -> Tensor:

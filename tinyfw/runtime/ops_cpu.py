@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -113,7 +114,74 @@ def _verified_bytes(lib: Path, record: Path, source: str, flags: list[str]) -> b
         return None
     if not data or hashlib.sha256(data).hexdigest() != meta["sha256"]:
         return None
+    try:  # used now: the last to go when the cache is trimmed (its access time; the
+        # modification time stays the build's)
+        os.utime(lib, ns=(time.time_ns(), lib.stat().st_mtime_ns))
+    except OSError:
+        pass
     return data
+
+
+# --- the size of the cache on disk ---
+# A process that makes new kernels all the time (a number that changes in every kernel's
+# source, a search trying variants) would fill the disk. Past $TINYFW_CACHE_MB megabytes (1024
+# by default; 0: no limit) the entries used longest ago (a library's access time, which each
+# verified load sets) are deleted until the cache is at 90% of the limit. Deleting is
+# safe at any time: an entry that is missing or half deleted fails its check and is built again.
+DEFAULT_CACHE_MB = 1024
+_cache_bytes: dict[Path, int] = {}  # per cache directory: its size, as last seen plus writes
+
+
+def cache_limit() -> int:
+    """The most bytes the kernel cache on disk may hold ($TINYFW_CACHE_MB; 0: no limit)."""
+    try:
+        return int(float(os.getenv("TINYFW_CACHE_MB", DEFAULT_CACHE_MB)) * 2**20)
+    except ValueError:
+        return DEFAULT_CACHE_MB * 2**20
+
+
+def _note_written(directory: Path, added: int) -> None:
+    """added bytes were written into the cache at directory: trim it if it is over the limit
+    (the directory is measured once per process, then its size followed)."""
+    limit = cache_limit()
+    if limit <= 0:
+        return
+    if directory not in _cache_bytes:
+        _cache_bytes[directory] = _cache_size(directory)
+    else:
+        _cache_bytes[directory] += added
+    if _cache_bytes[directory] > limit:
+        _cache_bytes[directory] = _trim_cache(directory, int(limit * 0.9))
+
+
+def _cache_files(directory: Path) -> list[tuple[float, int, Path]]:
+    """(access time, size, path) of each library of the cache (not temporary files)."""
+    found = []
+    for path in directory.glob("*.so"):
+        try:
+            stat = path.stat()
+        except OSError:  # (deleted meanwhile by another process)
+            continue
+        found.append((stat.st_atime, stat.st_size + _size(path.with_suffix(".json")), path))
+    return found
+
+
+def _cache_size(directory: Path) -> int:
+    return sum(size for _, size, _ in _cache_files(directory))
+
+
+def _trim_cache(directory: Path, target: int) -> int:
+    """Delete the entries used longest ago until the cache holds at most target bytes; returns
+    the bytes left."""
+    files = sorted(_cache_files(directory))
+    total = sum(size for _, size, _ in files)
+    for _, size, lib in files:
+        if total <= target:
+            break
+        _remove(lib.with_suffix(".json"))  # (the record first: a library alone fails its check)
+        _remove(lib)
+        total -= size
+    return total
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -127,6 +195,19 @@ def _write_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _entry_size(lib: Path, record: Path) -> int:
+    """The bytes of a cache entry (0 for a file missing)."""
+    return _size(lib) + _size(record)
+
+
+def _size(path: Path) -> int:
+    """The bytes of a file, 0 if it is missing (another process may delete it meanwhile)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _remove(path: str | Path) -> None:
@@ -271,6 +352,8 @@ class ClangStyleCompiler:
                     [entries[i] for i in chosen]):
                 for i in chosen:
                     _build(sources[i], self.find_compiler(), self.flags, *entries[i])
+        if todo:
+            _note_written(entries[0][0].parent, sum(_entry_size(*entries[i]) for i in todo))
         for lib, _ in entries:
             _made_by[lib] = self
         return [lib for lib, _ in entries]
