@@ -1,7 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/engine/jit.py by `python -m tools.generate`.
 # Edit tinyfw/engine/jit.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
-# generated text id: e49e77d3e719b97c (lets tools.generate tell your edits apart)
+# generated text id: 89093fe76e222859 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -103,7 +103,7 @@ import numpy as np
 from tinyfw.engine import realize
 from tinyfw.engine.debug import debug_level
 from tinyfw.engine.memory import lifetimes, memory_bytes, plan_memory
-from tinyfw.device import Buffer
+from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType
 from tinyfw.helpers import shape_str
 from tinyfw.engine.graph import graph_steps, graphs_enabled
@@ -112,11 +112,6 @@ from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.runtime.graph import DeviceGraph
 from tinyfw.tensor import Tensor
 from tinyfw.uop.ops import Ops, UOp
-
-# Devices where a kernel may not read and write one buffer: WebGPU refuses a buffer bound both
-# as a kernel's (writable) output and as one of its (read-only) inputs.
-NO_IN_PLACE = frozenset({"WEBGPU"})
-
 
 class JitError(RuntimeError):
     """A function TinyJit cannot replay faithfully, or a call unlike the captured one."""
@@ -332,7 +327,9 @@ class TinyJit:
         """Can the kernel at jit_cache[writer] write old rather than its own new buffer?"""
         launch = self.jit_cache[writer]
         ast = launch.item.ast
-        if ast is None or launch.item.device.partition(":")[0] in NO_IN_PLACE:
+        # (a device whose kernels may not read and write one buffer says so: WebGPU refuses a
+        # buffer bound both as a kernel's writable output and as one of its read-only inputs)
+        if ast is None or not Device[launch.item.device].renderer.in_place:
             return False
         if any(old in later.inputs for later in self.jit_cache[writer + 1:]):
             return False  # a later kernel reads the old value

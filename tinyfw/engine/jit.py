@@ -99,7 +99,7 @@ import numpy as np
 from tinyfw.engine import realize
 from tinyfw.engine.debug import debug_level
 from tinyfw.engine.memory import lifetimes, memory_bytes, plan_memory
-from tinyfw.device import Buffer
+from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType
 from tinyfw.helpers import shape_str
 from tinyfw.engine.graph import graph_steps, graphs_enabled
@@ -108,11 +108,6 @@ from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.runtime.graph import DeviceGraph
 from tinyfw.tensor import Tensor
 from tinyfw.uop.ops import Ops, UOp
-
-# Devices where a kernel may not read and write one buffer: WebGPU refuses a buffer bound both
-# as a kernel's (writable) output and as one of its (read-only) inputs.
-NO_IN_PLACE = frozenset({"WEBGPU"})
-
 
 class JitError(RuntimeError):
     """A function TinyJit cannot replay faithfully, or a call unlike the captured one."""
@@ -328,7 +323,9 @@ class TinyJit:
         """Can the kernel at jit_cache[writer] write old rather than its own new buffer?"""
         launch = self.jit_cache[writer]
         ast = launch.item.ast
-        if ast is None or launch.item.device.partition(":")[0] in NO_IN_PLACE:
+        # (a device whose kernels may not read and write one buffer says so: WebGPU refuses a
+        # buffer bound both as a kernel's writable output and as one of its read-only inputs)
+        if ast is None or not Device[launch.item.device].renderer.in_place:
             return False
         if any(old in later.inputs for later in self.jit_cache[writer + 1:]):
             return False  # a later kernel reads the old value
