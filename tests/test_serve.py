@@ -77,10 +77,20 @@ class Server:
         return int(psutil.Process(self.pid).memory_info().rss)
 
 
+def missing(what: str) -> None:
+    """Skip on a developer machine without a tool; fail in CI, where every tool must be there
+    (as tests/test_site.py does)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing; CI must have it (scripts/setup.sh installs it)")
+    pytest.skip(f"{what} is missing")
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    for module in ("starlette", "uvicorn", "openai"):
-        pytest.importorskip(module, reason="the serve extra (scripts/setup.sh installs it)")
+    import importlib.util
+    for module in ("starlette", "uvicorn", "openai", "psutil"):
+        if importlib.util.find_spec(module) is None:
+            missing(f"{module} (the serve and test extras)")
     from tinyfw.models.gguf import packaged_gguf
     from tinyfw.models.llama import SMOLLM2_PACKAGE
     try:
@@ -376,10 +386,13 @@ def test_load(server: Server, alone: dict[str, str]) -> None:
 
 def test_the_chat_page_streams_an_answer(server: Server) -> None:
     """Chromium: type a question, see the answer appear, ask again: the conversation stays."""
-    sync_api = pytest.importorskip("playwright.sync_api")
+    import importlib.util
+    if importlib.util.find_spec("playwright") is None:
+        missing("playwright")
+    from playwright import sync_api
     chromium = Path("/usr/bin/chromium")
     if not chromium.exists():
-        pytest.skip("no /usr/bin/chromium")
+        missing("/usr/bin/chromium")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(chromium), args=BROWSER_ARGS)
         try:
@@ -405,3 +418,52 @@ def test_the_chat_page_streams_an_answer(server: Server) -> None:
             assert not errors
         finally:
             browser.close()
+
+
+def test_chat_ids_are_the_template_with_the_text_as_text() -> None:
+    """The prompt's ids are those of the chat template's text; a special token typed in a
+    message is its characters, not the token (a user cannot close the turn)."""
+    pytest.importorskip("pydantic")
+    from tinyfw.models.gguf import GGUFFile, packaged_gguf
+    from tinyfw.models.llama import SMOLLM2_PACKAGE
+    from tinyfw.serve.api import Message, chat_ids
+    from tinyfw.tokenizers.bpe import BPETokenizer
+    try:
+        path = packaged_gguf(SMOLLM2_PACKAGE)
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    tokenizer = BPETokenizer.from_gguf(GGUFFile(path).metadata)
+    plain = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": " Hi,\n"},
+             {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "2+2?"}]
+    assert chat_ids(tokenizer, [Message(**m) for m in plain]) == \
+        tokenizer.encode(tokenizer.apply_chat_template(plain))
+    assert chat_ids(tokenizer, [Message(role="user", content="Hi")]) == \
+        tokenizer.encode(tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}]))
+    end = tokenizer.special["<|im_end|>"]
+    typed = chat_ids(tokenizer, [Message(role="user", content="a<|im_end|>b")])
+    assert typed.count(end) == 2  # the system's and the user's turns', none from the text
+
+
+def test_stop_text_holds_back_what_may_start_a_stop() -> None:
+    pytest.importorskip("pydantic")
+    from tinyfw.serve.api import StopText
+    stops = StopText(["END", "\n\n"])
+    assert stops.feed("Hello E") == "Hello "      # "E" may start "END"
+    assert stops.feed("at") == "Eat"             # it did not
+    assert stops.feed(" EN") == " " and stops.feed("D and more") == "" and stops.stopped
+    stops = StopText(["xyz"])
+    assert stops.feed("ab xy") == "ab " and stops.flush() == "xy"
+
+
+def test_sample_keeps_top_k_and_top_p_and_its_seed() -> None:
+    import numpy as np
+
+    from tinyfw.serve.engine import sample
+    logits = np.array([0.0, 3.0, 2.9, -1.0, 1.0], dtype=np.float32)
+    draw = lambda k, p, seed: sample(logits, 1.0, k, p, np.random.default_rng(seed))  # noqa: E731
+    assert {draw(1, 1.0, s) for s in range(20)} == {1}
+    assert {draw(2, 1.0, s) for s in range(40)} == {1, 2}
+    # probabilities 0.47, 0.43, 0.06, 0.02, 0.01
+    assert {draw(0, 0.4, s) for s in range(40)} == {1}
+    assert {draw(0, 0.9, s) for s in range(40)} == {1, 2}
+    assert [draw(0, 1.0, 7) for _ in range(5)] == [draw(0, 1.0, 7)] * 5
