@@ -315,3 +315,20 @@ def test_kinds_with_cl(devices):
     one = Tensor(W, requires_grad=True)
     (Tensor(X) @ one).relu().mean().backward()
     np.testing.assert_allclose(w.grad.numpy(), one.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_a_loss_of_sharded_logits_has_the_gradient_of_one_device() -> None:
+    """Cross entropy picks each row's target log-probability with a gradient override: its
+    logits (N, C) are cut like its values (N,), so each shard takes its own rows' gradient
+    (the override raised MultiError for inputs of another shape; chapter 13's notebook)."""
+    xs = np.random.default_rng(0).standard_normal((8, 10)).astype(np.float32)
+    labels = [1, 2, 3, 4, 5, 6, 7, 8]
+    x0 = Tensor(xs, requires_grad=True)
+    loss = x0.shard(("CPU:0", "CPU:1"), axis=0).sparse_categorical_crossentropy(
+        Tensor(labels).shard(("CPU:0", "CPU:1"), axis=0))
+    loss.backward()
+    x1 = Tensor(xs, requires_grad=True)
+    want = x1.sparse_categorical_crossentropy(Tensor(labels))
+    want.backward()
+    np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-6)
+    np.testing.assert_allclose(x0.grad.numpy(), x1.grad.numpy(), rtol=1e-6, atol=1e-7)

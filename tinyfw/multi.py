@@ -463,8 +463,14 @@ def with_gradient_parts(value: MultiUOp, inputs: list[Any], override: Any) -> Mu
             raise MultiError(f"a gradient override of a tensor on {value.device} with an input "
                              f"on {getattr(x, 'device', '?')}: not supported")
         if x.axis is not None and x.shape != value.shape:
-            raise MultiError(f"a gradient override with a sharded input of shape {x.shape} for "
-                             f"a value of shape {value.shape}: not supported")
+            # an input of another shape (a loss's logits (N, C) for its values (N,)) is taken
+            # part by part where it is cut alike: on the value's axis, into parts as long
+            if value.axis != x.axis or [q.shape[x.axis] for q in x.parts] != \
+                    [q.shape[x.axis] for q in value.parts]:
+                raise MultiError(f"a gradient override with a sharded input of shape {x.shape} "
+                                 f"for a value of shape {value.shape}: not supported")
+            placed.append(x)
+            continue
         placed.append(x if x.axis is None and x.shape != value.shape else
                       x.to_axis(value.axis, value.bounds() if value.axis is not None else None))
     return MultiUOp([with_gradient(p, tuple(x.parts[i] for x in placed), override)

@@ -1,7 +1,7 @@
 # Exercises of chapter 13, generated from tinyfw/multi.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/13_many_devices
-# generated text id: 3d9c6aa2d5074182 (lets tools.generate tell your edits apart)
+# generated text id: 5e83429eb5f50cb9 (lets tools.generate tell your edits apart)
 """Many devices (chapter 13): a tensor's value spread over several devices, and all-reduce.
 
 A sharded tensor is an ordinary Tensor whose `.uop` is a MultiUOp instead of a UOp: one plain
@@ -438,8 +438,14 @@ def with_gradient_parts(value: MultiUOp, inputs: list[Any], override: Any) -> Mu
             raise MultiError(f"a gradient override of a tensor on {value.device} with an input "
                              f"on {getattr(x, 'device', '?')}: not supported")
         if x.axis is not None and x.shape != value.shape:
-            raise MultiError(f"a gradient override with a sharded input of shape {x.shape} for "
-                             f"a value of shape {value.shape}: not supported")
+            # an input of another shape (a loss's logits (N, C) for its values (N,)) is taken
+            # part by part where it is cut alike: on the value's axis, into parts as long
+            if value.axis != x.axis or [q.shape[x.axis] for q in x.parts] != \
+                    [q.shape[x.axis] for q in value.parts]:
+                raise MultiError(f"a gradient override with a sharded input of shape {x.shape} "
+                                 f"for a value of shape {value.shape}: not supported")
+            placed.append(x)
+            continue
         placed.append(x if x.axis is None and x.shape != value.shape else
                       x.to_axis(value.axis, value.bounds() if value.axis is not None else None))
     return MultiUOp([with_gradient(p, tuple(x.parts[i] for x in placed), override)
