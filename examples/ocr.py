@@ -48,15 +48,21 @@ class Reader:
                      if p.key == "character").split("\n")
         self.alphabet = ["<blank>"] + chars + [" "]
 
-    def detect(self, image: np.ndarray) -> np.ndarray:
-        """The probability that each pixel is text (H, W), for an RGB uint8 image."""
+    def detector_input(self, image: np.ndarray) -> np.ndarray:
+        """An RGB uint8 image as the detector takes it: (1, 3, H', W'), scaled to -1..1."""
         h, w = image.shape[:2]
         # sides rounded to multiples of 32 (the detector halves the image five times), the
         # longer side at most 960 pixels
         scale = min(960 / max(h, w), 1.0)
         nh, nw = max(32, round(h * scale / 32) * 32), max(32, round(w * scale / 32) * 32)
         resized = np.asarray(Image.fromarray(image).resize((nw, nh), Image.BILINEAR))
-        x = ((resized.astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None]
+        return np.ascontiguousarray(
+            ((resized.astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None])
+
+    def detect(self, image: np.ndarray) -> np.ndarray:
+        """The probability that each pixel is text (H, W), for an RGB uint8 image."""
+        h, w = image.shape[:2]
+        x = self.detector_input(image)
         out = self.detector({"x": Tensor(x, device=self.detector.device)})
         prob = next(iter(out.values())).numpy()[0, 0]
         return np.asarray(Image.fromarray(prob).resize((w, h), Image.BILINEAR))
@@ -90,12 +96,17 @@ class Reader:
             found.append((max(x0 - g, 0), max(y0 - g, 0), min(x1 + g, w), min(y1 + g, h)))
         return sorted(found, key=lambda b: (b[1], b[0]))
 
-    def recognize(self, line: np.ndarray) -> tuple[str, float]:
-        """The text of one line's image (RGB uint8) and its mean confidence."""
+    def recognizer_input(self, line: np.ndarray) -> np.ndarray:
+        """One line's image (RGB uint8) as the recognizer takes it: 48 pixels high, -1..1."""
         h, w = line.shape[:2]
         nw = max(8, int(np.ceil(48 * w / h / 8)) * 8)
         resized = np.asarray(Image.fromarray(line).resize((nw, 48), Image.BILINEAR))
-        x = ((resized.astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None]
+        return np.ascontiguousarray(
+            ((resized.astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None])
+
+    def recognize(self, line: np.ndarray) -> tuple[str, float]:
+        """The text of one line's image (RGB uint8) and its mean confidence."""
+        x = self.recognizer_input(line)
         out = self.recognizer({"x": Tensor(x, device=self.recognizer.device)})
         probs = next(iter(out.values())).numpy()[0]  # (slices, characters)
         best, conf = probs.argmax(-1), probs.max(-1)
