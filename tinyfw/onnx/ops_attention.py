@@ -30,7 +30,7 @@ def attention(n: Call, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = No
     scale = n.attr("scale", None)
     scale = math.sqrt(1 / math.sqrt(q.shape[3]) if scale is None else scale)
     if past_k is not None and past_v is not None:
-        k, v = past_k.cat(k, dim=2), past_v.cat(v, dim=2)
+        k, v = Tensor.cat(past_k, k, dim=2), Tensor.cat(past_v, v, dim=2)
     present_k, present_v = k, v
     qs, ks = q.shape[2], k.shape[2]
     bias = Tensor.zeros(qs, ks, dtype=q.dtype, device=q.device)
@@ -117,8 +117,8 @@ def rotary_embedding(n: Call, x: Tensor, cos: Tensor, sin: Tensor,
         out = Tensor.stack(r1, r2, dim=-1).reshape(*xr.shape)
     else:
         x1, x2 = xr[..., :rot // 2], xr[..., rot // 2:]
-        out = (x1 * cos - x2 * sin).cat(x2 * cos + x1 * sin, dim=-1)
-    out = out.cat(rest, dim=-1) if rest.shape[-1] else out
+        out = Tensor.cat(x1 * cos - x2 * sin, x2 * cos + x1 * sin, dim=-1)
+    out = Tensor.cat(out, rest, dim=-1) if rest.shape[-1] else out
     if four_d:
         return out.transpose(1, 2)
     return out.reshape(out.shape[0], out.shape[1], -1)

@@ -21,7 +21,7 @@ _UNARY = {
 }
 
 
-def _unary(name: str):  # type: ignore[no-untyped-def]
+def _unary(name: str):
     fn = _UNARY[name]
     return lambda n, x: fn(x)
 
@@ -166,7 +166,7 @@ def mod(n: Call, a: Tensor, b: Tensor) -> Tensor:
     return a.mod(b)
 
 
-def _variadic(fn):  # type: ignore[no-untyped-def]
+def _variadic(fn):
     return lambda n, *xs: functools.reduce(fn, xs[1:], xs[0])
 
 
@@ -249,7 +249,7 @@ def _reduce_axes(n: Call, x: Tensor, axes_input: Tensor | None) -> tuple[int, ..
     return tuple(a + x.ndim if a < 0 else a for a in axes)
 
 
-def _reducer(fn):  # type: ignore[no-untyped-def]
+def _reducer(fn):
     def run(n: Call, x: Tensor, axes_input: Tensor | None = None) -> Tensor:
         axes = _reduce_axes(n, x, axes_input)
         keep = bool(n.attr("keepdims", 1))
@@ -259,15 +259,15 @@ def _reducer(fn):  # type: ignore[no-untyped-def]
     return run
 
 
-def _sum(x: Tensor, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _sum(x: Tensor, axes, keep, identity=False):
     return x if identity else x.sum(axes, keepdim=keep, dtype=x.dtype)
 
 
-def _mean(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _mean(x, axes, keep, identity=False):
     return x if identity else x.mean(axes, keepdim=keep).cast(x.dtype)
 
 
-def _max(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _max(x, axes, keep, identity=False):
     if identity:
         return x
     if x.numel() == 0:
@@ -277,7 +277,7 @@ def _max(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
     return x.max(axes, keepdim=keep)
 
 
-def _min(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _min(x, axes, keep, identity=False):
     if identity:
         return x
     if x.numel() == 0:
@@ -287,35 +287,35 @@ def _min(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
     return x.min(axes, keepdim=keep)
 
 
-def _reduced_shape(x: Tensor, axes, keep) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
+def _reduced_shape(x: Tensor, axes, keep) -> tuple[int, ...]:
     axes = tuple(range(x.ndim)) if axes is None else axes
     return tuple(1 if i in axes else s for i, s in enumerate(x.shape) if keep or i not in axes)
 
 
-def _prod(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _prod(x, axes, keep, identity=False):
     return x if identity else x.prod(axes, keepdim=keep).cast(x.dtype)
 
 
-def _l1(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _l1(x, axes, keep, identity=False):
     return x.abs() if identity else x.abs().sum(axes, keepdim=keep, dtype=x.dtype)
 
 
-def _l2(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _l2(x, axes, keep, identity=False):
     sq = x * x
     out = sq if identity else sq.sum(axes, keepdim=keep, dtype=x.dtype)
     return out.cast(dtypes.float64).sqrt().cast(x.dtype) if x.dtype.is_int else out.sqrt()
 
 
-def _sum_square(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _sum_square(x, axes, keep, identity=False):
     sq = x * x
     return sq if identity else sq.sum(axes, keepdim=keep, dtype=x.dtype)
 
 
-def _log_sum(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _log_sum(x, axes, keep, identity=False):
     return (x if identity else x.sum(axes, keepdim=keep)).log()
 
 
-def _log_sum_exp(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
+def _log_sum_exp(x, axes, keep, identity=False):
     if identity:
         return x.exp().log()
     if x.dtype.is_int:
@@ -325,14 +325,14 @@ def _log_sum_exp(x, axes, keep, identity=False):  # type: ignore[no-untyped-def]
     return x.logsumexp(axes, keepdim=keep)
 
 
-for _name, _fn in {"ReduceSum": _sum, "ReduceMean": _mean, "ReduceMax": _max,
+for _name, _reduce in {"ReduceSum": _sum, "ReduceMean": _mean, "ReduceMax": _max,
                    "ReduceMin": _min, "ReduceProd": _prod, "ReduceL1": _l1, "ReduceL2": _l2,
                    "ReduceSumSquare": _sum_square, "ReduceLogSum": _log_sum,
                    "ReduceLogSumExp": _log_sum_exp}.items():
-    op(_name)(_reducer(_fn))
+    op(_name)(_reducer(_reduce))
 
 
-def _arg(largest: bool):  # type: ignore[no-untyped-def]
+def _arg(largest: bool):
     def run(n: Call, x: Tensor) -> Tensor:
         axis, keep = n.attr("axis", 0), bool(n.attr("keepdims", 1))
         axis = axis + x.ndim if axis < 0 else axis

@@ -55,7 +55,7 @@ def causal_conv_with_state(n: Call, x: Tensor, w: Tensor, b: Tensor | None = Non
     k = w.shape[2]
     if past is None:
         past = Tensor.zeros(x.shape[0], x.shape[1], k - 1, dtype=x.dtype, device=x.device)
-    padded = past.cat(x, dim=2) if k > 1 else x
+    padded = Tensor.cat(past, x, dim=2) if k > 1 else x
     out = padded.conv2d(w, b, groups=x.shape[1]).cast(x.dtype)
     if n.attr("activation", "none") in ("silu", "swish"):
         wide = _wide(out)
@@ -261,7 +261,7 @@ def scan(n: Call, *inputs: Tensor) -> list[Tensor]:
 
 
 # --- signal windows ---
-def _window(terms: tuple[float, ...]):  # type: ignore[no-untyped-def]
+def _window(terms: tuple[float, ...]):
     def run(n: Call, size_t: Tensor) -> Tensor:
         from tinyfw.onnx.runner import dtype_of
         size = n.ints(size_t)[0]

@@ -45,7 +45,7 @@ def conv(n: Call, x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
     strides, dilations = _conv_params(n, x, kernel)
     pads = _spatial_pads(n, x, kernel, strides, dilations)
     if any(p for pair in pads for p in pair):
-        x = x.pad([None, None] + pads)
+        x = x.pad([None, None, *pads])
     return x.conv2d(w, b, groups=n.attr("group", 1), stride=tuple(strides),
                     dilation=tuple(dilations), padding=0)
 
@@ -101,7 +101,7 @@ def _pool_windows(n: Call, x: Tensor, fill: float) -> tuple[Tensor, list[int], P
                 outs -= 1
             extra[j] = max((outs - 1) * s + (kk - 1) * d + 1 - (size + pb + pe), 0)
     both = [(pb, pe + e) for (pb, pe), e in zip(pads, extra)]
-    padded = x.pad([None] * (x.ndim - k) + both, value=fill) if any(
+    padded = x.pad([*([None] * (x.ndim - k)), *both], value=fill) if any(
         p for pair in both for p in pair) else x
     return padded._pool(tuple(kernel), tuple(strides), tuple(dilations)), kernel, pads, extra
 
@@ -280,7 +280,7 @@ def lrn(n: Call, x: Tensor) -> Tensor:
 
 
 # --- softmax ---
-def _softmax_like(fn_name: str):  # type: ignore[no-untyped-def]
+def _softmax_like(fn_name: str):
     def run(n: Call, x: Tensor) -> Tensor:
         if n.opset < 13:
             axis = _axis(n.attr("axis", 1), x.ndim)
@@ -437,7 +437,7 @@ def _rnn_check(info: NodeInfo) -> str | None:
 _ACT = {"Sigmoid": Tensor.sigmoid, "Tanh": Tensor.tanh, "Relu": Tensor.relu}
 
 
-def _activations(n: Call, default: list[str], directions: int) -> list:  # type: ignore[type-arg]
+def _activations(n: Call, default: list[str], directions: int) -> list:
     names = n.attr("activations", None) or default * directions
     for name in names:
         if name not in _ACT:

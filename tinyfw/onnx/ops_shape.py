@@ -131,7 +131,7 @@ def tile(n: Call, x: Tensor, repeats: Tensor) -> Tensor:
 def concat(n: Call, *xs: Tensor) -> Tensor:
     axis = _axis(n.attr("axis"), xs[0].ndim)
     parts = [x for x in xs if x.shape[axis] > 0] or [xs[0]]
-    return parts[0].cat(*parts[1:], dim=axis) if len(parts) > 1 else parts[0]
+    return Tensor.cat(*parts, dim=axis) if len(parts) > 1 else parts[0]
 
 
 @op("Split")

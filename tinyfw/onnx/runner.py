@@ -102,7 +102,8 @@ class Graph:
             if node.op_type not in OPS:
                 raise NotImplementedError(f"{where_node}: tinyfw has no operator "
                                           f"{node.op_type}")
-            attrs, graphs = {}, {}
+            attrs: dict[str, Any] = {}
+            graphs: dict[str, Graph] = {}
             for a in node.attribute:
                 value = _attr_value(a, opset, where_node)
                 (graphs if isinstance(value, Graph) else attrs)[a.name] = value
@@ -220,8 +221,7 @@ class OnnxRunner:
         fold = opdef.fold and not node.graphs and all(a is None or a in known for a in args) \
             and sum(a.numel() for a in args if a is not None) <= FOLD_LIMIT
         if fold:
-            args = [None if a is None else known.add(Tensor(v, device="NUMPY"), v)
-                    for a in args for v in [known.get(a)]]
+            args = [None if a is None else _on_numpy(known, a) for a in args]
         call = Call(node, known, "NUMPY" if fold else self.device,
                     lambda g, values: self._subgraph(g, values, env, known))
         try:
@@ -256,6 +256,13 @@ class OnnxRunner:
             inner[name] = value
         self._run(graph, inner, known)
         return [inner[name] for name in graph.outputs]
+
+
+def _on_numpy(known: Known, t: Tensor) -> Tensor:
+    """A known value as a tensor on the NUMPY device (where folding computes), known too."""
+    value = known.get(t)
+    assert value is not None
+    return known.add(Tensor(value, device="NUMPY"), value)
 
 
 def _tensor(t: Tensor | None, name: str) -> Tensor:
