@@ -394,3 +394,31 @@ def test_nonzero_static(values: Any, size: int, fill: int, needs_dtypes: Any) ->
 def test_nonzero_static_negative_size_raises() -> None:
     check_error([np.array([1, 0])], lambda t: torch.nonzero_static(t, size=-1),
                 lambda t: t.nonzero_static(size=-1))
+
+
+# --- float16 selects on a toolchain that cannot assemble them -----------------------------------
+def test_float16_select_builds_for_avx512fp16_targets() -> None:
+    """gcc 12 with binutils 2.40 emits a zero-masked vmovsh (which the assembler refuses) for a
+    float16 select on a processor with AVX512-FP16: the flags tinyfw compiles with for such a
+    processor (probed once) build it, and the float16 relu kernel tinyfw renders."""
+    from tinyfw.runtime.ops_cpu import FLOAT16_PROBE, builds, compile_flags, find_compiler
+    flags = compile_flags("sapphirerapids")
+    assert flags[-2:] == ["-x", "c"]
+    relu = FLOAT16_PROBE.replace("tf_probe", "E_4_7").replace("i < 7", "i < 28")
+    for source in (FLOAT16_PROBE, relu):
+        assert builds(find_compiler(), flags[:-2], source), f"{flags} cannot build a select"
+
+
+@pytest.mark.parametrize("fn", ["relu", "clamp", "where", "maximum", "hardtanh", "abs"])
+def test_float16_selects_like_torch(fn: str, needs_dtypes: Any) -> None:
+    """float16 relu, clamp, where, maximum, hardtanh and abs compile and give torch's values."""
+    from tinyfw import dtypes
+    ops = {"relu": lambda x: x.relu(), "clamp": lambda x: x.clamp(-0.5, 0.5),
+           "where": lambda x: (x > 0).where(x, x * 2) if not isinstance(x, torch.Tensor)
+           else torch.where(x > 0, x, x * 2),
+           "maximum": lambda x: x.maximum(x * 0.5), "hardtanh": lambda x: F.hardtanh(x)
+           if isinstance(x, torch.Tensor) else x.hardtanh(), "abs": lambda x: x.abs()}
+    with needs_dtypes(dtypes.float16):
+        for shape in [(4, 7), (1000,)]:
+            x = np.random.default_rng(0).uniform(-2, 2, shape).astype(np.float16)
+            check([x], ops[fn], grad=False, atol=1e-3, rtol=1e-3)
