@@ -16,6 +16,9 @@ from tests.helpers import check, check_error
 
 INF, NAN = math.inf, math.nan
 
+# on a backend device (CL, WEBGPU, CUDAEMU) only the distinct cases run (tests/conftest.py)
+pytestmark = pytest.mark.device_subset
+
 
 def f32(values: Any) -> np.ndarray:
     return np.array(values, dtype=np.float32)
