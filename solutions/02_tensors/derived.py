@@ -1,7 +1,8 @@
 # Solutions of chapter 02, generated from tinyfw/mixin/derived.py by `python -m tools.generate`.
 # Edit tinyfw/mixin/derived.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
-"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
+"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule
+(binary_crossentropy apart: it takes torch's gradient by hand, a gradient override)."""
 from __future__ import annotations
 
 import math
