@@ -1157,7 +1157,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return out._with_gradient(_scalar_power_gradient, (a,), (c,))
 
     def _with_gradient(self, rule: Callable[..., tuple[UOp | None, ...]],
-                       inputs: tuple[Tensor, ...], params: tuple[float, ...] = ()) -> Tensor:
+                       inputs: tuple[Tensor, ...], params: tuple[Any, ...] = ()) -> Tensor:
         """This tensor's value, with rule giving its inputs their gradients in place of
         differentiating the ops that made it (a GradientOverride); ints keep their graph."""
         if not self.dtype.is_float:
@@ -1506,7 +1506,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         value it keeps outside fn's domain too (the gradient of log at -1 is -1, of atanh at 2
         is -1/3), where the ops fn is made of would give 0 or nan."""
         x = self._floating()
-        return x._math(fn)._with_gradient(_slope_gradient, (x,), (slope,))  # type: ignore
+        return x._math(fn)._with_gradient(_slope_gradient, (x,), (slope,))
 
     def neg(self) -> Tensor:
         if self.dtype.is_bool:

@@ -1,8 +1,9 @@
 # Exercises of chapter 02, generated from tinyfw/mixin/derived.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/02_tensors
-# generated text id: f21312b8a20efb46 (lets tools.generate tell your edits apart)
-"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
+# generated text id: 53ea596d1fb7f5d6 (lets tools.generate tell your edits apart)
+"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule
+(binary_crossentropy apart: it takes torch's gradient by hand, a gradient override)."""
 from __future__ import annotations
 
 import math

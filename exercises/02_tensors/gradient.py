@@ -1,13 +1,14 @@
 # Exercises of chapter 02, generated from tinyfw/uop/gradient.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/02_tensors
-# generated text id: e68a64dcbf2c9d66 (lets tools.generate tell your edits apart)
+# generated text id: 2caaed19376fdcb4 (lets tools.generate tell your edits apart)
 """Reverse-mode autodiff on the lazy graph: one table of local rules, and the backward pass."""
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tinyfw.mixin.elementwise_math import cos
 from tinyfw.uop.ops import Ops, UOp
@@ -51,7 +52,7 @@ class GradientOverride:
     inf). rule(grad, node, *inputs, *params) returns each input's gradient (None where none
     flows) from grad, the gradient at node, the composite's value."""
     rule: Callable[..., tuple[UOp | None, ...]]
-    params: tuple[float, ...] = ()
+    params: tuple[Any, ...] = ()
 
     def __repr__(self) -> str:
         return f"gradient by {self.rule.__name__}{self.params if self.params else ''}"

@@ -1,8 +1,9 @@
 # Solutions of chapter 02, generated from tinyfw/mixin/derived.py by `python -m tools.generate`.
 # Edit tinyfw/mixin/derived.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
-# generated text id: 5eaac435c1464afb (lets tools.generate tell your edits apart)
-"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
+# generated text id: 28f9a9e879fa01e2 (lets tools.generate tell your edits apart)
+"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule
+(binary_crossentropy apart: it takes torch's gradient by hand, a gradient override)."""
 from __future__ import annotations
 
 import math

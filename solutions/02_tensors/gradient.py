@@ -1,13 +1,14 @@
 # Solutions of chapter 02, generated from tinyfw/uop/gradient.py by `python -m tools.generate`.
 # Edit tinyfw/uop/gradient.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
-# generated text id: e7d30a4a5699d1d5 (lets tools.generate tell your edits apart)
+# generated text id: ab4f14a725e3a3ac (lets tools.generate tell your edits apart)
 """Reverse-mode autodiff on the lazy graph: one table of local rules, and the backward pass."""
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tinyfw.mixin.elementwise_math import cos
 from tinyfw.uop.ops import Ops, UOp
@@ -51,7 +52,7 @@ class GradientOverride:
     inf). rule(grad, node, *inputs, *params) returns each input's gradient (None where none
     flows) from grad, the gradient at node, the composite's value."""
     rule: Callable[..., tuple[UOp | None, ...]]
-    params: tuple[float, ...] = ()
+    params: tuple[Any, ...] = ()
 
     def __repr__(self) -> str:
         return f"gradient by {self.rule.__name__}{self.params if self.params else ''}"

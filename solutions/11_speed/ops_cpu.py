@@ -1,7 +1,7 @@
 # Solutions of chapter 11, generated from tinyfw/runtime/ops_cpu.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_cpu.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/11_speed --impl=solutions
-# generated text id: ee24139e9e6b425b (lets tools.generate tell your edits apart)
+# generated text id: 7034bf87d4cf5b75 (lets tools.generate tell your edits apart)
 """The CPU device: kernels rendered as C, compiled by the system's C compiler, run with ctypes."""
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from tinyfw.device import Buffer, Runtime
-from tinyfw.renderer.cstyle import CPU_C, target_march
+from tinyfw.renderer.cstyle import CPU_C, X86_LEVELS, native_flags, target_march
 from tinyfw.uop.ops import find_reduce
 from tinyfw.runtime.ops_numpy import NumpyAllocator
 
@@ -37,8 +37,67 @@ from tinyfw.runtime.ops_numpy import NumpyAllocator
 # (324, 1536) float32 tensor ran 5.6 ms scalar, 1.5 ms vectorized. No value changes (no
 # reassociation, no other rounding, NaN and -0.0 kept); tinyfw never reads the flags.
 # -march: this processor (native), or the x86-64 level CPU_MARCH names (renderer/cstyle.py).
-COMPILE_FLAGS = ["-O2", f"-march={target_march()}", "-fPIC", "-shared", "-fno-math-errno",
-                 "-ffp-contract=off", "-fno-trapping-math", "-x", "c"]
+BASE_FLAGS = ["-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off", "-fno-trapping-math"]
+
+# gcc 12 (with binutils 2.40) on a processor with AVX512-FP16 stores a _Float16 chosen by a
+# select (float16 relu, where, clamp) with a zero-masked vmovsh, which the assembler refuses
+# ("unsupported masking for `vmovsh'"): the kernel failed to compile. Where the target has
+# AVX512-FP16, a tiny kernel of that form is compiled once per process; if the toolchain
+# cannot build it, kernels are compiled without AVX512-FP16 (float16 math then goes through
+# float32, as on processors without it), so no op depends on an instruction it cannot assemble.
+FLOAT16_PROBE = """void tf_probe(_Float16* restrict out, const _Float16* restrict in) {
+  for (int i = 0; i < 7; i++) {
+    _Float16 v = in[i];
+    out[i] = v < (_Float16)0.0f ? (_Float16)0.0f : v;
+  }
+}
+"""
+
+
+def find_compiler() -> str:
+    """The C compiler: $CC, else cc, gcc or clang, whichever is installed."""
+    for name in (os.getenv("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return name
+    raise RuntimeError("the CPU device needs a C compiler: install gcc (apt-get install gcc) "
+                       "or set CC")
+
+
+def builds(compiler: str, flags: list[str], source: str) -> bool:
+    """Whether compiler builds source into a shared library with flags."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [compiler, *flags, "-x", "c", "-", "-o", os.path.join(tmp, "probe.so")]
+        try:
+            done = subprocess.run(cmd, input=source.encode(), capture_output=True, check=False)
+        except OSError:
+            return False
+        return done.returncode == 0
+
+
+@functools.cache
+def toolchain_flags(march: str) -> tuple[str, ...]:
+    """Flags that keep kernels for -march=march within what the toolchain can build: () or
+    ("-mno-avx512fp16",) (see FLOAT16_PROBE). Only probed where the target may have
+    AVX512-FP16: this processor, if it has it, or a named processor (not an x86-64 level)."""
+    if march in X86_LEVELS or (march == "native" and "avx512fp16" not in native_flags()):
+        return ()
+    try:
+        compiler = find_compiler()
+    except RuntimeError:
+        return ()
+    flags = ["-O2", f"-march={march}", *BASE_FLAGS]
+    if builds(compiler, flags, FLOAT16_PROBE):
+        return ()
+    if builds(compiler, [*flags, "-mno-avx512fp16"], FLOAT16_PROBE):
+        return ("-mno-avx512fp16",)
+    return ()
+
+
+def compile_flags(march: str) -> list[str]:
+    """The flags kernels are compiled with for -march=march, language last."""
+    return ["-O2", f"-march={march}", *BASE_FLAGS, *toolchain_flags(march), "-x", "c"]
+
+
 # Kernels that reduce are compiled with no complete unrolling of loops, to avoid a bug of gcc
 # 12.2's loop vectorizer. Given a float sum whose inner loop walks memory backwards (a flip:
 # `acc += data1[ridx0*2 - ridx1 + 1]`), gcc unrolls the 2-iteration inner loop completely, sees
@@ -51,6 +110,7 @@ COMPILE_FLAGS = ["-O2", f"-march={target_march()}", "-fPIC", "-shared", "-fno-ma
 # a 512x512 matmul about 5x slower (gcc vectorizes its output loop around the reduce).
 # tests/test_movement_exhaustive.py runs every small movement chain, made contiguous and reduced
 # over each axis, on every device: it finds 13 wrong values without this.
+COMPILE_FLAGS = compile_flags(target_march())
 REDUCE_FLAGS = [*COMPILE_FLAGS, "--param=max-completely-peel-times=1"]
 
 
@@ -61,15 +121,6 @@ def cache_dir() -> Path:
     path = Path(base) / "kernels"
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def find_compiler() -> str:
-    """The C compiler: $CC, else cc, gcc or clang, whichever is installed."""
-    for name in (os.getenv("CC"), "cc", "gcc", "clang"):
-        if name and shutil.which(name):
-            return name
-    raise RuntimeError("the CPU device needs a C compiler: install gcc (apt-get install gcc) "
-                       "or set CC")
 
 
 # How many kernel libraries one process keeps loaded at once. Each loaded library holds a few

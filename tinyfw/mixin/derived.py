@@ -1,4 +1,5 @@
-"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule."""
+"""Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule
+(binary_crossentropy apart: it takes torch's gradient by hand, a gradient override)."""
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tinyfw.mixin.elementwise_math import cos
 from tinyfw.uop.ops import Ops, UOp
@@ -47,7 +48,7 @@ class GradientOverride:
     inf). rule(grad, node, *inputs, *params) returns each input's gradient (None where none
     flows) from grad, the gradient at node, the composite's value."""
     rule: Callable[..., tuple[UOp | None, ...]]
-    params: tuple[float, ...] = ()
+    params: tuple[Any, ...] = ()
 
     def __repr__(self) -> str:
         return f"gradient by {self.rule.__name__}{self.params if self.params else ''}"
