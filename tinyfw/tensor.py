@@ -423,14 +423,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return self._as_view_of_self(Tensor(self.uop.detach()), ("detach", None))
 
     def contiguous(self) -> Tensor:
-        """The same values in a buffer of their own (a kernel boundary). As torch returns a
-        contiguous tensor itself, the result of a base or of its reshapes is an alias of it (a
-        write to either is seen by the other); of a permute, slice or expand, a copy."""
-        out = self._result(self.uop.contiguous(), self)
-        ops = self._view[1] if self._view is not None else ()
-        if all(op in _CONTIGUOUS_VIEWS for op, _ in ops) and isinstance(self.uop, UOp):
-            return self._as_view_of_self(out, ("contiguous", None))
-        return out
+        return self._result(self.uop.contiguous(), self)
 
     def to(self, device: str | tuple[str, ...]) -> Tensor:
         """This tensor on another device; on a tuple of devices, a whole copy on each
@@ -439,8 +432,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if isinstance(target, tuple) and isinstance(self.uop, UOp):
             return self.shard(target)
         moved: Any = self.uop  # a UOp, or a MultiUOp typed as one
-        if target == self.device:  # torch returns the tensor itself: an alias of self
-            return self._as_view_of_self(self._result(self.uop, self), ("same", None))
         return self._result(cast(UOp, moved.copy_to(target)), self)
 
     def shard(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
@@ -472,8 +463,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     def cast(self, dtype: DType | str) -> Tensor:
         dt = to_dtype(dtype)
-        if dt == self.dtype:  # torch returns the tensor itself: an alias of self
-            return self._as_view_of_self(self._result(self.uop, self), ("same", None))
         out = self._result(self.uop.cast(dt), self)
         if not dt.is_float and out.requires_grad:
             out._requires_grad = False
@@ -1996,8 +1985,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
 
 _UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
-# view ops after which a tensor is still contiguous, as torch counts it (contiguous() aliases)
-_CONTIGUOUS_VIEWS = frozenset({"reshape", "detach", "same", "contiguous"})
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

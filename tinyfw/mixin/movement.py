@@ -74,10 +74,6 @@ def _apply_view_ops(x: Tensor, ops: tuple) -> Tensor:
             x = x._of(x.uop.flip(arg))
         elif op == "detach":
             x = x._of(x.uop.detach())
-        elif op == "same":  # (x.cast(its dtype), x.to(its device): torch's x itself)
-            continue
-        elif op == "contiguous":  # (x.contiguous() of a contiguous x: torch's x itself)
-            x = x._of(x.uop.contiguous())
         elif op == "every":
             x = x._take_every(list(arg))
         else:  # "unfold": (its shape, dim, size, step)
@@ -93,7 +89,7 @@ def _unview(node: UOp, ops: tuple, shapes: list[tuple[int, ...]]) -> UOp:
             node = node.reshape(shape)
         elif op == "permute":
             node = node.permute(tuple(sorted(range(len(arg)), key=lambda i: arg[i])))
-        elif op in ("flip", "detach", "same", "contiguous"):
+        elif op in ("flip", "detach"):
             node = node.flip(arg) if op == "flip" else node
         elif op == "shrink":
             node = node.pad(tuple((b, s - e) for (b, e), s in zip(arg, shape)))
@@ -704,7 +700,7 @@ def _shape_after(shape: tuple[int, ...], op: str, arg: Any) -> tuple[int, ...]:
     if op == "shrink":
         return tuple(e - b for b, e in arg)
     # reshape and expand: arg is the new shape
-    return shape if op in ("flip", "detach", "same", "contiguous") else tuple(arg)
+    return shape if op in ("flip", "detach") else tuple(arg)
 
 
 def _einsum_terms(formula: str, shapes: list[tuple[int, ...]]) -> tuple[list[list[str]], list[str]]:
