@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER_DIR = re.compile(r"\d\d_[a-z0-9_]+")
-SITE_PAGES = ["", "course/", "setup/", "architecture/", "debug/", "chapters/"]
+SITE_PAGES = ["", "course/", "setup/", "architecture/", "pytorch/", "debug/", "chapters/"]
 # A cell shows a picture when its last line is a drawing call (Jupyter displays the value),
 # when it passes one to display(), or when it plots with matplotlib.
 DRAW_CALL = re.compile(r"\b(draw|plot)\w*\s*\(")
