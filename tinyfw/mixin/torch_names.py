@@ -60,6 +60,15 @@ class TorchNames:
         for name in ("max", "min"):
             setattr(cls, name, _values_and_indices(getattr(cls, name), name))
         cls.to = _torch_to(cls.to)  # type: ignore[attr-defined]
+        randint = inspect.getattr_static(cls, "randint", None)
+        if isinstance(randint, staticmethod) and not getattr(randint.__func__, "_torch_names",
+                                                              False):
+            cls.randint = staticmethod(_torch_randint(randint.__func__))  # type: ignore
+
+    @classmethod
+    def from_numpy(cls, ndarray: Any) -> Any:
+        """torch.from_numpy: a tensor of the array's dtype and values (a copy)."""
+        return cls(ndarray)  # type: ignore[call-arg]
 
     def __getattr__(self, name: str) -> Any:
         # only reached when the name exists nowhere: torch's AttributeError, with a hint
@@ -282,6 +291,22 @@ def _values_and_indices(fn: Callable[..., Any], name: str) -> Callable[..., Any]
             return ValuesIndices(values, indices)
         return arg(self, *args, **kwargs)
     wrapper._torch_values_indices = True  # type: ignore[attr-defined]
+    wrapper._torch_names = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _torch_randint(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Tensor.randint(*shape, low=, high=) as tinygrad's, and torch's forms too:
+    randint(high, size) and randint(low, high, size), size a tuple."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[-1], (tuple, list)) and 1 <= len(args) - 1 <= 2 and \
+                all(isinstance(a, int) for a in args[:-1]) and "low" not in kwargs and \
+                "high" not in kwargs:
+            bounds = args[:-1]
+            low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
+            return fn(*args[-1], low=low, high=high, **kwargs)
+        return fn(*args, **kwargs)
     wrapper._torch_names = True  # type: ignore[attr-defined]
     return wrapper
 
