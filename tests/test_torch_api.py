@@ -328,3 +328,13 @@ def test_dataloader_shuffles_with_a_seeded_generator() -> None:
     a, b = random_split(data, [0.75, 0.25], generator=tt.Generator().manual_seed(1))
     assert len(a) == 15 and len(b) == 5
     assert not {int(a[i][0].item()) for i in range(15)} & {int(b[i][0].item()) for i in range(5)}
+
+
+def test_tensor_takes_torchs_randint_and_from_numpy() -> None:
+    """Tensor.randint(0, 10, (16,)) and Tensor.from_numpy, torch's forms, on tinyfw's Tensor
+    (tinygrad's Tensor.randint(*shape, low=, high=) still works)."""
+    x = Tensor.randint(0, 10, (16,))
+    assert x.shape == (16,) and 0 <= x.numpy().min() and x.numpy().max() <= 9
+    assert Tensor.randint(5, (2, 3)).shape == (2, 3)
+    assert Tensor.randint(2, 3, low=1, high=4).shape == (2, 3)
+    assert Tensor.from_numpy(np.arange(3, dtype=np.int16)).dtype == tt.int16

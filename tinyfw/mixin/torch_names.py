@@ -46,11 +46,6 @@ HINTS = {
 class TorchNames:
     """torch's names for what tinyfw's Tensor does (mixed into Tensor)."""
     __slots__ = ()
-    shape: tuple[int, ...]
-    dtype: DType
-    device: Any
-    requires_grad: Any
-    ndim: int
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -65,6 +60,15 @@ class TorchNames:
         for name in ("max", "min"):
             setattr(cls, name, _values_and_indices(getattr(cls, name), name))
         cls.to = _torch_to(cls.to)  # type: ignore[attr-defined]
+        randint = inspect.getattr_static(cls, "randint", None)
+        if isinstance(randint, staticmethod) and not getattr(randint.__func__, "_torch_names",
+                                                              False):
+            cls.randint = staticmethod(_torch_randint(randint.__func__))  # type: ignore
+
+    @classmethod
+    def from_numpy(cls, ndarray: Any) -> Any:
+        """torch.from_numpy: a tensor of the array's dtype and values (a copy)."""
+        return cls(ndarray)  # type: ignore[call-arg]
 
     def __getattr__(self, name: str) -> Any:
         # only reached when the name exists nowhere: torch's AttributeError, with a hint
@@ -79,140 +83,141 @@ class TorchNames:
         raise AttributeError(f"'Tensor' object has no attribute '{name}': {hint}")
 
     # --- facts ---
-    def dim(self) -> int:
+    def dim(self: Any) -> int:
         return self.ndim
 
     ndimension = dim
 
-    def nelement(self) -> int:
-        return self.numel()  # type: ignore[attr-defined, no-any-return]
+    def nelement(self: Any) -> int:
+        return self.numel()
 
     @property
-    def is_cuda(self) -> bool:
+    def is_cuda(self: Any) -> bool:
         return str(self.device).upper().startswith("CUDA")
 
-    def requires_grad_(self, requires_grad: bool = True) -> Any:
-        self.requires_grad = requires_grad
+    def requires_grad_(self: Any, requires_grad: bool = True) -> Any:
+        setattr(self, "requires_grad", requires_grad)  # noqa: B010  (Tensor's property)
         return self
 
     # --- like another tensor ---
-    def type_as(self, other: Any) -> Any:
-        return self.cast(other.dtype)  # type: ignore[attr-defined]
+    def type_as(self: Any, other: Any) -> Any:
+        return self.cast(other.dtype)
 
-    def view_as(self, other: Any) -> Any:
-        return self.view(other.shape)  # type: ignore[attr-defined]
+    def view_as(self: Any, other: Any) -> Any:
+        return self.view(other.shape)
 
-    def reshape_as(self, other: Any) -> Any:
-        return self.reshape(other.shape)  # type: ignore[attr-defined]
+    def reshape_as(self: Any, other: Any) -> Any:
+        return self.reshape(other.shape)
 
-    def expand_as(self, other: Any) -> Any:
-        return self.expand(other.shape)  # type: ignore[attr-defined]
+    def expand_as(self: Any, other: Any) -> Any:
+        return self.expand(other.shape)
 
-    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+    def new_zeros(self: Any, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Any:
         return self._new("zeros", size, dtype, device, requires_grad)
 
-    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
+    def new_ones(self: Any, *size: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> Any:
         return self._new("ones", size, dtype, device, requires_grad)
 
-    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
+    def new_empty(self: Any, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Any:
         return self._new("empty", size, dtype, device, requires_grad)
 
-    def new_full(self, size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
+    def new_full(self: Any, size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> Any:
-        t = type(self).full(tuple(size), fill_value, dtype=dtype or self.dtype,  # type: ignore
+        t = type(self).full(tuple(size), fill_value, dtype=dtype or self.dtype,
                             device=device or self.device)
         return t.requires_grad_(True) if requires_grad else t
 
-    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None,
+    def new_tensor(self: Any, data: Any, dtype: Any = None, device: Any = None,
                    requires_grad: bool = False) -> Any:
-        t = type(self)(data, dtype=dtype or self.dtype, device=device or self.device)  # type: ignore
+        t = type(self)(data, dtype=dtype or self.dtype, device=device or self.device)
         return t.requires_grad_(True) if requires_grad else t
 
-    def _new(self, kind: str, size: tuple, dtype: Any, device: Any, requires_grad: bool) -> Any:
+    def _new(self: Any, kind: str, size: tuple, dtype: Any, device: Any,
+             requires_grad: bool) -> Any:
         t = getattr(type(self), kind)(*size, dtype=dtype or self.dtype,
                                       device=device or self.device)
         return t.requires_grad_(True) if requires_grad else t
 
     # --- devices ---
-    def cpu(self) -> Any:
-        return self.to("CPU")  # type: ignore[attr-defined]
+    def cpu(self: Any) -> Any:
+        return self.to("CPU")
 
-    def cuda(self, device: Any = None, non_blocking: bool = False) -> Any:
+    def cuda(self: Any, device: Any = None, non_blocking: bool = False) -> Any:
         from tinyfw.torch._convert import tinyfw_device
         name = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int)
                                               else device)
-        return self.to(tinyfw_device(name))  # type: ignore[attr-defined]
+        return self.to(tinyfw_device(name))
 
     # --- linear algebra by torch's names ---
-    def t(self) -> Any:
+    def t(self: Any) -> Any:
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                                f"{self.ndim}D")
-        return self.T if self.ndim == 2 else self  # type: ignore[attr-defined]
+        return self.T if self.ndim == 2 else self
 
-    def mm(self, mat2: Any) -> Any:
-        return self.matmul(mat2)  # type: ignore[attr-defined]
+    def mm(self: Any, mat2: Any) -> Any:
+        return self.matmul(mat2)
 
     bmm = mm
     mv = mm
 
-    def index_select(self, dim: int, index: Any) -> Any:
-        return self[(slice(None),) * (dim % self.ndim) + (index,)]  # type: ignore[index]
+    def index_select(self: Any, dim: int, index: Any) -> Any:
+        return self[(slice(None),) * (dim % self.ndim) + (index,)]
 
     # --- in place: each assigns its result and returns the tensor ---
-    def _set(self, value: Any) -> Any:
-        return self.assign(value)  # type: ignore[attr-defined]
+    def _set(self: Any, value: Any) -> Any:
+        return self.assign(value)
 
-    def add_(self, other: Any, alpha: float = 1) -> Any:
-        return self._set(self + (other * alpha if alpha != 1 else other))  # type: ignore
+    def add_(self: Any, other: Any, alpha: float = 1) -> Any:
+        return self._set(self + (other * alpha if alpha != 1 else other))
 
-    def sub_(self, other: Any, alpha: float = 1) -> Any:
-        return self._set(self - (other * alpha if alpha != 1 else other))  # type: ignore
+    def sub_(self: Any, other: Any, alpha: float = 1) -> Any:
+        return self._set(self - (other * alpha if alpha != 1 else other))
 
-    def mul_(self, other: Any) -> Any:
-        return self._set(self * other)  # type: ignore[operator]
+    def mul_(self: Any, other: Any) -> Any:
+        return self._set(self * other)
 
-    def div_(self, other: Any, rounding_mode: str | None = None) -> Any:
-        return self._set(self.div(other, rounding_mode=rounding_mode)  # type: ignore
-                         if rounding_mode else self / other)  # type: ignore[operator]
+    def div_(self: Any, other: Any, rounding_mode: str | None = None) -> Any:
+        return self._set(self.div(other, rounding_mode=rounding_mode)
+                         if rounding_mode else self / other)
 
-    def pow_(self, exponent: Any) -> Any:
-        return self._set(self ** exponent)  # type: ignore[operator]
+    def pow_(self: Any, exponent: Any) -> Any:
+        return self._set(self ** exponent)
 
-    def addcmul_(self, tensor1: Any, tensor2: Any, value: float = 1) -> Any:
-        return self._set(self + value * tensor1 * tensor2)  # type: ignore[operator]
+    def addcmul_(self: Any, tensor1: Any, tensor2: Any, value: float = 1) -> Any:
+        return self._set(self + value * tensor1 * tensor2)
 
-    def addcdiv_(self, tensor1: Any, tensor2: Any, value: float = 1) -> Any:
-        return self._set(self + value * tensor1 / tensor2)  # type: ignore[operator]
+    def addcdiv_(self: Any, tensor1: Any, tensor2: Any, value: float = 1) -> Any:
+        return self._set(self + value * tensor1 / tensor2)
 
-    def lerp_(self, end: Any, weight: Any) -> Any:
-        return self._set(self.lerp(end, weight))  # type: ignore[attr-defined]
+    def lerp_(self: Any, end: Any, weight: Any) -> Any:
+        return self._set(self.lerp(end, weight))
 
-    def clamp_(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
-        return self._set(self.clamp(min, max))  # type: ignore[attr-defined]
+    def clamp_(self: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        return self._set(self.clamp(min, max))
 
     clip_ = clamp_
 
-    def clamp_min_(self, min: Any) -> Any:  # noqa: A002
+    def clamp_min_(self: Any, min: Any) -> Any:  # noqa: A002
         return self.clamp_(min, None)
 
-    def clamp_max_(self, max: Any) -> Any:  # noqa: A002
+    def clamp_max_(self: Any, max: Any) -> Any:  # noqa: A002
         return self.clamp_(None, max)
 
-    def masked_fill_(self, mask: Any, value: Any) -> Any:
-        return self._set(self.masked_fill(mask, value))  # type: ignore[attr-defined]
+    def masked_fill_(self: Any, mask: Any, value: Any) -> Any:
+        return self._set(self.masked_fill(mask, value))
 
-    def zero_(self) -> Any:
-        return self._set(self.zeros_like())  # type: ignore[attr-defined]
+    def zero_(self: Any) -> Any:
+        return self._set(self.zeros_like())
 
-    def fill_(self, value: Any) -> Any:
+    def fill_(self: Any, value: Any) -> Any:
         value = value.item() if hasattr(value, "item") and hasattr(value, "shape") else value
-        return self._set(self.full_like(value))  # type: ignore[attr-defined]
+        return self._set(self.full_like(value))
 
-    def copy_(self, src: Any, non_blocking: bool = False) -> Any:
+    def copy_(self: Any, src: Any, non_blocking: bool = False) -> Any:
         """src's values (broadcast to this shape, cast to this dtype, copied to this device)."""
         if not isinstance(src, type(self).__mro__[0]) and not hasattr(src, "uop"):
             src = type(self)(src)
@@ -220,16 +225,16 @@ class TorchNames:
             src = src.expand(self.shape)
         return self._set(src.to(self.device) if src.device != self.device else src)
 
-    def uniform_(self, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Any:
-        return self._set(type(self).uniform(*self.shape, low=a, high=b,  # type: ignore
+    def uniform_(self: Any, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Any:
+        return self._set(type(self).uniform(*self.shape, low=a, high=b,
                                             dtype=self.dtype, device=self.device))
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
-        return self._set(type(self).normal(*self.shape, mean=mean, std=std,  # type: ignore
+    def normal_(self: Any, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
+        return self._set(type(self).normal(*self.shape, mean=mean, std=std,
                                            dtype=self.dtype, device=self.device))
 
-    def bernoulli_(self, p: float = 0.5, generator: Any = None) -> Any:
-        draw = type(self).rand(*self.shape, device=self.device)  # type: ignore[attr-defined]
+    def bernoulli_(self: Any, p: float = 0.5, generator: Any = None) -> Any:
+        draw = type(self).rand(*self.shape, device=self.device)
         return self._set((draw < p).cast(self.dtype))
 
 
@@ -286,6 +291,22 @@ def _values_and_indices(fn: Callable[..., Any], name: str) -> Callable[..., Any]
             return ValuesIndices(values, indices)
         return arg(self, *args, **kwargs)
     wrapper._torch_values_indices = True  # type: ignore[attr-defined]
+    wrapper._torch_names = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _torch_randint(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Tensor.randint(*shape, low=, high=) as tinygrad's, and torch's forms too:
+    randint(high, size) and randint(low, high, size), size a tuple."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[-1], (tuple, list)) and 1 <= len(args) - 1 <= 2 and \
+                all(isinstance(a, int) for a in args[:-1]) and "low" not in kwargs and \
+                "high" not in kwargs:
+            bounds = args[:-1]
+            low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
+            return fn(*args[-1], low=low, high=high, **kwargs)
+        return fn(*args, **kwargs)
     wrapper._torch_names = True  # type: ignore[attr-defined]
     return wrapper
 

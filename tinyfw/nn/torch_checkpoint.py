@@ -378,21 +378,22 @@ class _Reduce:
 _TORCH_STORAGE_NAMES = {dt: name for name, dt in STORAGE_DTYPES.items()}
 
 
-class _Pickler(pickle._Pickler):  # type: ignore[name-defined, misc]
+class _Pickler(pickle._Pickler):
     """The pure-Python pickler, writing _Global as GLOBAL and _Reduce as REDUCE, and tensors as
     torch's rebuild calls over persistent storage ids."""
 
     def __init__(self, file: IO[bytes], storages: list[np.ndarray]):
         super().__init__(file, protocol=2)
         self.storages = storages
-        self.dispatch = dict(self.dispatch)
-        self.dispatch[_Global] = _Pickler.save_torch_global
-        self.dispatch[_Reduce] = _Pickler.save_torch_reduce
+        table: dict[type, Any] = dict(self.dispatch)
+        table[_Global] = _Pickler.save_torch_global
+        table[_Reduce] = _Pickler.save_torch_reduce
+        self.dispatch = table  # type: ignore[misc]
 
-    def save_torch_global(self, obj: _Global) -> None:
+    def save_torch_global(self: Any, obj: _Global) -> None:
         self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
 
-    def save_torch_reduce(self, obj: _Reduce) -> None:
+    def save_torch_reduce(self: Any, obj: _Reduce) -> None:
         self.save(obj.func)
         self.save(obj.args)
         self.write(pickle.REDUCE)
@@ -411,7 +412,7 @@ class _StoragePid:
 
 def _as_saved(obj: Any, storages: list[np.ndarray]) -> Any:
     if isinstance(obj, Tensor):
-        values = np.ascontiguousarray(obj.numpy())
+        values = obj.numpy().copy(order="C")  # (0-d stays 0-d)
         key = str(len(storages))
         storages.append(values)
         size = tuple(values.shape)

@@ -81,7 +81,7 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
 
 def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
-        return data.to(dtype=dtype, device=device) if (dtype or device) else data
+        return data.to(dtype=dtype, device=device) if (dtype or device) else data  # type: ignore
     return tensor(data, dtype, device)
 
 
@@ -230,7 +230,8 @@ def manual_seed(seed: builtins.int) -> Any:
 
 
 def seed() -> builtins.int:
-    s = builtins.int(np.random.SeedSequence().entropy) % 2 ** 63
+    entropy: Any = np.random.SeedSequence().entropy
+    s = builtins.int(entropy) % 2 ** 63
     Tensor.manual_seed(s)
     return s
 
@@ -396,7 +397,7 @@ def stack(tensors: Sequence[Tensor], dim: builtins.int = 0, *, out: Any = None) 
 
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:  # noqa: A002
     if input is None and other is None:  # torch.where(condition): torch.nonzero(as_tuple)
-        found = condition.nonzero()
+        found: Any = condition.nonzero()
         return tuple(found[:, i] for i in range(condition.ndim))
     return condition.where(input, other)
 

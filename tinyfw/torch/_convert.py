@@ -12,12 +12,12 @@ class device:  # noqa: N801  (torch's name)
     """torch.device("cpu"), torch.device("cuda:0"): a device by torch's name; str() is
     torch's spelling, .tinyfw tinyfw's (CPU, CUDA)."""
 
-    def __init__(self, type: str | device, index: int | None = None):  # noqa: A002
+    def __init__(self, type: Any, index: int | None = None):  # noqa: A002
         if isinstance(type, device):
             type, index = type.type, type.index
         kind, _, idx = str(type).partition(":")
-        self.type = kind.lower()
-        self.index = int(idx) if idx else index
+        self.type: str = kind.lower()
+        self.index: int | None = int(idx) if idx else index
 
     def __str__(self) -> str:
         return self.type if self.index is None else f"{self.type}:{self.index}"

@@ -214,7 +214,7 @@ def _adaptive_avg_pool(n: int, input: Tensor, output_size: Any) -> Tensor:  # no
     for j, (s, o) in enumerate(zip(spatial, out)):  # one axis at a time, window by window
         axis = x.ndim - n + j
         parts = [_window(x, axis, (i * s) // o, -(-((i + 1) * s) // o)) for i in range(o)]
-        x = parts[0].cat(*parts[1:], dim=axis)
+        x = Tensor.cat(*parts, dim=axis)
     return x
 
 

@@ -81,7 +81,7 @@ def ones_(tensor: Tensor) -> Tensor:
 def eye_(tensor: Tensor) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _fill(tensor, Tensor.eye(*tensor.shape, device=tensor.device))
+    return _fill(tensor, Tensor.eye(tensor.shape[0], tensor.shape[1], device=tensor.device))
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: object = None) -> Tensor:

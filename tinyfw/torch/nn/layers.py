@@ -39,7 +39,8 @@ class Sequential(Module):
 
     def forward(self, input: Any) -> Any:  # noqa: A002
         for m in self._modules.values():
-            input = m(input)
+            if m is not None:
+                input = m(input)
         return input
 
     def __len__(self) -> int:
@@ -320,7 +321,7 @@ class AdaptiveAvgPool2d(AdaptiveAvgPool1d):
 # --- normalization ---
 
 
-class _BatchNorm(Module, tnn.BatchNorm):
+class _BatchNorm(Module, tnn.BatchNorm):  # type: ignore[misc]
     """tinyfw.nn.BatchNorm as a Module: weight and bias parameters, running_mean, running_var
     and num_batches_tracked (an int64 scalar, as torch's) buffers; training mode until eval()."""
     dims: tuple[int, ...] = (2, 3)

@@ -55,7 +55,8 @@ class _RNNBase(Module):
             for d in range(directions):
                 suffix = f"_l{layer}" + ("_reverse" if d else "")
                 size_in = input_size if layer == 0 else hidden_size * directions
-                shapes = {"weight_ih": (gates, size_in), "weight_hh": (gates, hidden_size)}
+                shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gates, size_in),
+                                                      "weight_hh": (gates, hidden_size)}
                 if bias:
                     shapes.update({"bias_ih": (gates,), "bias_hh": (gates,)})
                 for name, shape in shapes.items():
@@ -81,6 +82,8 @@ class _RNNBase(Module):
         seq, batch = x.shape[0], x.shape[1]
         directions = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
+        h0: Any
+        c0: Any
         h0, c0 = (hx if lstm else (hx, None)) if hx is not None else (None, None)
         if h0 is not None and not batched:
             h0 = h0.unsqueeze(1)
@@ -93,7 +96,8 @@ class _RNNBase(Module):
         for name, state in (("hidden", h0), ("cell", c0)):
             if state is not None and state.shape != expected:
                 raise RuntimeError(f"Expected {name} size {expected}, got {tuple(state.shape)}")
-        h_n, c_n = [], []
+        h_n: list[Any] = []
+        c_n: list[Any] = []
         for layer in range(self.num_layers):
             outs = []
             for d in range(directions):
@@ -110,7 +114,7 @@ class _RNNBase(Module):
                 h_n.append(h)
                 if lstm:
                     c_n.append(c)
-            x = outs[0] if directions == 1 else outs[0].cat(outs[1], dim=-1)
+            x = outs[0] if directions == 1 else Tensor.cat(*outs, dim=-1)
             if self.dropout and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, self.training)
         out = x.transpose(0, 1) if batched and self.batch_first else x
@@ -158,7 +162,8 @@ class _CellBase(Module):
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         gates = _GATES[self.mode] * hidden_size
         bound = 1 / math.sqrt(hidden_size)
-        shapes = {"weight_ih": (gates, input_size), "weight_hh": (gates, hidden_size)}
+        shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gates, input_size),
+                                              "weight_hh": (gates, hidden_size)}
         if bias:
             shapes.update({"bias_ih": (gates,), "bias_hh": (gates,)})
         for name, shape in shapes.items():

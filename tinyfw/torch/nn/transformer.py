@@ -46,7 +46,7 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
-        if bias:
+        if self.out_proj.bias is not None:
             init.zeros_(self.out_proj.bias)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor,

@@ -20,8 +20,11 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     grads = _grads(parameters)
     if not grads:
         return Tensor(0.0)
+    Tensor.realize_all(*grads)  # the backward pass, once (the norm and the scaling read it)
     if norm_type == math.inf:
         total = Tensor.stack(*[g.abs().max() for g in grads]).max()
+    elif norm_type == 2:
+        total = Tensor.stack(*[g.square().sum() for g in grads]).sum().sqrt()
     else:
         total = Tensor.stack(*[g.abs().pow(norm_type).sum() for g in grads]).sum() \
             .pow(1.0 / norm_type)

@@ -117,7 +117,7 @@ class Optimizer:
     def state_dict(self) -> dict[str, Any]:
         """torch's layout: {"state": {index: {...}}, "param_groups": [{..., "params": [index,
         ...]}]}, parameters numbered in group order."""
-        index = {}
+        index: dict[int, int] = {}
         groups = []
         for g in self.param_groups:
             ids = []

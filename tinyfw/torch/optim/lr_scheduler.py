@@ -52,8 +52,8 @@ class LambdaLR(LRScheduler):
     def __init__(self, optimizer: Any, lr_lambda: Callable[[int], float] |
                  Sequence[Callable[[int], float]], last_epoch: int = -1):
         n = len(optimizer.param_groups)
-        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) \
-            else [lr_lambda] * n
+        self.lr_lambdas: list[Callable[[int], float]] = list(lr_lambda) \
+            if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n  # type: ignore[list-item]
         if len(self.lr_lambdas) != n:
             raise ValueError(f"Expected {n} lr_lambdas, but got {len(self.lr_lambdas)}")
         super().__init__(optimizer, last_epoch)
@@ -129,7 +129,8 @@ class OneCycleLR(LRScheduler):
         self.total_steps, self.cycle_momentum = total_steps, cycle_momentum
         self.anneal = self._cos if anneal_strategy == "cos" else self._linear
         groups = optimizer.param_groups
-        max_lrs = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr] * len(groups)
+        max_lrs: list[float] = list(max_lr) if isinstance(max_lr, (list, tuple)) \
+            else [float(max_lr)] * len(groups)  # type: ignore[arg-type]
         if last_epoch == -1:
             for lr, g in zip(max_lrs, groups):
                 g["initial_lr"] = lr / div_factor
