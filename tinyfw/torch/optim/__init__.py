@@ -16,6 +16,24 @@ from tinyfw.torch.optim import lr_scheduler
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
 
 
+class ParamGroup(dict):
+    """A parameter group: a dict of "params" and hyperparameters whose changes (a scheduler's,
+    or a program's own `group["lr"] = x`) reach the group's tinyfw optimizer at once, not at
+    its next step(): a TinyJit replay runs none of step()'s Python, so a learning rate set
+    there would never be seen. The learning rate is a tensor assigned in place (a replay
+    reads it); another hyperparameter is a number on the tinyfw optimizer, and TinyJit refuses
+    a call after a number its capture read has changed (never a silent replay with the old)."""
+
+    def __init__(self, data: dict[str, Any], changed: Callable[[ParamGroup], None]):
+        super().__init__(data)
+        self._changed = changed
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        if key != "params":
+            self._changed(self)
+
+
 class Optimizer:
     """The base of torch's optimizers: param_groups (dicts with "params" and the
     hyperparameters) and, per parameter, its state."""
@@ -40,7 +58,7 @@ class Optimizer:
             [None] * len(self.param_groups)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
-        group = dict(param_group)
+        group = ParamGroup(dict(param_group), self._group_changed)
         params = group["params"]
         group["params"] = [params] if isinstance(params, Tensor) else list(params)
         for name, value in self.defaults.items():
@@ -51,6 +69,13 @@ class Optimizer:
         self.param_groups.append(group)
         if hasattr(self, "_inner"):
             self._inner.append(None)
+
+    def _group_changed(self, group: ParamGroup) -> None:
+        """A hyperparameter of group was set: its tinyfw optimizer, if made, takes it now."""
+        index = next((i for i, g in enumerate(self.param_groups) if g is group), None)
+        held = self._inner[index] if index is not None and hasattr(self, "_inner") else None
+        if held is not None:
+            self._configure(held[1], group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for g in self.param_groups:
@@ -90,9 +115,12 @@ class Optimizer:
         lr = group["lr"]
         value = lr.item() if isinstance(lr, Tensor) else float(lr)
         assert isinstance(inner.lr, Tensor)
-        if getattr(inner, "torch_lr", None) != value:  # (a 0-d tensor: no new kernel)
+        # (kept here, not as a number on inner: TinyJit watches inner's numbers, and the
+        # learning rate is a 0-d tensor a replay reads, assigned in place: no new kernel)
+        given = self.__dict__.setdefault("_lr_given", {})
+        if given.get(id(inner)) != value:
             inner.lr.assign(Tensor(value, dtype=dtypes.float32)).realize()
-            inner.torch_lr = value  # type: ignore[attr-defined]
+            given[id(inner)] = value
 
     def _state_names(self) -> dict[str, str]:
         """torch's state name -> the tinyfw optimizer's list attribute holding it."""
