@@ -1,7 +1,7 @@
 # Exercises of chapter 10, generated from tinyfw/nn/layers.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/10_nn_optim
-# generated text id: 2e36c5f50094eb51 (lets tools.generate tell your edits apart)
+# generated text id: 6bfcbed6864bc958 (lets tools.generate tell your edits apart)
 """Layers as plain classes holding tensors (chapter 10). Each makes its parameters in __init__
 (tensors that require grad) and computes its forward pass in __call__."""
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod
@@ -37,8 +38,7 @@ class TrainMode:
         return self.train(False)
 
 
-def in_own_mode(call: Callable[[TrainMode, Tensor], Tensor]) -> Callable[[TrainMode, Tensor],
-                                                                           Tensor]:
+def in_own_mode(call: Callable[[Any, Tensor], Tensor]) -> Callable[[Any, Tensor], Tensor]:
     """Runs a TrainMode layer's __call__ with Tensor.training set to the layer's own mode, where
     it has one."""
     @functools.wraps(call)

@@ -1,7 +1,7 @@
 # Solutions of chapter 10, generated from tinyfw/nn/layers.py by `python -m tools.generate`.
 # Edit tinyfw/nn/layers.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/10_nn_optim --impl=solutions
-# generated text id: 49752b6a29c28688 (lets tools.generate tell your edits apart)
+# generated text id: 196b7e55b8df2bba (lets tools.generate tell your edits apart)
 """Layers as plain classes holding tensors (chapter 10). Each makes its parameters in __init__
 (tensors that require grad) and computes its forward pass in __call__."""
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod
@@ -37,8 +38,7 @@ class TrainMode:
         return self.train(False)
 
 
-def in_own_mode(call: Callable[[TrainMode, Tensor], Tensor]) -> Callable[[TrainMode, Tensor],
-                                                                           Tensor]:
+def in_own_mode(call: Callable[[Any, Tensor], Tensor]) -> Callable[[Any, Tensor], Tensor]:
     """Runs a TrainMode layer's __call__ with Tensor.training set to the layer's own mode, where
     it has one."""
     @functools.wraps(call)
