@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod
@@ -36,8 +37,7 @@ class TrainMode:
         return self.train(False)
 
 
-def in_own_mode(call: Callable[[TrainMode, Tensor], Tensor]) -> Callable[[TrainMode, Tensor],
-                                                                           Tensor]:
+def in_own_mode(call: Callable[[Any, Tensor], Tensor]) -> Callable[[Any, Tensor], Tensor]:
     """Runs a TrainMode layer's __call__ with Tensor.training set to the layer's own mode, where
     it has one."""
     @functools.wraps(call)
