@@ -924,9 +924,14 @@ KNOWN: list[Known] = [
     Known("scatter_reduce_grad_amax",
           "scatter_reduce(amax/amin): with ties between self and src, or a nan or inf in self, "
           "the gradient is not shared as torch's (torch shares it evenly among the tied "
-          "maxima); not analysed further", 1214,
+          "maxima); prod with an inf or nan gives another gradient too; not analysed further",
+          1214,
           lambda e, i, kw, m: e.name == "scatter_reduce" and m.kind == "grad"
-          and kw["reduce"] in ("amax", "amin")),
+          and (kw["reduce"] in ("amax", "amin") or kw["reduce"] == "prod" and nonfinite(i))),
+    Known("max_pool_grad_dilated",
+          "max_pool with dilation 2, padding and ceil_mode (seen in 3d): the gradient is 0 "
+          "everywhere where torch's reaches the maxima; the values agree", 4131,
+          lambda e, i, kw, m: e.name == "max_pool" and m.kind == "grad" and kw["dilation"] == 2),
     Known("bce_logits_posinf_nan",
           "binary_cross_entropy_with_logits at a logit of +inf with a target below 1 is nan; "
           "torch's is inf: [22.4, inf, 15.5] against [1, .3, 1], sum: tinyfw nan, torch inf", 1280,
@@ -963,6 +968,9 @@ QUIRKS: list[Known] = [
     Known("gelu_inf", "torch's gelu of +inf is nan; tinyfw gives inf, the limit", 1933,
           lambda e, i, kw, m: e.name == "activation" and ACTIVATIONS[kw["i"]][0] == "gelu"
           and m.kind == "value" and m.differ_as(np.isinf, np.isnan)),
+    Known("silu_grad_neginf", "torch's silu gradient at -inf is nan; tinyfw gives 0, the limit",
+          4453, lambda e, i, kw, m: e.name == "activation" and m.kind == "grad"
+          and ACTIVATIONS[kw["i"]][0] == "silu" and nonfinite(i)),
     Known("selu_mish_grad_inf",
           "torch's mish gradient at +inf is nan (inf * 0 inside its formula); tinyfw the limit",
           197, lambda e, i, kw, m: e.name == "activation" and m.kind == "grad" and nonfinite(i)
