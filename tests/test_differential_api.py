@@ -864,11 +864,6 @@ INDEX_RESULTS = ("sort", "argsort", "topk", "max_pool", "reduce", "scan")
 
 # Real tinyfw bugs found by this test and not fixed on this branch (issue 38).
 KNOWN: list[Known] = [
-    Known("index_results_int32",
-          "index results (sort, argsort, topk, argmax/argmin, cummax/cummin, max_pool's indices) "
-          "are int32, torch's int64 (issue 38, being fixed on branch i38b)", 5,
-          lambda e, i, kw, m: m.kind == "dtype" and e.name in INDEX_RESULTS
-          and "dtype int32, torch int64" in str(m)),
     Known("scatter_empty_raises",
           "scatter/scatter_reduce with an empty index (or self) raise IndexError from a max() "
           "over an empty axis; torch returns self (or an empty tensor)", 541,
