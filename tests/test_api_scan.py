@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from tests.helpers import check, check_error, same_dtype
-from tinyfw import Tensor, dtypes
+from tinyfw import Device, Tensor, dtypes
+from tinyfw.mixin.core import index_dtype
 from tinyfw.mixin.scan import RANK_SORT_MAX
 
 # On a backend device only the distinct cases of each parametrized test run (the device
@@ -167,14 +168,15 @@ def test_sort_ties_are_stable_and_nan_is_largest() -> None:
 
 
 def test_sort_ints_and_bools() -> None:
-    """Ints (with ties) and bools sort as in torch; the indices are int64, as torch's."""
+    """Ints (with ties) and bools sort as in torch; the indices are int64, as torch's (int32 on
+    WEBGPU, which has no 64-bit ints: index_dtype)."""
     ints = np.random.default_rng(1).integers(-4, 4, size=(3, 37)).astype(np.int32)
     for descending in (False, True):
         check([ints], _torch_sort(1, descending), _sort(1, descending))
         check([[[True, False, True, False]]], _torch_sort(1, descending), _sort(1, descending))
     extremes = np.array([[2**31 - 1, -2**31, 0, -1, 2**31 - 1, -2**31]], dtype=np.int32)
     check([extremes], _torch_sort(1), _sort(1))
-    assert Tensor([3, 1, 2]).sort()[1].dtype == dtypes.int64
+    assert Tensor([3, 1, 2]).sort()[1].dtype == index_dtype(Device.DEFAULT)
 
 
 def test_sort_float64(needs_dtypes: NeedsDtypesFixture) -> None:

@@ -343,6 +343,16 @@ def test_inputs_read_through_values_computed_before_the_capture() -> None:
     assert step(Tensor(np.full(3, 3.0, np.float32))).item() == 21.0
 
 
+def test_inputs_that_are_computed_tensors() -> None:
+    """An input may be a lazy value (rows picked by an index tensor, as a training loop picks a
+    batch): it is computed before the call, and the capture reads it from its buffer."""
+    table = Tensor(np.arange(20, dtype=np.float32).reshape(10, 2)).realize()
+    step = TinyJit(lambda x: (x * 2).sum())
+    for rows in ([1, 2], [3, 4], [0, 9], [5, 5]):
+        picked = table[Tensor(np.array(rows))]
+        assert step(picked).item() == 2 * table.numpy()[rows].sum()
+
+
 def test_replays_launch_the_captured_programs_without_the_passes(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A replay launches the programs the capture ran: it does not find them again through the

@@ -181,7 +181,8 @@ class TinyJit:
             Tensor.realize_all(*_output_tensors(ret, self.name))
         elif self.cnt == 1:
             # values computed earlier from the inputs would be read, not recomputed: forgotten
-            realize.forget_readers({_buffer(t) for t in tensors.values()})
+            realize.forget_readers({_buffer(t) for t in tensors.values()},
+                                   keep=frozenset(t.uop for t in tensors.values()))
             self.training = Tensor.training
             with _watching() as watched:
                 ret = self.capture(args, kwargs, tensors, others)

@@ -194,12 +194,15 @@ def forget(buffers: set[Buffer]) -> None:
             _set_realized(node, None)
 
 
-def forget_readers(buffers: set[Buffer]) -> None:
+def forget_readers(buffers: set[Buffer], keep: frozenset[UOp] = frozenset()) -> None:
     """Forget the nodes computed from (or into) these buffers: their memory is about to change
-    or has changed in place (a TinyJit's state), so a computed value read from it is stale."""
+    or has changed in place (a TinyJit's state), so a computed value read from it is stale.
+    The nodes in keep stay computed (a TinyJit's inputs: their buffers are what it reads)."""
     if not buffers:
         return
     for node in _computed_nodes():
+        if node in keep:
+            continue
         if node.realized in buffers or not buffers.isdisjoint(buffers_read(node)):
             _set_realized(node, None)
 
