@@ -213,3 +213,15 @@ def test_a_notebook_runs_on_past_unwritten_tasks(generated: Path, tmp_path: Path
     assert "this cell needs program, which a cell above did not make" in text, text
     assert "notebook ran in" in text, "the last cell did not run"
     assert "Traceback" not in text and "NotImplementedError" not in text, text
+
+
+@pytest.mark.parametrize("number", sorted(chapter_dirs(LAYOUT)))
+def test_each_notebook_is_valid_with_cell_ids(number: str) -> None:
+    """Every chapter's notebook is valid nbformat 4.5 with an id on every cell: Jupyter and
+    mkdocs-jupyter warn (MissingIDFieldWarning) on one without, and will refuse it."""
+    nbformat = pytest.importorskip("nbformat")
+    path = chapter_dirs(LAYOUT)[number] / "notebook.ipynb"
+    notebook = json.loads(path.read_text())
+    assert (notebook["nbformat"], notebook["nbformat_minor"]) >= (4, 5), path
+    assert [cell.get("id") for cell in notebook["cells"] if not cell.get("id")] == [], path
+    nbformat.validate(notebook)
