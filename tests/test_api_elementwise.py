@@ -247,6 +247,9 @@ def test_shifts(shift: int) -> None:
         check([x], lambda t: t >> shift, lambda t: t >> shift)
         check([x], lambda t: t << shift, lambda t: t.lshift(shift))
         check([x], lambda t: t >> shift, lambda t: t.rshift(shift))
+    count = np.int64(shift)  # a numpy int counts as a Python int, as torch takes it
+    check([np.array([0, 1, 5, -5, -1, 1000], np.int32)], lambda t: t << count)
+    check([np.array([0, 1, 5, -5, -1, 1000], np.int32)], lambda t: t >> count)
 
 
 def test_shift_errors() -> None:

@@ -559,6 +559,13 @@ def test_argmax_argmin(axis, keepdim: bool) -> None:
     check([[[4, 1, 4], [0, 0, -3]]], lambda x: x.argmax(axis, keepdim))
 
 
+@pytest.mark.parametrize("axis", [0, -1, None])
+def test_argmax_argmin_of_a_scalar(axis: int | None) -> None:
+    """A 0-d tensor is its own extreme: index 0, for axis 0, -1 or None, as torch's."""
+    check([np.array(3.5, np.float32)], lambda x: x.argmax(axis))
+    check([np.array(3.5, np.float32)], lambda x: x.argmin(axis, True))
+
+
 def test_max_min_ties_share_gradient() -> None:
     """The gradient of max/min is split evenly among tied extremes (torch.amax/amin)."""
     vals = [[[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]]

@@ -1317,6 +1317,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         the count taken in the tensor's dtype as torch takes it (int8 << 260 shifts by 4); a
         negative count, or one past the dtype's bits, shifts every bit out."""
         name = "lshift" if left else "rshift"
+        if isinstance(x, np.integer):  # a numpy int is a Python int to torch
+            x = int(x)
         if type(x) is int and not -2 ** 63 <= x < 2 ** 63:
             _past_int64(self.dtype, x)  # (torch's errors past uint64; uint64's range wraps)
         if self.dtype.is_float or self.dtype.is_bool:
@@ -1879,6 +1881,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         self._check_reducible(name, axis, IndexError)
         if axis is None:
             return self.flatten()._arg_extreme(name, 0, False)
+        if self.ndim == 0:  # a scalar is its own extreme, at index 0 (axis 0 or -1, as torch)
+            return Tensor.zeros((), dtype=index_dtype(self.device), device=self.device)
         if name == "argmin":
             flipped = self.logical_not() if self.dtype.is_bool else \
                 -self if self.dtype.is_float else ~self  # ~x = -x - 1: no overflow
