@@ -321,6 +321,19 @@ def test_scatter(reduce: str | None) -> None:
           grad=reduce is None)
 
 
+@pytest.mark.parametrize("shapes", [((3, 4), (0, 4)), ((0, 4), (0, 4)), ((3, 4), (2, 0))],
+                         ids=str)
+def test_scatter_with_nothing_to_write(shapes: tuple[tuple[int, ...], ...]) -> None:
+    """An empty index (or self) writes nothing: scatter and scatter_reduce give self, as torch."""
+    shape, index_shape = shapes
+    index = np.zeros(index_shape, np.int64)
+    # (values only: torch's own backward fails here, its gradient to src has index's shape)
+    check([shape, (2, 4)], lambda x, s: x.scatter(0, torch.tensor(index), s),
+          lambda x, s: x.scatter(0, Tensor(index), s), grad=False)
+    check([shape, (2, 4)], lambda x, s: x.scatter_reduce(0, torch.tensor(index), s, "sum"),
+          lambda x, s: x.scatter_reduce(0, Tensor(index), s, "sum"), grad=False)
+
+
 def test_scatter_errors_and_ints() -> None:
     """Int scatter keeps the dtype; torch's errors for dtypes, reduce, sizes, range."""
     i = Tensor(SCATTER_INDEX.astype(np.int32))

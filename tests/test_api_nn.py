@@ -297,3 +297,7 @@ def test_interpolate_scale_factor_and_errors() -> None:
                 lambda x: x.interpolate((3, 3, 3), mode="trilinear"))
     check_error([(2, 2, 4, 5)], lambda x: F.interpolate(x, size=(3, 3), mode="trilinear"),
                 lambda x: x.interpolate((3, 3), mode="trilinear"))
+    for shape, size in (((1, 1, 0), (4,)), ((1, 2, 3, 0), (2, 2)), ((1, 1, 3), (0,))):
+        # an empty spatial axis on either side: torch's RuntimeError, not a wrong index
+        check_error([shape], lambda x, size=size: F.interpolate(x, size=size),
+                    lambda x, size=size: x.interpolate(size, mode="nearest"))

@@ -866,11 +866,6 @@ INDEX_RESULTS = ("sort", "argsort", "topk", "max_pool", "reduce", "scan")
 
 # Real tinyfw bugs found by this test and not fixed on this branch (issue 38).
 KNOWN: list[Known] = [
-    Known("scatter_empty_raises",
-          "scatter/scatter_reduce with an empty index (or self) raise IndexError from a max() "
-          "over an empty axis; torch returns self (or an empty tensor)", 541,
-          lambda e, i, kw, m: e.name in ("scatter", "scatter_reduce") and m.kind == "raises"
-          and empty(i)),
     Known("interpolate_nonfinite",
           "interpolate (nearest, linear, bilinear, trilinear) spreads an inf or nan over outputs "
           "that do not read it (a weight of 0 meets it: 0 * inf): [[[inf, 1.]]] to size 4 "
@@ -908,11 +903,6 @@ KNOWN: list[Known] = [
           "the lead decides which tinyfw follows", 59,
           lambda e, i, kw, m: e.name == "reduce" and kw["op"] in ("max", "min")
           and m.kind == "grad"),
-    Known("interpolate_empty_error",
-          "interpolate of an input with a size-0 spatial dimension raises IndexError (index -1 "
-          "is out of bounds); torch raises RuntimeError (Input and output sizes should be "
-          "greater than 0)", 936,
-          lambda e, i, kw, m: e.name == "interpolate" and m.kind == "error" and empty(i)),
     Known("scatter_reduce_grad_amax",
           "scatter_reduce(amax/amin): with ties between self and src, or a nan or inf in self, "
           "the gradient is not shared as torch's (torch shares it evenly among the tied "

@@ -581,6 +581,8 @@ class IndexingOps(TensorCore):
         else:
             src = type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
         dim = self._gather_dims(what, dim, index, src)
+        if index.numel() == 0 or self.numel() == 0:  # nothing is written: self, as torch
+            return self.clone()
         if self.ndim == 0:
             return self.reshape(1)._scatter(what, 0, index.reshape(1), src.reshape(1), reduce,
                                             include_self).reshape(())

@@ -468,6 +468,9 @@ class NNOps(TensorCore):
             raise ValueError(f"size {size} / scale_factor {scale_factor} don't fit an input of "
                              f"shape {self.shape}")
         check_resize_mode(mode, n, self.ndim, size)
+        if not all(i > 0 and o > 0 for i, o in zip(self.shape[-n:], size)):
+            raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                               f"{self.shape[-n:]} and output {tuple(size)}")
         if align_corners and mode in ("nearest", "nearest-exact", "area"):
             raise ValueError("align_corners option can only be set with the interpolating modes: "
                              "linear | bilinear | bicubic | trilinear")
