@@ -283,6 +283,19 @@ def test_interpolate(shape: tuple[int, ...], size: tuple[int, ...], mode: str,
           lambda x: x.interpolate(size, mode=mode, align_corners=align), atol=1e-5)
 
 
+def test_interpolate_keeps_an_inf_to_the_outputs_made_of_it() -> None:
+    """An inf or nan reaches only the outputs it has a weight in (not every output through a
+    0 * inf): nearest as torch's; linear where torch's formula does not itself multiply the
+    inf by a weight of 0 (tests/test_differential_api.py: interpolate_zero_weight_nan)."""
+    inf = float("inf")
+    check([[[[inf, 1.0]]]], lambda x: F.interpolate(x, size=4),
+          lambda x: x.interpolate((4,), mode="nearest"), grad=False)
+    check([[[[math.nan, -inf, -0.0]]]], lambda x: F.interpolate(x, size=1, mode="linear"),
+          lambda x: x.interpolate((1,), mode="linear"), grad=False)
+    out = Tensor([[[1.0, 2.0, inf, 4.0, 5.0, 6.0]]]).interpolate((3,), mode="linear").numpy()
+    np.testing.assert_array_equal(out, [[[1.5, inf, 5.5]]])
+
+
 def test_interpolate_scale_factor_and_errors() -> None:
     """scale_factor instead of size; torch's errors for both/neither and a mode's wrong rank."""
     check([(2, 2, 4, 5)], lambda x: F.interpolate(x, scale_factor=2.5, mode="bilinear"),

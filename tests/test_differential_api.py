@@ -866,13 +866,6 @@ INDEX_RESULTS = ("sort", "argsort", "topk", "max_pool", "reduce", "scan")
 
 # Real tinyfw bugs found by this test and not fixed on this branch (issue 38).
 KNOWN: list[Known] = [
-    Known("interpolate_nonfinite",
-          "interpolate (nearest, linear, bilinear, trilinear) spreads an inf or nan over outputs "
-          "that do not read it (a weight of 0 meets it: 0 * inf): [[[inf, 1.]]] to size 4 "
-          "(nearest) gives [inf, inf, nan, nan], torch [inf, inf, 1, 1]; [[[nan, -inf, -0.]]] "
-          "to size 1 (linear) gives nan, torch -inf", 152,
-          lambda e, i, kw, m: e.name == "interpolate" and m.kind in ("value", "grad")
-          and nonfinite(i)),
     Known("conv_nonfinite",
           "conv and conv_transpose with an inf or nan in input or weight give nan at outputs "
           "where torch's are finite or inf (zeros of padding or of a stride meet the inf: "
@@ -946,11 +939,30 @@ QUIRKS: list[Known] = [
           "element whose value is not its maximum; tinyfw to none (gradient 0, index -1)", 4131,
           lambda e, i, kw, m: e.name == "max_pool" and m.kind in ("grad", "value")
           and window_in_padding(i[0], kw)),
+    Known("interpolate_zero_weight_nan",
+          "torch's linear, bilinear, trilinear and bicubic interpolation multiply some inputs "
+          "by a weight of 0 (an edge input read twice, some exact source points), so that an "
+          "inf there makes nan of outputs that equal a finite input or that input itself: "
+          "[[[-1.16, -inf, 3.]]] to size 3 (linear) gives torch [-1.16, nan, 3]; tinyfw's "
+          "outputs depend only on the inputs of nonzero weight: [-1.16, -inf, 3]", 1720,
+          lambda e, i, kw, m: e.name == "interpolate" and m.kind == "value" and nonfinite(i)
+          and m.differ_as(lambda a: ~np.isnan(a), np.isnan)),
+    Known("topk_tie_order",
+          "torch's topk orders tied values in no stated order (0.0 and -0.0 here: its "
+          "selection is not stable), so the gradient weight of each result may reach another "
+          "of the tied inputs; the values and the tied places agree", 2611,
+          lambda e, i, kw, m: e.name == "topk" and m.kind == "grad" and has_ties(i[0])),
     Known("selu_mish_grad_inf",
           "torch's mish gradient at +inf is nan (inf * 0 inside its formula); tinyfw the limit",
           197, lambda e, i, kw, m: e.name == "activation" and m.kind == "grad" and nonfinite(i)
           and ACTIVATIONS[kw["i"]][0] == "mish"),
 ]
+
+
+def has_ties(x: np.ndarray) -> bool:
+    """Whether x holds a value twice (0.0 and -0.0 count as one)."""
+    flat = x.astype(np.float64).ravel() + 0.0  # (-0.0 + 0.0 is 0.0)
+    return bool(np.unique(flat).size < flat.size)
 
 
 def window_in_padding(x: np.ndarray, kw: Kw) -> bool:
