@@ -21,9 +21,12 @@ _constants = itertools.count(1)
 
 
 def fresh_kernel() -> tuple[Tensor, np.ndarray]:
-    """x * k + 1 with a k no other test uses (a kernel not built before), and its value."""
-    k = 1.0 + next(_constants) / 1024
-    x = np.arange(6, dtype=np.float32)
+    """x * k + 1 with a length of x no other test uses (a kernel not built before: a k that
+    differs alone would be the same kernel, k its argument, engine/const_args.py), and its
+    value."""
+    n = next(_constants)
+    k = 1.0 + n / 1024
+    x = np.arange(6 + n, dtype=np.float32)
     return Tensor(x, device="CPU") * k + 1, x * np.float32(k) + np.float32(1)
 
 

@@ -280,7 +280,10 @@ def differences(got: np.ndarray, want: np.ndarray, atol: float = 0.0,
 
 
 def case_differences(name: str, got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """differences() with the case's tolerance, one flag per input (a row for reductions)."""
+    """differences() with the case's tolerance, one flag per input (a row for reductions);
+    index results compared by value (int32 on WEBGPU, int64 on CPU: index_dtype)."""
+    if got.dtype.kind == want.dtype.kind == "i":
+        got = got.astype(want.dtype)
     bad = differences(got, want, atol=2e-7 if name in CANCELLING else 0.0,
                       rtol=RTOL.get(name, 2e-6))
     return bad.reshape(bad.shape[0], -1).any(1)

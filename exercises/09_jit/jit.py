@@ -1,7 +1,7 @@
 # Exercises of chapter 09, generated from tinyfw/engine/jit.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/09_jit
-# generated text id: b6fc7a5a26d6d9f0 (lets tools.generate tell your edits apart)
+# generated text id: 8fa132f72394d641 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -185,7 +185,8 @@ class TinyJit:
             Tensor.realize_all(*_output_tensors(ret, self.name))
         elif self.cnt == 1:
             # values computed earlier from the inputs would be read, not recomputed: forgotten
-            realize.forget_readers({_buffer(t) for t in tensors.values()})
+            realize.forget_readers({_buffer(t) for t in tensors.values()},
+                                   keep=frozenset(t.uop for t in tensors.values()))
             self.training = Tensor.training
             with _watching() as watched:
                 ret = self.capture(args, kwargs, tensors, others)

@@ -1,7 +1,7 @@
 # Exercises of chapter 11, generated from tinyfw/codegen/lower_opts.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/11_speed
-# generated text id: 43c956f0811777f5 (lets tools.generate tell your edits apart)
+# generated text id: 8331b3a1bd6ffec4 (lets tools.generate tell your edits apart)
 """Lowering an optimized kernel: chapter 05's loops, with UPCAST and UNROLL axes unrolled into
 registers and THREAD axes shared out to the CPU's cores.
 
@@ -154,8 +154,9 @@ def emit_value(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int,
             op: Any = n.op
             if vector and n.op is Ops.WHERE and not is_vector(srcs[0]):  # one for all lanes
                 op, srcs = Pick(), srcs[:1] + broadcast(b, srcs[1:], lanes)
-            elif vector and n.op in COMPARES | {Ops.WHERE}:  # (their templates want vectors)
-                srcs = broadcast(b, srcs, lanes)
+            elif vector and (n.op in COMPARES | {Ops.WHERE} or n.dtype == dtypes.bool):
+                srcs = broadcast(b, srcs, lanes)  # (their templates want vectors; a bool's
+                # lanes all ones for true, as a compare's, not C's 1)
             done[n] = b.add(LOps.ALU, widened(n.dtype, lanes if vector else None), srcs, op)
     return done[node]
 
@@ -233,22 +234,38 @@ def lanes_summed(b: ProgramBuilder, vector: int, dtype: DType, op: Ops) -> int:
     return parts[0]
 
 
+MASK_LOGIC = frozenset({Ops.AND, Ops.OR, Ops.CMPNE})  # of masks: and, or, xor (not: != True)
+
+
+def is_mask(node: UOp) -> bool:
+    """Whether node is a bool computed a vector at a time: a comparison of float32s (its lanes
+    32 bits too, all ones for true), a bool constant, or and/or/!= of such masks (relu's
+    gradient is where((y < 0) | ((y != 0) != True), 0, 1): 0 where y <= 0, nan passing)."""
+    if node.dtype != dtypes.bool:
+        return False
+    if node.op is Ops.CONST:
+        return True
+    if node.op in COMPARES and node.src[0].dtype == dtypes.float32:
+        return True
+    return node.op in MASK_LOGIC and all(is_mask(s) for s in node.src)
+
+
 def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> int | None:
     """The UPCAST or UNROLL axis the kernel can compute as vectors' lanes, or None, in a float32
-    kernel of VECTOR_OPS (and a sum; a WHERE of a comparison) whose loads read either one value for
-    all lanes or consecutive ones along it, some load (or the sum) giving each lane its own:
+    kernel of VECTOR_OPS (and a sum; a WHERE of a mask, is_mask) whose loads read either one
+    value for all lanes or consecutive ones along it, some load (or the sum) giving each lane its
+    own:
     the last UPCAST of 2 to max_lanes (the widest the processor computes at once) outputs
     stored side by side, else the last such UNROLL (partial sums, one per lane). With integers
     (a renderer with vectors of bytes), an UNROLL also where the sum reads bytes along it and
     turns them into float32s (bytes_in_lanes: a quantized matmul's 4- and 8-bit weights)."""
     nodes = [n for n in kernel.ast.toposort() if n.op is not Ops.VIEW]
     floats = not (
-        any(n.dtype != dtypes.float32 and n.op not in COMPARES for n in nodes) or
-        any(n.op in COMPARES and n.src[0].dtype != dtypes.float32 for n in nodes) or
-        any(n.op is Ops.WHERE and n.src[0].op not in COMPARES for n in nodes) or
+        any(n.dtype != dtypes.float32 and not is_mask(n) for n in nodes) or
+        any(n.op is Ops.WHERE and not is_mask(n.src[0]) for n in nodes) or
         any(n.op is Ops.REDUCE and n.arg[0] is not Ops.ADD or n.op not in
             (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS
-            for n in nodes))  # (masks only from comparing float32s: their lanes are 32 bits too)
+            and not is_mask(n) for n in nodes))
     if not floats and not integers:
         return None
     store = kernel.ast.src[0].arg

@@ -1,7 +1,7 @@
 # Solutions of chapter 02, generated from tinyfw/mixin/derived.py by `python -m tools.generate`.
 # Edit tinyfw/mixin/derived.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
-# generated text id: 28f9a9e879fa01e2 (lets tools.generate tell your edits apart)
+# generated text id: 2c6ad0a2674f09cd (lets tools.generate tell your edits apart)
 """Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule
 (binary_crossentropy apart: it takes torch's gradient by hand, a gradient override)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tinyfw.dtype import DType, dtypes, promote_types
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
 from tinyfw.mixin.core import TensorCore, float32_inside
-from tinyfw.mixin.indexing import _selected
+from tinyfw.mixin.indexing import _broadcast_shapes, _selected
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -354,7 +354,16 @@ class DerivedOps(TensorCore):
         weighs the positive term (broadcast along the last axis, the classes)."""
         # max(x, 0) shares its tie at 0, so the gradient there is sigmoid(0) - target, as torch's
         if pos_weight is None:
-            loss = self.maximum(0) - self * target + (-self.abs()).exp().log1p()
+            shape = _broadcast_shapes([self.shape, target.shape])
+            x, y = self._broadcast_to(shape), target._broadcast_to(shape)
+            # max(x, 0) - x * y is inf - inf at x = +inf: its limit there
+            infinite = x.isinf()
+            finite = infinite.where(0, x)
+            linear = infinite.where(_linear_limit(x, y), finite.maximum(0) - finite * y)
+            # torch's gradient: sigmoid(x) - y to x (sigmoid(0) - y at the kink), -x to y
+            xd, yd = x.detach(), y.detach()
+            loss = (linear + (-x.abs()).exp().log1p())._with_gradient(
+                _bce_gradient, (x, y, xd.sigmoid() - yd, -xd))
         else:  # (1 - y) x + (1 + (pw - 1) y) log(1 + exp(-x)), as torch writes it
             softplus_neg = (-self).maximum(0) + (-self.abs()).exp().log1p()
             loss = (1 - target) * self + (1 + (pos_weight - 1) * target) * softplus_neg
@@ -363,6 +372,13 @@ class DerivedOps(TensorCore):
     def mse(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         """Mean squared error."""
         return _reduce_loss((self - target).square(), reduction)
+
+
+def _linear_limit(x: Tensor, target: Tensor) -> Tensor:
+    """max(x, 0) - x * target where x is infinite: (1 - target) * x at +inf, -target * x at
+    -inf, and 0 where that factor is 0 (the loss of a sure, right guess), not 0 * inf."""
+    factor = (x > 0).where(1 - target, -target)
+    return (factor == 0).where(0, factor * x)
 
 
 def _check_labels(out: Tensor, labels: Tensor, bad: Tensor, error: type[Exception],

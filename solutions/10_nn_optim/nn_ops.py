@@ -1,7 +1,7 @@
 # Solutions of chapter 10, generated from tinyfw/mixin/nn_ops.py by `python -m tools.generate`.
 # Edit tinyfw/mixin/nn_ops.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/10_nn_optim --impl=solutions
-# generated text id: 3a3bee303591edf2 (lets tools.generate tell your edits apart)
+# generated text id: 6055b025e42cde71 (lets tools.generate tell your edits apart)
 """The functional ops of neural networks, as Tensor methods: convolution, pooling, dropout and
 normalization, each composed of the primitive ops (chapter 10)."""
 from __future__ import annotations
@@ -96,7 +96,7 @@ def resize_matrix(in_size: int, out_size: int, mode: str, align_corners: bool,
     m = np.zeros((in_size, out_size), dtype=np.float64)
     ratio = 1 / scale_factor if scale_factor else in_size / out_size
     for o in range(out_size):
-        if mode == "nearest":
+        if mode == "nearest":  # (the outputs a column's zeros do not reach, see interpolate)
             m[min(math.floor(o * ratio), in_size - 1), o] = 1
         elif mode == "nearest-exact":  # the nearest centre: no shift to the left
             m[min(math.floor((o + 0.5) * ratio), in_size - 1), o] = 1
@@ -472,6 +472,9 @@ class NNOps(TensorCore):
             raise ValueError(f"size {size} / scale_factor {scale_factor} don't fit an input of "
                              f"shape {self.shape}")
         check_resize_mode(mode, n, self.ndim, size)
+        if not all(i > 0 and o > 0 for i, o in zip(self.shape[-n:], size)):
+            raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                               f"{self.shape[-n:]} and output {tuple(size)}")
         if align_corners and mode in ("nearest", "nearest-exact", "area"):
             raise ValueError("align_corners option can only be set with the interpolating modes: "
                              "linear | bilinear | bicubic | trilinear")
@@ -482,13 +485,18 @@ class NNOps(TensorCore):
             scales = [None] * n  # torch's area is adaptive pooling to the size
         if self.dtype == dtypes.uint8 and kind in ("linear", "cubic"):
             return self._resize_uint8(size, kind, align_corners, scales)
-        x = self if self.dtype.is_float else self.float()
+        # in float32 for a 16-bit float (its products and sums, rounded once at the end)
+        x = self if self.dtype.is_float and self.dtype.itemsize >= 4 else self.float()
         for j, (out_size, f) in enumerate(zip(size, scales)):
             axis = self.ndim - n + j
             m = resize_matrix(self.shape[axis], out_size, kind, align_corners, f)
-            x = (x.transpose(axis, -1) @ type(self)(m, dtype=x.dtype,
-                                                     device=self.device)).transpose(axis, -1)
-        return x if self.dtype.is_float else x.cast(self.dtype)
+            weights = type(self)(m, dtype=x.dtype, device=self.device)
+            reads = type(self)(m != 0, device=self.device)
+            # as x @ weights, but an input of weight 0 adds nothing to an output (not 0 * x,
+            # which is nan for an inf: the output depends only on the inputs it is made of)
+            terms = reads.where(x.transpose(axis, -1).unsqueeze(-1) * weights, 0)
+            x = terms.sum(-2).transpose(axis, -1)
+        return x.cast(self.dtype)
 
     def _resize_uint8(self: Tensor, size: Sequence[int], kind: str, align_corners: bool,
                       scales: list[float | None]) -> Tensor:

@@ -339,15 +339,18 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
             waiting.setdefault(item.device, []).append(build)
     for loading in waiting.values():
         compile_together(loading)
+    loaded: dict[Any, CompiledKernel] = {}  # (the cache may have dropped one since: it is full)
     for device_name, loading in waiting.items():
         kernels = [(b.kernel.name, b.binary, len(b.program.params)) for b in loading
                    if b.kernel is not None and b.program is not None]
         for build, runner in zip(loading, Device[device_name].load_many(kernels)):
             _keep(build, runner)
+            assert build.result is not None
+            loaded[build.key] = build.result
     for index, build in builds:
-        # (a kernel twice in the schedule was built once: the second finds it in the cache now)
+        # (a kernel twice in the schedule was built once: the second takes the first's program)
         assert build.key is not None
-        program = results[index] = build.result or cache[build.key]
+        program = results[index] = build.result or loaded.get(build.key) or cache[build.key]
         _remember(build, program, stamps)
     return results
 

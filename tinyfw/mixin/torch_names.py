@@ -54,11 +54,12 @@ class TorchNames:
                 continue
             static = inspect.getattr_static(cls, name)
             if inspect.isfunction(static) and not getattr(static, "_torch_names", False):
-                wrapped = _accept_dim(static)
+                wrapped = _accept_dim(static, _mixin_owner(cls, name))
                 if wrapped is not static:
                     setattr(cls, name, wrapped)
         for name in ("max", "min"):
-            setattr(cls, name, _values_and_indices(getattr(cls, name), name))
+            setattr(cls, name, _values_and_indices(getattr(cls, name), name,
+                                                   _mixin_owner(cls, name)))
         cls.to = _torch_to(cls.to)  # type: ignore[attr-defined]
         randint = inspect.getattr_static(cls, "randint", None)
         if isinstance(randint, staticmethod) and not getattr(randint.__func__, "_torch_names",
@@ -251,8 +252,25 @@ for _name in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "relu", "sigmoid", "t
     setattr(TorchNames, _name + "_", _unary_inplace(_name))
 
 
-def _accept_dim(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """fn, taking torch's dim= (and dims=) for its axis= where it has axis and no dim."""
+def _mixin_owner(cls: type, name: str) -> type | None:
+    """The mixin class (not cls itself) whose own method name is, where it is one: a wrapper on
+    cls then calls what that class holds at the time of the call, so that a method put into
+    the mixin later (a learner's code, chapters/learner.py) is the one that runs."""
+    owner = next((c for c in cls.__mro__ if name in c.__dict__), None)
+    return None if owner is cls else owner
+
+
+def _current(fn: Callable[..., Any], owner: type | None) -> Callable[..., Any]:
+    """owner's method of fn's name now (fn itself where there is no owner, or it holds none)."""
+    if owner is None:
+        return fn
+    now = owner.__dict__.get(fn.__name__, fn)
+    return now if callable(now) else fn
+
+
+def _accept_dim(fn: Callable[..., Any], owner: type | None = None) -> Callable[..., Any]:
+    """fn, taking torch's dim= (and dims=) for its axis= where it has axis and no dim (fn as
+    owner holds it at each call, see _mixin_owner)."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -268,19 +286,21 @@ def _accept_dim(fn: Callable[..., Any]) -> Callable[..., Any]:
                 if "axis" in kwargs:
                     raise TypeError(f"{name}() got both 'axis' and its torch name '{alias}'")
                 kwargs["axis"] = kwargs.pop(alias)
-        return fn(*args, **kwargs)
+        return _current(fn, owner)(*args, **kwargs)
     wrapper._torch_names = True  # type: ignore[attr-defined]
     return wrapper
 
 
-def _values_and_indices(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _values_and_indices(fn: Callable[..., Any], name: str,
+                        owner: type | None = None) -> Callable[..., Any]:
     """max and min: tinygrad's (the values) for axis, torch's (values, indices) for dim=."""
     if getattr(fn, "_torch_values_indices", False):
         return fn
-    arg = getattr(fn, "__wrapped__", fn)
+    original = getattr(fn, "__wrapped__", fn)
 
-    @functools.wraps(arg)
+    @functools.wraps(original)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        arg = _current(original, owner)
         if "dim" in kwargs and not args:
             dim, keepdim = kwargs.pop("dim"), kwargs.pop("keepdim", False)
             if kwargs:
