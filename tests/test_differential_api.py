@@ -29,6 +29,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -1041,6 +1042,12 @@ def test_known_bug(case: Known) -> None:
         if not case.matches(e, inputs, kw, m):  # another mismatch: a failure, not an xfail
             raise AssertionError(f"seed {case.seed}: not the known mismatch: {m}") from None
         raise
+
+
+def test_every_quirk_is_on_the_correctness_page() -> None:
+    """Each answer of torch's not followed (QUIRKS) is named on site/correctness.md."""
+    page = (Path(__file__).resolve().parents[1] / "site" / "correctness.md").read_text()
+    assert [k.name for k in QUIRKS if f"`{k.name}`" not in page] == []
 
 
 def test_every_entry_drawn() -> None:
