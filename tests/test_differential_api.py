@@ -239,6 +239,8 @@ def draw_reduce(d: Draw) -> tuple[Arrays, Kw]:
 
 
 def tiny_reduce(x: Tensor, op: str, keepdim: bool, axis: Any = None, **kw: Any) -> Any:
+    if op in ("max", "min") and axis is not None:  # torch's form (tinygrad's max(axis): amax)
+        return getattr(x, op)(dim=axis, keepdim=keepdim).values
     out = getattr(x, op)(axis, keepdim=keepdim, **kw) if axis is not None or op not in \
         ("argmax", "argmin", "logsumexp") else getattr(x, op)(keepdim=keepdim, **kw)
     return out
@@ -887,12 +889,6 @@ KNOWN: list[Known] = [
           "tinyfw's relu does): relu6([nan]) backward gives [0], torch [1]", 365,
           lambda e, i, kw, m: e.name == "activation" and m.kind == "grad" and nonfinite(i)
           and ACTIVATIONS[kw["i"]][0] in ("relu6", "hardtanh", "hardswish", "selu", "elu")),
-    Known("max_min_axis_grad_ties",
-          "max/min along an axis with tied extremes share the gradient evenly among the ties; "
-          "torch's max(dim)/min(dim) give all of it to the first (torch.amax/amin share it): "
-          "the lead decides which tinyfw follows", 59,
-          lambda e, i, kw, m: e.name == "reduce" and kw["op"] in ("max", "min")
-          and m.kind == "grad"),
     Known("scatter_reduce_grad_amax",
           "scatter_reduce(amax/amin): with ties between self and src, or a nan or inf in self, "
           "the gradient is not shared as torch's (torch shares it evenly among the tied "

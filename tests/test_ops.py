@@ -576,6 +576,15 @@ def test_max_min_ties_share_gradient() -> None:
     check([[1.0, 2.0, 2.0], [2.0, 2.0, 1.0]], torch.minimum, lambda x, y: x.minimum(y))
 
 
+def test_max_min_with_dim_give_the_gradient_to_the_first_tie() -> None:
+    """torch's form, max(dim=)/min(dim=) (values and indices): the whole gradient goes to the
+    place its index names, the first of tied extremes, as torch's."""
+    vals = [[[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]]
+    check(vals, lambda x: x.max(dim=1).values, lambda x: x.max(dim=1).values)
+    check(vals, lambda x: x.min(dim=0, keepdim=True).values,
+          lambda x: x.min(dim=0, keepdim=True).values)
+
+
 # torch.any without dim has no keepdim, so (None, True) has no oracle and is not listed
 @pytest.mark.parametrize("axis, keepdim", [(None, False), (0, False), (1, False), ((0, 1), False),
                                            (0, True), (1, True), ((0, 1), True)], ids=str)

@@ -306,9 +306,14 @@ def _values_and_indices(fn: Callable[..., Any], name: str,
             if kwargs:
                 raise TypeError(f"{name}() got an unexpected keyword argument "
                                 f"'{next(iter(kwargs))}'")
-            values = arg(self, dim, keepdim)
             indices = getattr(self, "arg" + name)(dim, keepdim)
-            return ValuesIndices(values, indices)
+            if self.ndim == 0:
+                return ValuesIndices(arg(self, dim, keepdim), indices)
+            # the values read at the indices: the gradient goes to the one place torch's does
+            # (the first of tied extremes), not shared among them as amax/amin share it
+            at = indices if keepdim else indices.unsqueeze(dim)
+            values = self.gather(dim, at)
+            return ValuesIndices(values if keepdim else values.squeeze(dim), indices)
         return arg(self, *args, **kwargs)
     wrapper._torch_values_indices = True  # type: ignore[attr-defined]
     wrapper._torch_names = True  # type: ignore[attr-defined]
