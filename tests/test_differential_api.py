@@ -882,13 +882,6 @@ KNOWN: list[Known] = [
           "torch [nan, nan, nan]", 554,
           lambda e, i, kw, m: e.name in ("cross_entropy", "nll_loss", "softmax")
           and m.kind == "grad" and nonfinite(i)),
-    Known("piecewise_grad_nan",
-          "the gradient at nan of relu6 and hardtanh is 0 in tinyfw, of hardswish, selu and elu "
-          "nan; "
-          "torch's backward takes its last branch (the gradient passes: 1, selu 1.0507, as "
-          "tinyfw's relu does): relu6([nan]) backward gives [0], torch [1]", 365,
-          lambda e, i, kw, m: e.name == "activation" and m.kind == "grad" and nonfinite(i)
-          and ACTIVATIONS[kw["i"]][0] in ("relu6", "hardtanh", "hardswish", "selu", "elu")),
     Known("scatter_reduce_grad_amax",
           "scatter_reduce(amax/amin): with ties between self and src, or a nan or inf in self, "
           "the gradient is not shared as torch's (torch shares it evenly among the tied "
@@ -951,6 +944,13 @@ QUIRKS: list[Known] = [
           "(input (2, 2, 6, 1, 2), weight (2, 1, 1, 2, 1), padding 1); tinyfw always raises "
           "RuntimeError", 42,
           lambda e, i, kw, m: e.name == "conv_transpose" and m.kind == "raises"),
+    Known("piecewise_grad_nan",
+          "torch's gradient at nan of relu6, hardtanh, hardswish, elu and selu depends on the "
+          "tensor's size: its vectorized loop (a tensor of more than a few elements) gives 0 "
+          "(relu6, hardtanh) or nan, its scalar loop passes the gradient (1, selu 1.0507); "
+          "tinyfw gives the vectorized loop's answer at every size", 365,
+          lambda e, i, kw, m: e.name == "activation" and m.kind == "grad" and nonfinite(i)
+          and ACTIVATIONS[kw["i"]][0] in ("relu6", "hardtanh", "hardswish", "selu", "elu")),
     Known("selu_mish_grad_inf",
           "torch's mish gradient at +inf is nan (inf * 0 inside its formula); tinyfw the limit",
           197, lambda e, i, kw, m: e.name == "activation" and m.kind == "grad" and nonfinite(i)
