@@ -338,3 +338,17 @@ def test_tensor_takes_torchs_randint_and_from_numpy() -> None:
     assert Tensor.randint(5, (2, 3)).shape == (2, 3)
     assert Tensor.randint(2, 3, low=1, high=4).shape == (2, 3)
     assert Tensor.from_numpy(np.arange(3, dtype=np.int16)).dtype == tt.int16
+
+
+def test_unpacking_tinygrads_max_over_an_axis_is_refused() -> None:
+    """torch's `_, predicted = out.max(1)` on tinygrad's max(1) (the values alone) would take
+    a row of values for the indices: unpacking it raises, naming torch's form; dim= and
+    torch.max(x, 1) give torch's (values, indices)."""
+    out = tt.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 1.0]])
+    with pytest.raises(TypeError, match=r"x\.max\(dim=1\)"):
+        _, predicted = out.max(1)
+    with pytest.raises(TypeError, match=r"x\.argmin\(0\)"):
+        _, _, _ = out.min(0)
+    for values, indices in (out.max(dim=1), tt.max(out, 1)):
+        assert values.tolist() == [5.0, 7.0] and indices.tolist() == [1, 0]
+    assert (out.max(1) * 2).tolist() == [10.0, 14.0]  # tinygrad's max(1), a tensor as ever

@@ -49,6 +49,8 @@ class TorchNames:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("_torch_names_done"):  # (a class made from Tensor: see below)
+            return
         for name in dir(cls):
             if name.startswith("_"):
                 continue
@@ -314,7 +316,10 @@ def _values_and_indices(fn: Callable[..., Any], name: str,
             at = indices if keepdim else indices.unsqueeze(dim)
             values = self.gather(dim, at)
             return ValuesIndices(values if keepdim else values.squeeze(dim), indices)
-        return arg(self, *args, **kwargs)
+        out = arg(self, *args, **kwargs)
+        if args and type(args[0]) is int and getattr(out, "ndim", 0) >= 1:
+            out.__class__ = _unpack_refused(type(out), name, args[0])  # type: ignore[arg-type]
+        return out
     wrapper._torch_values_indices = True  # type: ignore[attr-defined]
     wrapper._torch_names = True  # type: ignore[attr-defined]
     return wrapper
@@ -334,6 +339,20 @@ def _torch_randint(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(*args, **kwargs)
     wrapper._torch_names = True  # type: ignore[attr-defined]
     return wrapper
+
+
+@functools.cache
+def _unpack_refused(cls: type, name: str, axis: int) -> type:
+    """cls, but unpacking it raises: tinygrad's x.max(1) is the values alone (torch.amax),
+    where torch's x.max(1) is (values, indices), so torch's `_, i = x.max(1)` would silently
+    take a row of values for the indices."""
+    def __iter__(self: Any) -> Any:
+        raise TypeError(f"x.{name}({axis}) is tinygrad's {name} over axis {axis}: the values "
+                        f"alone (torch.a{name}), so it does not unpack into (values, indices). "
+                        f"Write x.{name}(dim={axis}) for torch's named tuple, or "
+                        f"x.arg{name}({axis}) for the indices")
+    return type(cls.__name__, (cls,), {"__slots__": (), "__iter__": __iter__,
+                                       "__module__": cls.__module__, "_torch_names_done": True})
 
 
 def _torch_to(fn: Callable[..., Any]) -> Callable[..., Any]:
