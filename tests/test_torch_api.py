@@ -352,3 +352,17 @@ def test_unpacking_tinygrads_max_over_an_axis_is_refused() -> None:
     for values, indices in (out.max(dim=1), tt.max(out, 1)):
         assert values.tolist() == [5.0, 7.0] and indices.tolist() == [1, 0]
     assert (out.max(1) * 2).tolist() == [10.0, 14.0]  # tinygrad's max(1), a tensor as ever
+
+
+def test_a_conversion_to_what_a_tensor_is_already_is_the_tensor() -> None:
+    """x.float() of a float32 tensor, x.to() its own device or dtype, x.type_as(x): x itself,
+    as torch's, so an in-place write through the result is seen by x."""
+    for convert, ref_convert in ((lambda t: t.float(), None), (lambda t: t.to("cpu"), None),
+                                 (lambda t: t.to(tt.float32), lambda t: t.to(torch.float32)),
+                                 (lambda t: t.type_as(t), None)):
+        x, ref = tt.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])
+        y, ref_y = convert(x), (ref_convert or convert)(ref)
+        y += 1
+        ref_y += 1
+        assert x.tolist() == ref.tolist() == [2.0, 3.0]
+    assert tt.tensor([1, 2]).float().tolist() == [1.0, 2.0]  # another dtype: a new tensor

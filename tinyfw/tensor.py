@@ -429,6 +429,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """This tensor on another device; on a tuple of devices, a whole copy on each
         (replicated: shard with axis None); a sharded tensor sent to one device is gathered."""
         target = _canonical(device)
+        if target == self.device:  # itself, as torch's (a write to either is seen by both)
+            return self
         if isinstance(target, tuple) and isinstance(self.uop, UOp):
             return self.shard(target)
         moved: Any = self.uop  # a UOp, or a MultiUOp typed as one
@@ -462,7 +464,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return self
 
     def cast(self, dtype: DType | str) -> Tensor:
+        """This tensor in dtype; itself where it is already (as torch's x.float() of a float32
+        tensor: a write to either is seen by both)."""
         dt = to_dtype(dtype)
+        if dt == self.dtype:
+            return self
         out = self._result(self.uop.cast(dt), self)
         if not dt.is_float and out.requires_grad:
             out._requires_grad = False
