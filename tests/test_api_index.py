@@ -329,9 +329,9 @@ def test_scatter_with_nothing_to_write(shapes: tuple[tuple[int, ...], ...]) -> N
     index = np.zeros(index_shape, np.int64)
     # (values only: torch's own backward fails here, its gradient to src has index's shape)
     check([shape, (2, 4)], lambda x, s: x.scatter(0, torch.tensor(index), s),
-          lambda x, s: x.scatter(0, Tensor(index), s), grad=False)
+          lambda x, s: x.scatter(0, Tensor(index.astype(np.int32)), s), grad=False)
     check([shape, (2, 4)], lambda x, s: x.scatter_reduce(0, torch.tensor(index), s, "sum"),
-          lambda x, s: x.scatter_reduce(0, Tensor(index), s, "sum"), grad=False)
+          lambda x, s: x.scatter_reduce(0, Tensor(index.astype(np.int32)), s, "sum"), grad=False)
 
 
 def test_scatter_errors_and_ints() -> None:
@@ -363,6 +363,17 @@ def test_scatter_reduce(reduce: str, include_self: bool) -> None:
           lambda x, s: x.scatter_reduce(0, index, s, reduce, include_self=include_self),
           lambda x, s: x.scatter_reduce(0, Tensor(SCATTER_INDEX.astype(np.int32)), s, reduce,
                                         include_self=include_self), grad=grad)
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_scatter_reduce_extreme_shares_the_gradient_among_ties(reduce: str) -> None:
+    """amax/amin with self included: every value equal to the result, self's and src's, gets an
+    even share of its gradient, as torch's."""
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]], np.float32)
+    src = np.array([[3.0, 1.0, 3.0], [2.0, 5.0, 0.0]], np.float32)
+    index = np.array([[1, 0, 1], [0, 2, 2]])
+    check([x, src], lambda a, s: a.scatter_reduce(1, torch.tensor(index), s, reduce),
+          lambda a, s: a.scatter_reduce(1, Tensor(index.astype(np.int32)), s, reduce))
 
 
 @pytest.mark.parametrize("reduce", ["sum", "mean", "amax"])

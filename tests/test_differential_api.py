@@ -882,13 +882,11 @@ KNOWN: list[Known] = [
           "torch [nan, nan, nan]", 554,
           lambda e, i, kw, m: e.name in ("cross_entropy", "nll_loss", "softmax")
           and m.kind == "grad" and nonfinite(i)),
-    Known("scatter_reduce_grad_amax",
-          "scatter_reduce(amax/amin): with ties between self and src, or a nan or inf in self, "
-          "the gradient is not shared as torch's (torch shares it evenly among the tied "
-          "maxima); prod with an inf or nan gives another gradient too; not analysed further",
-          1214,
+    Known("scatter_reduce_grad_prod",
+          "scatter_reduce(prod) with an inf or nan in self or src gives another gradient than "
+          "torch's; not analysed further", 4126,
           lambda e, i, kw, m: e.name == "scatter_reduce" and m.kind == "grad"
-          and (kw["reduce"] in ("amax", "amin") or kw["reduce"] == "prod" and nonfinite(i))),
+          and kw["reduce"] == "prod" and nonfinite(i)),
 ]
 
 # torch's answers not to follow, each with its reason: counted, not failed.
@@ -951,6 +949,14 @@ QUIRKS: list[Known] = [
           "tinyfw gives the vectorized loop's answer at every size", 365,
           lambda e, i, kw, m: e.name == "activation" and m.kind == "grad" and nonfinite(i)
           and ACTIVATIONS[kw["i"]][0] in ("relu6", "hardtanh", "hardswish", "selu", "elu")),
+    Known("scatter_reduce_extreme_grad",
+          "torch's scatter_reduce(amax/amin) gradient: with include_self=False it still counts "
+          "a tie of self's in the shares given to src (which then add up to less than the "
+          "gradient); with a nan in self it gives nan where no src lands (0 * grad / 0); tinyfw "
+          "shares the gradient evenly among the values equal to the result, as torch does "
+          "otherwise", 2334,
+          lambda e, i, kw, m: e.name == "scatter_reduce" and m.kind == "grad"
+          and kw["reduce"] in ("amax", "amin") and (not kw["include_self"] or nonfinite(i))),
     Known("selu_mish_grad_inf",
           "torch's mish gradient at +inf is nan (inf * 0 inside its formula); tinyfw the limit",
           197, lambda e, i, kw, m: e.name == "activation" and m.kind == "grad" and nonfinite(i)

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -393,31 +394,38 @@ def test_the_chat_page_streams_an_answer(server: Server) -> None:
     chromium = Path("/usr/bin/chromium")
     if not chromium.exists():
         missing("/usr/bin/chromium")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(chromium), args=BROWSER_ARGS)
-        try:
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(server.url + "/")
-            page.fill("#api-key", KEY)
-            page.fill("#max-tokens", "6")
-            page.fill("#system", BRIEF["content"])
-            for n, question in enumerate(["What is 2+2?", "And 3+3?"], start=1):
-                page.fill("#input", question)
-                page.click("#send")
-                answer = page.locator(".assistant").nth(n - 1)
-                answer.wait_for()
-                page.wait_for_function(
-                    "n => document.querySelectorAll('.assistant')[n - 1]?.textContent.length",
-                    arg=n, timeout=300_000)
-                page.wait_for_selector(f".assistant:nth-of-type({2 * n})[data-done]",
-                                       timeout=300_000)
-                assert answer.text_content()
-            assert page.locator(".user").count() == 2 and page.locator(".error").count() == 0
-            assert not errors
-        finally:
-            browser.close()
+
+    def drive() -> None:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(chromium), args=BROWSER_ARGS)
+            try:
+                page = browser.new_page()
+                errors: list[str] = []
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(server.url + "/")
+                page.fill("#api-key", KEY)
+                page.fill("#max-tokens", "6")
+                page.fill("#system", BRIEF["content"])
+                for n, question in enumerate(["What is 2+2?", "And 3+3?"], start=1):
+                    page.fill("#input", question)
+                    page.click("#send")
+                    answer = page.locator(".assistant").nth(n - 1)
+                    answer.wait_for()
+                    page.wait_for_function(
+                        "n => document.querySelectorAll('.assistant')[n - 1]?.textContent.length",
+                        arg=n, timeout=300_000)
+                    page.wait_for_selector(f".assistant:nth-of-type({2 * n})[data-done]",
+                                           timeout=300_000)
+                    assert answer.text_content()
+                assert page.locator(".user").count() == 2 and page.locator(".error").count() == 0
+                assert not errors
+            finally:
+                browser.close()
+
+    # in a thread of its own: Playwright's sync API refuses a thread where an asyncio loop is
+    # running, as one can be in this worker after a test that ran a notebook or async client
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(drive).result()
 
 
 def test_chat_ids_are_the_template_with_the_text_as_text() -> None:

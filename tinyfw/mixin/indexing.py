@@ -735,11 +735,25 @@ def _combine(x: Tensor, hot: Tensor, vals: Tensor, reduce: str, include_self: bo
         product = hot.where(vals, 1).prod(-2, dtype=x.dtype)
         return hit.where(product * x if include_self else product, x)
     fill = _extreme(x.dtype, low=reduce == "amax")
-    sent = hot.where(vals, fill)
-    best = sent.max(-2) if reduce == "amax" else sent.min(-2)
-    if include_self:
-        best = best.maximum(x) if reduce == "amax" else best.minimum(x)
+    stack, sent = hot.where(vals, fill), hot  # (..., M, S): the values sent, and which are
+    if include_self:  # self's value as one more row
+        stack = stack.cat(x.unsqueeze(-2), dim=-2)
+        sent = sent.cat(hit.unsqueeze(-2).ones_like(), dim=-2)
+    best = stack.max(-2) if reduce == "amax" else stack.min(-2)
+    if x.dtype.is_float:  # torch's gradient: shared evenly by the values equal to the result
+        ties = sent & (stack == best.detach().unsqueeze(-2))  # (none for a nan: nan != nan)
+        share = 1 / ties.sum(-2, keepdim=True, dtype=x.dtype)
+        best = best.detach()._with_gradient(_tie_gradient, (stack, ties, share))
     return hit.where(best, x)
+
+
+def _tie_gradient(grad: UOp, node: UOp, stack: UOp, ties: UOp, share: UOp
+                  ) -> tuple[UOp, None, None]:
+    """scatter_reduce's amax/amin gradient, torch's: each value equal to the result (self's
+    included) gets an even share of the result's gradient (share: 1 / their number)."""
+    kept = stack.shape[:-2] + (1,) + stack.shape[-1:]  # grad with the reduced axis back
+    each = grad.reshape(kept) * share
+    return ties.where(each.expand(stack.shape), 0.0), None, None
 
 
 def _selected(hot: Tensor, vals: Tensor, axis: int) -> Tensor:
