@@ -3,12 +3,14 @@
 must equal the kernel-by-kernel replay (JIT_GRAPH=0) bit for bit."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
 from tinyfw import Tensor, nn
 from tinyfw.device import probe, workgroup_of
-from tinyfw.engine import realize
+from tinyfw.engine import program, realize
 from tinyfw.engine.jit import JitError, TinyJit
 from tinyfw.nn import optim
 from tinyfw.runtime import ops_cpu
@@ -190,3 +192,21 @@ def test_replays_still_check_their_inputs() -> None:
     with pytest.raises(JitError):
         jit(Tensor(np.ones(5, np.float32)))
     assert realize is not None
+
+
+def test_a_graph_released_while_a_library_loads_does_not_hang() -> None:
+    """A device graph's finalizer can run while its thread holds the loaded-library lock (the
+    garbage collector runs in the middle of a load): its unhold takes the lock again, which
+    must not wait for itself."""
+    out = Tensor(np.arange(6, dtype=np.float32), device="CPU") * 3 + 1
+    runner = program.get_program(out.schedule()[-1]).runner
+
+    def finalizer_inside_a_load() -> None:
+        with ops_cpu._lock:  # (as _acquire holds it while it loads a library)
+            runner.hold()
+            runner.unhold()  # (what graph_cpu's finalizer does)
+
+    worker = threading.Thread(target=finalizer_inside_a_load, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "the lock waited for itself"

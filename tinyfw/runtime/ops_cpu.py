@@ -453,8 +453,11 @@ def _open_library(data: bytes, directory: Path) -> ctypes.CDLL:
 
 
 # Loaded programs, least recently called first. Guarded by _lock: threads call kernels at once.
+# Reentrant: while a thread holds it (loading a library allocates), the garbage collector may
+# run a device graph's finalizer on that thread, whose unhold takes it again (a plain Lock
+# waited for itself there: a test run hung in test_jit_graph).
 _loaded: OrderedDict[CPUProgram, None] = OrderedDict()
-_lock = threading.Lock()
+_lock = threading.RLock()
 
 
 def address_of(buffer: Buffer) -> int:
