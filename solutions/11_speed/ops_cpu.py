@@ -1,7 +1,7 @@
 # Solutions of chapter 11, generated from tinyfw/runtime/ops_cpu.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_cpu.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/11_speed --impl=solutions
-# generated text id: 7034bf87d4cf5b75 (lets tools.generate tell your edits apart)
+# generated text id: d5dedfa4a755ccd1 (lets tools.generate tell your edits apart)
 """The CPU device: kernels rendered as C, compiled by the system's C compiler, run with ctypes."""
 from __future__ import annotations
 
@@ -457,8 +457,11 @@ def _open_library(data: bytes, directory: Path) -> ctypes.CDLL:
 
 
 # Loaded programs, least recently called first. Guarded by _lock: threads call kernels at once.
+# Reentrant: while a thread holds it (loading a library allocates), the garbage collector may
+# run a device graph's finalizer on that thread, whose unhold takes it again (a plain Lock
+# waited for itself there: a test run hung in test_jit_graph).
 _loaded: OrderedDict[CPUProgram, None] = OrderedDict()
-_lock = threading.Lock()
+_lock = threading.RLock()
 
 
 def address_of(buffer: Buffer) -> int:
