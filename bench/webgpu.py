@@ -16,7 +16,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +24,7 @@ if not __package__:  # run as a file: make the repo root importable
 
 import numpy as np  # noqa: E402
 
-
-def best_ms(run: Callable[[], Any], rounds: int) -> float:
-    """The best time of `rounds` runs, in ms, after one to build the kernels."""
-    run()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times) * 1e3
+from bench.workgroups import best_ms  # noqa: E402
 
 
 def chain(x: Any) -> Any:
