@@ -138,12 +138,16 @@ def test_unfold_errors(shape: Shape, dim: int, size: int, step: int) -> None:
     check_error([shape], lambda x: x.unfold(dim, size, step))
 
 
-def test_unfold_refuses_writes() -> None:
-    """Overlapping windows are many elements for one: a write to them is torch's
-    RuntimeError, not a silent write to a copy."""
-    t = Tensor(np.arange(6, dtype=np.float32))
-    with pytest.raises(RuntimeError, match="single memory location"):
-        t.unfold(0, 3, 1)[0] = 0.0
+def test_unfold_writes() -> None:
+    """A write to one window of overlapping windows is torch's; to all of them at once (torch
+    writes the shared elements once per window, in its own order) a RuntimeError, not a
+    silent write to a copy."""
+    t, ref = Tensor(np.arange(6, dtype=np.float32)), torch.arange(6.0)
+    t.unfold(0, 3, 1)[0] = 0.0
+    ref.unfold(0, 3, 1)[0] = 0.0
+    np.testing.assert_array_equal(t.numpy(), ref.numpy())
+    with pytest.raises(RuntimeError, match="overlapping"):
+        t.unfold(0, 3, 1).mul_(2)
 
 
 # ---------------------------------------------------------------------------------------------

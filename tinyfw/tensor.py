@@ -319,7 +319,20 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             # TinyJit's replay may write in place; realize.forget_readers then forgets it)
             if (not t._requires_grad or t._is_leaf) and t._view is None:
                 t.uop = node
+            elif t._view is not None and t._view[1] == (("contiguous", None),):
+                t._share_buffer(node)
         return self
+
+    def _share_buffer(self, node: UOp) -> None:
+        """For x.contiguous() of a contiguous x (a view of x that is x, as torch's), computed
+        to node: x takes node as its value too, so both are one buffer (a TinyJit can keep
+        state in it), unless x keeps a graph for backward."""
+        assert self._view is not None
+        root = self._view[0]
+        if not root._requires_grad or root._is_leaf:
+            root.uop = node
+            if not self._requires_grad or self._is_leaf:
+                self.uop = node
 
     def schedule(self, *others: Tensor) -> list:
         """The kernels realize() would run for this tensor (and others), without running them."""
@@ -423,7 +436,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return self._as_view_of_self(Tensor(self.uop.detach()), ("detach", None))
 
     def contiguous(self) -> Tensor:
-        return self._result(self.uop.contiguous(), self)
+        """The same values in a buffer of their own (a kernel boundary). As torch's, a tensor
+        that is contiguous already (is_contiguous()) is itself: the result is a view of it (a
+        write to either is seen by the other); any other is a copy."""
+        out = self._result(self.uop.contiguous(), self)
+        return self._as_view_of_self(out, ("contiguous", None)) if self.is_contiguous() else out
 
     def to(self, device: str | tuple[str, ...]) -> Tensor:
         """This tensor on another device; on a tuple of devices, a whole copy on each
@@ -1380,9 +1397,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         type that cannot be cast to self's dtype (int += float) raises before the op is tried.
         A tensor that requires grad keeps its graph (gradients flow through the op); any other
         tensor is assigned, so views and a TinyJit follow the write."""
-        if self.requires_grad and self.is_leaf:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                               "operation.")
+        self._check_leaf_write()
         result = self._result_type(x)
         if result is not None and true_division and not result.is_float:
             result = dtypes.default_float
@@ -1396,13 +1411,40 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if category(out.dtype) > category(self.dtype):
             raise RuntimeError(f"result type {torch_name(out.dtype)} can't be cast to the "
                                f"desired output type {torch_name(self.dtype)}")
-        value = out.cast(self.dtype)
-        if not self.requires_grad:
+        return self._write(out.cast(self.dtype))
+
+    def _check_leaf_write(self, view: bool = False) -> None:
+        """torch's error for an in-place write to a leaf that requires grad, or to a view of
+        one (outside no_grad, where an optimizer's writes are)."""
+        root = self._view[0] if self._view is not None else self
+        if root._requires_grad and root._is_leaf and not Tensor.no_grad:
+            what = "a view of a leaf Variable" if view or root is not self else "a leaf Variable"
+            raise RuntimeError(f"{what} that requires grad is being used in an in-place "
+                               "operation.")
+
+    def _write(self, value: Tensor) -> Tensor:
+        """torch's in-place write: self takes value (of self's shape, cast to self's dtype and
+        sent to its device); a write to a view writes its base. Where self (or its base) or
+        value takes part in a gradient, the write keeps the graph: the gradient flows to
+        value, and to what was not overwritten. Otherwise it is an assign (a TinyJit keeps the
+        state). Returns self."""
+        self._check_leaf_write()
+        root = self._view[0] if self._view is not None else self
+        grads = (root._requires_grad or value._requires_grad) and not Tensor.no_grad and \
+            self.dtype.is_float
+        if not grads or isinstance(self.uop, MultiUOp):
             return self.assign(value)
-        if self._view is not None:
-            raise RuntimeError("an in-place operation on a view of a tensor that requires grad is "
-                               "not supported: tinyfw would lose the gradient through the write")
-        self.uop = value.uop
+        if value.shape != self.shape:
+            raise RuntimeError(f"assign of shape {shape_str(value.shape)} to a tensor of shape "
+                               f"{shape_str(self.shape)}")
+        node = value.uop.cast(self.dtype).copy_to(self.device)
+        if self._view is None:  # (a where, not node alone: the old value's gradient is 0,
+            self.uop = UOp.true_like(node).where(node, self.uop)  # not None, as torch's)
+        else:
+            root.uop = self._placed_in_base(node, root.uop)
+            root._requires_grad, root._is_leaf = True, False
+            root._refresh_views()
+        self._requires_grad, self._is_leaf = True, False
         self._refresh_views()
         return self
 

@@ -349,7 +349,8 @@ class IndexingOps(TensorCore):
         batch = _broadcast_shapes([tuple(a.index.shape) for a in advs])
         laid = self.permute(axes + rest)
         k = prod(self.shape[d] for d in axes)
-        return laid.reshape(k, prod(self.shape[d] for d in rest)), batch, at
+        # a view of self even where torch's reshape would copy: setitem writes through it
+        return laid._reshape_view((k, prod(self.shape[d] for d in rest))), batch, at
 
     def _linear_index(self: Tensor, advs: list[_Adv], batch: tuple[int, ...],
                       error: type[Exception] = IndexError) -> np.ndarray | Tensor:
@@ -428,12 +429,12 @@ class IndexingOps(TensorCore):
         if self.ndim == 0 and any(_consumed(e) for e in entries):
             raise IndexError("invalid index of a 0-dim tensor")
         basic, advs = _plan(_expand_ellipsis(entries, self.ndim), self.shape)
-        self._check_writable(view=not advs)
+        self._check_leaf_write(view=not advs)
         y = self._basic_index(basic)
         if not advs:
             tensor = value if _is_tensor(value) else type(self)(value, device=self.device,
                                                                 dtype=self.dtype)
-            y.assign(tensor.cast(self.dtype)._broadcast_to(y.shape))
+            y._write(tensor.cast(self.dtype)._broadcast_to(y.shape))
             return
         if _is_tensor(value) and value.dtype != self.dtype:
             raise RuntimeError("Index put requires the source and destination dtypes match, got "
@@ -441,16 +442,6 @@ class IndexingOps(TensorCore):
                                "for the source.")
         y._put(advs, value)
 
-    def _check_writable(self: Tensor, view: bool) -> None:
-        """torch's error for an in-place write to a leaf that requires grad (or its view)."""
-        root = self._view[0] if self._view is not None else self
-        if root.requires_grad and root.is_leaf:
-            what = "a view of a leaf Variable" if view or root is not self else "a leaf Variable"
-            raise RuntimeError(f"{what} that requires grad is being used in an in-place "
-                               "operation.")
-        if root.requires_grad:  # assign cuts the graph: the gradient would be silently lost
-            raise RuntimeError("x[index] = value on a tensor that requires grad is not "
-                               "supported: tinyfw would lose the gradient through the write")
 
     def _put(self: Tensor, advs: list[_Adv], value: Any) -> None:
         """y[advanced indices] = value (the basic ones already taken; y a view of x)."""
@@ -477,7 +468,7 @@ class IndexingOps(TensorCore):
             np.asarray(linear, dtype=np.int32), device=self.device)
         new = _written(laid, idx, rows)
         self._bounds_checks(new, advs)
-        laid.assign(new)
+        laid._write(new)
 
     def __delitem__(self, index: Any) -> None:
         """del x[index]: torch's TypeError (a tensor's elements cannot be removed)."""
@@ -710,7 +701,7 @@ def _written(laid: Tensor, idx: Tensor, rows: Tensor) -> Tensor:
     last = hot.where(order, -1).max(0)  # (K,): the last n writing row k, or -1
     chosen = order == last.reshape(1, k)  # (N, K)
     picked = _selected(chosen.reshape(n, k, 1), rows.reshape(n, 1, -1), 0)
-    return (last >= 0).reshape(k, 1).where(picked, laid.detach())
+    return (last >= 0).reshape(k, 1).where(picked, laid)
 
 
 def _combine(x: Tensor, hot: Tensor, vals: Tensor, reduce: str, include_self: bool) -> Tensor:

@@ -14,6 +14,8 @@ from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.uop.ops import UOp
 from tinyfw.mixin.core import TensorCore
 from tinyfw.mixin.rearrange import rearrange
+from tinyfw.mixin.strides import (is_contiguous, overlaps, reshape_strides, strides_after,
+                                  torch_contiguous_strides)
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -74,38 +76,84 @@ def _apply_view_ops(x: Tensor, ops: tuple) -> Tensor:
             x = x._of(x.uop.flip(arg))
         elif op == "detach":
             x = x._of(x.uop.detach())
+        elif op == "contiguous":  # x.contiguous() of a contiguous x is x: its value
+            continue
         elif op == "every":
             x = x._take_every(list(arg))
+        elif op == "diagonal":
+            x = _diagonal_of(x, arg)
         else:  # "unfold": (its shape, dim, size, step)
             x = x.unfold(*arg[1:])
     return x
 
 
-def _unview(node: UOp, ops: tuple, shapes: list[tuple[int, ...]]) -> UOp:
-    """The inverse of a chain of view ops (ops[k] took shapes[k] to shapes[k + 1]): node, of
-    the view's shape, placed where the view's elements are in the base (zeros elsewhere)."""
+def _unview(value: UOp, ops: tuple, shapes: list[tuple[int, ...]]) -> tuple[UOp, UOp]:
+    """The inverse of a chain of view ops (ops[k] took shapes[k] to shapes[k + 1]): value, of
+    the view's shape, placed where the view's elements are in the base, and a mask of those
+    elements (False elsewhere). An expanded axis the view reads one element of per base
+    element (as a diagonal of it does) gives that element back; the caller refuses views
+    that read one base element twice (torch's strides of 0, overlapping windows)."""
+    placed, inside = value, UOp.true_like(value)
     for (op, arg), shape in zip(reversed(ops), reversed(shapes[:-1])):
-        if op == "reshape":
-            node = node.reshape(shape)
-        elif op == "permute":
-            node = node.permute(tuple(sorted(range(len(arg)), key=lambda i: arg[i])))
-        elif op in ("flip", "detach"):
-            node = node.flip(arg) if op == "flip" else node
-        elif op == "shrink":
-            node = node.pad(tuple((b, s - e) for (b, e), s in zip(arg, shape)))
-        elif op == "every":  # every arg[d]-th element: spread them back out
-            counts = node.shape
-            node = node.reshape(tuple(v for c in counts for v in (c, 1)))
-            node = node.pad(tuple(p for st in arg for p in ((0, 0), (0, st - 1))))
-            node = node.reshape(tuple(c * st for c, st in zip(counts, arg)))
-            node = node.shrink(tuple((0, s) for s in shape))
-        else:  # an expand or unfold: many elements of the view are one element of the base
-            view_shape = arg if op == "expand" else arg[0]
-            raise RuntimeError("unsupported operation: more than one element of the written-to "
-                               "tensor refers to a single memory location (an expanded view "
-                               f"of shape {shape_str(view_shape)}). Please clone() the tensor "
-                               "before performing the operation.")
-    return node
+        if op in ("diagonal", "unfold"):  # made of simpler view ops: undo each
+            inner, shapes_inner = (_diagonal_ops if op == "diagonal" else _unfold_ops)(shape,
+                                                                                      arg)
+            placed, inside = _unview_pair(placed, inside, inner, shapes_inner)
+        else:
+            placed, inside = _unview_pair(placed, inside, ((op, arg),), [shape, placed.shape])
+    return placed, inside
+
+
+def _unview_pair(placed: UOp, inside: UOp, ops: tuple,
+                 shapes: list[tuple[int, ...]]) -> tuple[UOp, UOp]:
+    """_unview's steps for view ops of no compound (see _unview), on the value and its mask."""
+    for (op, arg), shape in zip(reversed(ops), reversed(shapes[:-1])):
+        if op == "expand":
+            axes = tuple(i for i, (a, b) in enumerate(zip(shape, arg)) if a != b)
+            placed, inside = _fold_expanded(placed, inside, axes)
+        else:
+            placed = _unview_node(placed, op, arg, shape)
+            inside = _unview_node(inside, op, arg, shape)
+    return placed, inside
+
+
+def _fold_expanded(placed: UOp, inside: UOp, axes: tuple[int, ...]) -> tuple[UOp, UOp]:
+    """The inverse of an expand over axes, where at most one element along them is inside:
+    that element (a sum of it and zeros; a float's bits summed as an integer, exact for -0.0
+    and nan too) and whether there is one."""
+    if placed.dtype.is_bool:
+        picked = inside.where(placed, False).cast(dtypes.int32).sum(axes).ne(0)
+    elif placed.dtype.is_float:
+        bits = _SAME_SIZE_INT[placed.dtype.itemsize]
+        picked = inside.where(placed.bitcast(bits), 0).sum(axes).bitcast(placed.dtype)
+    else:
+        picked = inside.where(placed, 0).sum(axes)
+    return picked, inside.cast(dtypes.int32).sum(axes).ne(0)
+
+
+_SAME_SIZE_INT = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
+
+
+def _unview_node(node: UOp, op: str, arg: Any, shape: tuple[int, ...]) -> UOp:
+    """The inverse of one view op (not expand, diagonal or unfold) that took shape to node's
+    shape, for one node: padding fills zeros (False, for a mask)."""
+    if op == "reshape":
+        return node.reshape(shape)
+    if op == "permute":
+        return node.permute(tuple(sorted(range(len(arg)), key=lambda i: arg[i])))
+    if op == "flip":
+        return node.flip(arg)
+    if op == "shrink":
+        return node.pad(tuple((b, s - e) for (b, e), s in zip(arg, shape)))
+    if op == "pad":
+        return node.shrink(tuple((b, b + s) for (b, _), s in zip(arg, shape)))
+    if op == "every":  # every arg[d]-th element: spread them back out
+        counts = node.shape
+        node = node.reshape(tuple(v for c in counts for v in (c, 1)))
+        node = node.pad(tuple(p for st in arg for p in ((0, 0), (0, st - 1))))
+        node = node.reshape(tuple(c * st for c, st in zip(counts, arg)))
+        return node.shrink(tuple((0, s) for s in shape))
+    return node  # detach, contiguous: the same elements
 
 
 class MovementOps(TensorCore):
@@ -179,13 +227,32 @@ class MovementOps(TensorCore):
         """Give this view's base the value `value` (of this view's shape, dtype and device) at
         the elements this view shows, as a write to a view in torch does."""
         assert self._view is not None  # called for views only
+        root = self._view[0]
+        root.assign(type(root)(self._placed_in_base(value, root.uop.detach())))
+
+    def _placed_in_base(self: Tensor, value: UOp, base: UOp) -> UOp:
+        """base (this view's base's value) with value (of this view's shape) at the elements
+        this view shows; torch's errors for a view that shows one element twice."""
+        assert self._view is not None  # called for views only
         root, ops = self._view
         shapes = [root.shape]  # the shape after each op
         for op, arg in ops:
             shapes.append(_shape_after(shapes[-1], op, arg))
-        placed = _unview(value, ops, shapes)
-        inside = _unview(UOp.true_like(value), ops, shapes)  # padding makes False outside
-        root.assign(type(root)(inside.where(placed, root.uop.detach())))
+        strides = self._strides()
+        if strides is not None and any(st == 0 and n > 1 for st, n in zip(strides, self.shape)):
+            raise RuntimeError("unsupported operation: more than one element of the written-to "
+                               "tensor refers to a single memory location (an expanded view "
+                               f"of shape {shape_str(self.shape)}, strides "
+                               f"{shape_str(strides)}). Please clone() the tensor before "
+                               "performing the operation.")
+        if strides is not None and overlaps(self.shape, strides):
+            raise RuntimeError(f"a write through this view (shape {shape_str(self.shape)}, "
+                               f"strides {shape_str(strides)}, as overlapping unfold() windows "
+                               "make) is not supported: torch writes the elements it shares "
+                               "once per window, in an order of its own. Please clone() the "
+                               "tensor before performing the operation.")
+        placed, inside = _unview(value, ops, shapes)
+        return inside.where(placed, base)
 
     def reshape(self: Tensor, *sizes: int | None | Sequence[int | None]) -> Tensor:
         """The same elements in a new shape; one axis may be -1 (inferred), and None keeps the
@@ -212,9 +279,66 @@ class MovementOps(TensorCore):
         if prod(shape) != self.numel():
             raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size "
                                f"{self.numel()}")
+        if not self._viewable_as(shape):  # torch's reshape copies here: so does tinyfw's
+            return self._result(self.uop.reshape(shape), self)
+        return self._reshape_view(shape)
+
+    def _reshape_view(self: Tensor, shape: tuple[int, ...]) -> Tensor:
+        """self in shape as a view of self, even where torch's strides could not take it (for
+        tinyfw's own writes through a layout, as setitem's; such a view has no strides)."""
         return self._view_result(self.uop.reshape(shape), ("reshape", shape))
 
-    view = reshape
+    def view(self: Tensor, *sizes: Any) -> Tensor:
+        """reshape, as a view only: where the view's strides cannot take the new shape (as
+        x.T.view(-1)), torch's RuntimeError, not a copy. view(dtype) reads the bits as dtype
+        (bitcast)."""
+        if len(sizes) == 1 and isinstance(sizes[0], (DType, str)):
+            return self.bitcast(sizes[0])
+        out = self.reshape(*sizes)
+        if out._view is None:  # reshape made a copy
+            raise RuntimeError("view size is not compatible with input tensor's size and "
+                               f"stride (a view of shape {shape_str(self.shape)} and strides "
+                               f"{shape_str(self.stride())} read as {shape_str(out.shape)}: at "
+                               "least one dimension spans across two contiguous subspaces). "
+                               "Use .reshape(...) instead.")
+        return out
+
+    def stride(self: Tensor, dim: int | None = None) -> Any:
+        """torch's strides of this tensor (in elements): a fresh tensor's are row-major; a
+        view's are those of torch's same view. tinyfw's memory may be laid out otherwise (it is
+        lazy): these say how the tensor behaves as a view, as torch's do."""
+        strides = self._strides()
+        if strides is None:
+            raise RuntimeError("this view has no strides: it is a layout tinyfw made for its "
+                               "own use (x.clone() has row-major ones)")
+        return strides if dim is None else strides[normalize_axis(dim, self.ndim)]
+
+    def is_contiguous(self: Tensor) -> bool:
+        """Whether torch's same tensor would be contiguous (row-major, no gaps)."""
+        strides = self._strides()
+        return strides is not None and is_contiguous(self.shape, strides)
+
+    def _strides(self: Tensor) -> tuple[int, ...] | None:
+        """torch's strides of this tensor (see tinyfw/mixin/strides.py); None for a view
+        through a layout no strides describe (_reshape_view's)."""
+        if self._view is None:
+            return torch_contiguous_strides(self.shape)
+        root, ops = self._view
+        shape = root.shape
+        strides: tuple[int, ...] | None = torch_contiguous_strides(root.shape)
+        for op, arg in ops:
+            after = _shape_after(shape, op, arg)
+            if strides is not None:
+                strides = strides_after(shape, strides, op, arg, after)
+            shape = after
+        return strides
+
+    def _viewable_as(self: Tensor, shape: tuple[int, ...]) -> bool:
+        """Whether torch views this tensor in shape without a copy (always, for no view)."""
+        if self._view is None:
+            return True
+        strides = self._strides()
+        return strides is not None and reshape_strides(self.shape, strides, shape) is not None
 
     def permute(self: Tensor, *axes: int | Sequence[int]) -> Tensor:
         """The axes in a new order."""
@@ -540,8 +664,8 @@ class MovementOps(TensorCore):
         rows, cols = x.shape[-2:]
         r0, c0 = (0, min(offset, cols)) if offset >= 0 else (min(-offset, rows), 0)
         d = max(0, min(rows - r0, cols - c0))
-        x = x.shrink([None] * len(rest) + [(r0, r0 + d), (c0, c0 + d)])
-        return x.reshape(x.shape[:-2] + (d * d,))._take_every([1] * len(rest) + [d + 1])
+        arg = (len(rest), r0, c0, d)
+        return x._view_result(_diagonal_of(x._of(x.uop), arg).uop, ("diagonal", arg))
 
     def diag(self: Tensor, diagonal: int = 0) -> Tensor:
         """A 1-D tensor as the diagonal-th diagonal of a square matrix, or a matrix's diagonal."""
@@ -689,18 +813,66 @@ def _along(x: Tensor, dim: int, start: int, end: int) -> Tensor:
     return x.shrink([(start, end) if i == dim else None for i in range(x.ndim)])
 
 
+def _diagonal_ops(shape: tuple[int, ...], arg: tuple[int, int, int, int]) \
+        -> tuple[tuple, list[tuple[int, ...]]]:
+    """The view ops that take the diagonal of the last two axes of shape (arg: the number of
+    axes before them, the diagonal's first row and column, its length), with the shape after
+    each: a d x d square cut out, flattened, every (d + 1)-th element."""
+    lead, r0, c0, d = arg
+    ops = (("shrink", tuple((0, s) for s in shape[:lead]) + ((r0, r0 + d), (c0, c0 + d))),
+           ("reshape", shape[:lead] + (d * d,)), ("every", (1,) * lead + (d + 1,)))
+    shapes = [shape]
+    for op, op_arg in ops:
+        shapes.append(_shape_after(shapes[-1], op, op_arg))
+    return ops, shapes
+
+
+def _unfold_ops(shape: tuple[int, ...], arg: tuple) -> tuple[tuple, list[tuple[int, ...]]]:
+    """The view ops of unfold(dim, size, step) of a tensor of shape (arg: its result's shape,
+    dim, size, step), with the shape after each, as MovementOps.unfold makes it: dim moved
+    last, `size` copies of each row (an expand) read in rows one element longer, so row j
+    starts at element j; every step-th of its first elements; the axes put in place."""
+    out_shape, d, size, step = arg
+    nd, s, n = len(shape), shape[d], out_shape[d]
+    lead = tuple(x for i, x in enumerate(shape) if i != d)
+    keep = tuple((0, x) for x in lead)
+    order = list(range(d)) + [nd] + list(range(d, nd - 1)) + [nd - 1]
+    ops = (("permute", tuple(i for i in range(nd) if i != d) + (d,)),
+           ("reshape", lead + (1, s)), ("expand", lead + (size, s)),
+           ("reshape", lead + (size * s,)), ("pad", tuple((0, 0) for _ in lead) + ((0, size),)),
+           ("reshape", lead + (size, s + 1)), ("shrink", keep + ((0, size),
+                                                                 (0, (n - 1) * step + 1))),
+           ("every", (1,) * nd + (step,)), ("permute", tuple(order)))
+    shapes = [shape]
+    for op, op_arg in ops:
+        shapes.append(_shape_after(shapes[-1], op, op_arg))
+    return ops, shapes
+
+
+def _diagonal_of(x: Tensor, arg: tuple[int, int, int, int]) -> Tensor:
+    """x's diagonal over its last two axes (see _diagonal_ops), with no view recorded."""
+    for op, op_arg in _diagonal_ops(x.shape, arg)[0]:
+        x = x._of(x.uop.shrink(op_arg) if op == "shrink" else x.uop.reshape(op_arg)) \
+            if op != "every" else x._take_every(list(op_arg))
+    return x
+
+
 def _shape_after(shape: tuple[int, ...], op: str, arg: Any) -> tuple[int, ...]:
     """The shape one view op of a chain (see MovementOps._view_result) makes of shape."""
+    if op == "diagonal":
+        return _diagonal_ops(shape, arg)[1][-1]
     if op == "every":
         return tuple(-(-s // st) for s, st in zip(shape, arg))
     if op == "permute":
         return tuple(shape[i] for i in arg)
     if op == "unfold":
         return arg[0]
+    if op == "pad":
+        return tuple(x + b + a for x, (b, a) in zip(shape, arg))
     if op == "shrink":
         return tuple(e - b for b, e in arg)
     # reshape and expand: arg is the new shape
-    return shape if op in ("flip", "detach") else tuple(arg)
+    return shape if op in ("flip", "detach", "contiguous") else tuple(arg)
 
 
 def _einsum_terms(formula: str, shapes: list[tuple[int, ...]]) -> tuple[list[list[str]], list[str]]:

@@ -13,10 +13,11 @@ import difflib
 import functools
 import inspect
 from collections import namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tinyfw.dtype import DType
+from tinyfw.helpers import normalize_axis
 
 # torch's answer to x.max(dim=...), x.min(dim=...): values and where they are
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
@@ -31,14 +32,17 @@ HINTS = {
     "retain_grad": "every tensor that requires grad can be differentiated with "
                    "y.gradient(x) (tinyfw keeps .grad of leaves only)",
     "register_hook": "tinyfw has no gradient hooks: read or change .grad after backward()",
-    "is_contiguous": "tinyfw's tensors are lazy views; x.contiguous() is always valid",
-    "stride": "tinyfw's tensors are lazy views with no strides; x.shape gives the sizes",
     "pin_memory": "not needed: tinyfw copies from numpy memory",
     "share_memory_": "tinyfw has no shared-memory tensors",
     "apply_": "compute with tensor ops, or x.numpy() and Tensor(...) back",
     "map_": "compute with tensor ops, or x.numpy() and Tensor(...) back",
     "index_put_": "x[indices] = values",
-    "narrow": "x.shrink(...) or slicing x[a:b]",
+    "as_strided": "tinyfw's tensors are lazy views of no fixed memory: slicing, reshape, "
+                  "permute, expand and unfold make the views torch's strides would",
+    "squeeze_": "x = x.squeeze(...) (tinyfw changes no tensor's shape in place)",
+    "unsqueeze_": "x = x.unsqueeze(...) (tinyfw changes no tensor's shape in place)",
+    "t_": "x = x.t() (tinyfw changes no tensor's shape in place)",
+    "transpose_": "x = x.transpose(...) (tinyfw changes no tensor's shape in place)",
     "resize_": "x.reshape(...) (tinyfw's tensors cannot change their number of elements)",
 }
 
@@ -170,9 +174,60 @@ class TorchNames:
     def index_select(self: Any, dim: int, index: Any) -> Any:
         return self[(slice(None),) * (dim % self.ndim) + (index,)]
 
+    # --- views by torch's names (each a view of self, as torch's) ---
+    def narrow(self: Any, dim: int, start: Any, length: int) -> Any:
+        """Elements start..start+length of axis dim (start may be negative, or a 0-d
+        tensor)."""
+        d = normalize_axis(dim, self.ndim)
+        size = self.shape[d]
+        first = int(start.item() if hasattr(start, "item") else start)
+        first = first + size if first < 0 else first
+        if not 0 <= first <= size:
+            raise IndexError(f"start out of range (expected to be in range of [{-size}, "
+                             f"{size}], but got {int(first)})")
+        if length < 0 or first + length > size:
+            raise RuntimeError(f"start ({first}) + length ({length}) exceeds dimension size "
+                               f"({size}).")
+        return self.shrink(tuple((first, first + length) if i == d else None
+                                 for i in range(self.ndim)))
+
+    def select(self: Any, dim: int, index: int) -> Any:
+        """Element index of axis dim, that axis removed."""
+        d = normalize_axis(dim, self.ndim)
+        size = self.shape[d]
+        if not -size <= index < size:
+            raise IndexError(f"select(): index {index} out of range for tensor of size "
+                             f"{tuple(self.shape)} at dimension {dim}")
+        return self[(slice(None),) * d + (index,)]
+
+    def unbind(self: Any, dim: int = 0) -> tuple[Any, ...]:
+        """Each element of axis dim (that axis removed), as a tuple of views."""
+        d = normalize_axis(dim, self.ndim)
+        return tuple(self.select(d, i) for i in range(self.shape[d]))
+
+    def movedim(self: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+        """Axes source moved to positions destination, the others in their order."""
+        src = [source] if isinstance(source, int) else list(source)
+        dst = [destination] if isinstance(destination, int) else list(destination)
+        if len(src) != len(dst):
+            raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} "
+                               f"dims) should contain the same number of dims as destination "
+                               f"({dst} dims)")
+        src = [normalize_axis(a, self.ndim) for a in src]
+        dst = [normalize_axis(a, self.ndim) for a in dst]
+        for name, axes in (("source", src), ("destination", dst)):
+            if len(set(axes)) != len(axes):
+                raise RuntimeError(f"movedim: repeated dim in `{name}` ({axes})")
+        rest = iter(a for a in range(self.ndim) if a not in src)
+        placed = dict(zip(dst, src))
+        return self.permute([placed[i] if i in placed else next(rest)
+                             for i in range(self.ndim)])
+
+    moveaxis = movedim
+
     # --- in place: each assigns its result and returns the tensor ---
     def _set(self: Any, value: Any) -> Any:
-        return self.assign(value)
+        return self._write(value)
 
     def add_(self: Any, other: Any, alpha: float = 1) -> Any:
         return self._set(self + (other * alpha if alpha != 1 else other))

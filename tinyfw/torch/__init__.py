@@ -347,6 +347,7 @@ _METHODS = (
     "div", "t", "mm", "bmm", "mv", "index_select", "numel", "repeat_interleave", "multinomial",
     "nonzero", "masked_select", "outer", "cross", "norm", "det", "inverse", "trace",
     "logaddexp", "atan2", "hypot", "scatter", "scatter_reduce", "unflatten", "unbind",
+    "narrow", "select", "movedim", "moveaxis",
 )
 for _name in _METHODS:
     globals()[_name] = _method(_name)
