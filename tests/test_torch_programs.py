@@ -2,7 +2,7 @@
 and with `torch` pointed at tinyfw.torch (sys.modules' torch, torch.nn, torch.optim,
 torch.utils.data... for the run). Both start from torch's initial weights (the tinyfw run
 loads them through load_state_dict) and must find the same losses step by step, within
-float32 tolerance."""
+float32 tolerance, on the CPU and on CL."""
 from __future__ import annotations
 
 import runpy
@@ -20,7 +20,9 @@ import tinyfw.torch.optim
 import tinyfw.torch.optim.lr_scheduler
 import tinyfw.torch.utils
 import tinyfw.torch.utils.data
+from tinyfw.device import probe
 
+DEVICES = ["CPU"] + (["CL"] if probe("CL")[0] else [])
 PROGRAMS = sorted((Path(__file__).parent / "torch_programs").glob("*.py"))
 TINYFW_AS_TORCH = {
     "torch": tinyfw.torch, "torch.nn": tinyfw.torch.nn,
@@ -49,13 +51,18 @@ def test_there_are_at_least_five_programs() -> None:
     assert len(PROGRAMS) >= 5
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
-def test_program_matches_torch(path: Path) -> None:
+def test_program_matches_torch(path: Path, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the CPU, and on CL where it runs (the program's tensors on the default device)."""
     import torch  # the oracle
     assert sys.modules["torch"] is torch
     expected, start = run(path, None)
     initial = {k: v.numpy() for k, v in start.items()}
+    monkeypatch.setenv("DEVICE", device)
     got, _ = run(path, TINYFW_AS_TORCH, initial_state=initial)
+    monkeypatch.delenv("DEVICE")
     assert sys.modules["torch"] is torch
     np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-5,
-                               err_msg=f"{path.name}: losses step by step (then a final figure)")
+                               err_msg=f"{path.name} on {device}: losses step by step (then a "
+                               "final figure)")

@@ -40,24 +40,27 @@ def is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 
 
 def overlaps(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """Whether two elements of a view of shape and strides are one element of its base: for
-    up to a million elements, counted; beyond, the axes sorted by step must each step past
-    all the axes before them span (else counted as overlapping: a write is refused)."""
+    """Whether two elements of a view of shape and strides are one element of its base. Most
+    views are told at once: sorted by step, each axis steps past all that the axes before it
+    span. The others (a diagonal of windows, ...) are counted, up to a million elements;
+    beyond, they count as overlapping (a write is refused)."""
     numel = prod(shape)
     if numel <= 1:
         return False
-    if numel <= 1 << 20:
-        offsets = np.zeros((), np.int64)
-        for size, stride in zip(shape, strides):
-            offsets = np.add.outer(offsets, np.arange(size, dtype=np.int64) * stride)
-        return len(np.unique(offsets)) != numel
     span = 0
     for size, stride in sorted(((n, abs(st)) for n, st in zip(shape, strides) if n > 1),
                                key=lambda pair: pair[1]):
         if stride <= span:
-            return True
+            break
         span += stride * (size - 1)
-    return False
+    else:
+        return False
+    if numel > 1 << 20:
+        return True
+    offsets = np.zeros((), np.int64)
+    for size, stride in zip(shape, strides):
+        offsets = np.add.outer(offsets, np.arange(size, dtype=np.int64) * stride)
+    return len(np.unique(offsets)) != numel
 
 
 def reshape_strides(old_shape: tuple[int, ...], old_strides: tuple[int, ...],
