@@ -25,6 +25,7 @@ from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.sampling import SamplingOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.mixin.torch_names import TorchNames
 from tinyfw.uop.gradient import GradientOverride, compute_gradient, with_gradient
@@ -151,7 +152,7 @@ def _past_int64(dtype: DType, value: int) -> int | float:
 
 
 class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps,
-             TorchNames):
+             SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "_views",

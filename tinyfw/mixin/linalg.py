@@ -285,6 +285,31 @@ class LinalgOps(TensorCore):
         k = min(m, n)
         return q[..., :k], r[..., :k, :]
 
+    def det(self: Tensor) -> Tensor:
+        """The determinant of each square matrix of the last two axes, as torch.linalg.det: by
+        Gaussian elimination with partial pivoting (torch's LU), the product of the pivots and
+        -1 for each row swap; a zero pivot makes it 0."""
+        _check_matrix(self, "det", "lu_factor_cpu")
+        m, n = self.shape[-2:]
+        if m != n:
+            raise RuntimeError(f"linalg.det: A must be batches of square matrices, but they are "
+                               f"{m} by {n} matrices")
+        batch = self.shape[:-2]
+        out = type(self).ones(*batch, dtype=self.dtype, device=self.device)
+        rows = self  # the rows not yet eliminated, all n columns
+        for k in range(n):
+            left = n - k
+            pick = rows[..., k].abs().argmax(-1).unsqueeze(-1)  # the first largest, (..., 1)
+            first = (type(self).arange(left, device=self.device) == pick).unsqueeze(-1)
+            pivot_row = first.where(rows, 0).sum(-2)  # (..., n)
+            # the pivot row's place takes the first row; the first row (now the pivot) leaves
+            rest = first.where(rows[..., :1, :], rows)[..., 1:, :]
+            pivot = pivot_row[..., k]
+            out = out * (pick.squeeze(-1) != 0).where(-pivot, pivot)
+            factor = (pivot == 0).unsqueeze(-1).where(0, rest[..., k] / pivot.unsqueeze(-1))
+            rows = rest - factor.unsqueeze(-1) * pivot_row.unsqueeze(-2)
+        return out
+
     def svd(self: Tensor, full_matrices: bool = True) -> tuple[Tensor, Tensor, Tensor]:
         """(U, S, Vh) with self = U diag(S) Vh, as torch.linalg.svd: S (k,) descending, U (m, m)
         and Vh (n, n) orthogonal (full_matrices), else U (m, k) and Vh (k, n), k = min(m, n).

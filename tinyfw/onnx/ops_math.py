@@ -363,6 +363,11 @@ def cumsum(n: Call, x: Tensor, axis_t: Tensor) -> Tensor:
 
 
 # --- products ---
+@op("Det")
+def det(n: Call, x: Tensor) -> Tensor:
+    return x.det()
+
+
 @op("MatMul")
 def matmul(n: Call, a: Tensor, b: Tensor) -> Tensor:
     return a.matmul(b)
@@ -401,3 +406,71 @@ def matmul_integer(n: Call, a: Tensor, b: Tensor, a_zero: Tensor | None = None,
     return a32.matmul(b32)
 
 
+
+
+def _dft_matrices(rows: int, cols: int, length: int, like: Tensor) -> tuple[Tensor, Tensor]:
+    """cos and sin of 2 pi r c / length for r < rows, c < cols, in like's dtype: the angle
+    from r c mod length (exact integers) so that large products lose nothing, and exact zeros
+    at the multiples of pi / 2 where they are zero (so terms that cancel, cancel)."""
+    r = Tensor.arange(rows, device=like.device).reshape(rows, 1)
+    c = Tensor.arange(cols, device=like.device).reshape(1, cols)
+    m = (r * c) % length
+    angle = m.float() * (2 * math.pi / length)
+    quarter = (4 * m) % length == 0  # a multiple of pi / 2: m / length in {0, 1/4, 1/2, 3/4}
+    sin = (quarter & ((2 * m) % length == 0)).where(0.0, angle.sin())
+    cos = (quarter & ((2 * m) % length != 0)).where(0.0, angle.cos())
+    return cos.cast(like.dtype), sin.cast(like.dtype)
+
+
+def _fit(x: Tensor, length: int) -> Tensor:
+    """x's last axis cut or padded with zeros to length."""
+    size = x.shape[-1]
+    if size >= length:
+        return x[..., :length]
+    return x.pad([None] * (x.ndim - 1) + [(0, length - size)])
+
+
+@op("DFT")
+def dft(n: Call, x: Tensor, length_t: Tensor | None = None, axis_t: Tensor | None = None
+        ) -> Tensor:
+    """The discrete Fourier transform along axis, as matrix products with cosines and sines
+    (O(n^2)): real (last axis 1) or complex (2) input, complex output; inverse (scaled by
+    1 / length), onesided (the first length // 2 + 1 frequencies; inverse: a real signal from
+    them, numpy's irfft)."""
+    default_axis = 1 if n.opset < 20 else -2
+    axis = n.ints(axis_t)[0] if axis_t is not None and axis_t.numel() else \
+        n.attr("axis", default_axis)
+    axis = axis % x.ndim
+    inverse, onesided = bool(n.attr("inverse", 0)), bool(n.attr("onesided", 0))
+    size = x.shape[axis]
+    if length_t is not None and length_t.numel():
+        length = n.ints(length_t)[0]
+    else:
+        length = 2 * (size - 1) if inverse and onesided else size
+    moved = x.movedim(axis, -2)  # (..., signal, 1 or 2)
+    real = moved[..., 0]
+    imag = moved[..., 1] if x.shape[-1] == 2 else None
+    if inverse and onesided:  # numpy's irfft: Hermitian symmetry, a real signal
+        half = length // 2 + 1
+        real = _fit(real, half)
+        cos, sin = _dft_matrices(half, length, length, real)
+        weight = Tensor([1.0 if k == 0 or 2 * k == length else 2.0 for k in range(half)],
+                        dtype=real.dtype, device=real.device).reshape(half, 1) / length
+        out = real.matmul(cos * weight)
+        if imag is not None:
+            out = out - _fit(imag, half).matmul(sin * weight)
+        return out.unsqueeze(-1).movedim(-2, axis).cast(x.dtype)
+    freqs = length // 2 + 1 if onesided and not inverse else length
+    real = _fit(real, length)
+    cos, sin = _dft_matrices(length, freqs, length, real)
+    sign = 1.0 if inverse else -1.0
+    out_real = real.matmul(cos)
+    out_imag = real.matmul(sin) * sign
+    if imag is not None:
+        imag = _fit(imag, length)
+        out_real = out_real - imag.matmul(sin) * sign
+        out_imag = out_imag + imag.matmul(cos)
+    if inverse:
+        out_real, out_imag = out_real / length, out_imag / length
+    out = Tensor.stack(out_real, out_imag, dim=-1)  # (..., freqs, 2)
+    return out.movedim(-2, axis).cast(x.dtype)

@@ -1,6 +1,8 @@
 """ONNX's operators that make, reshape, slice, gather and scatter tensors, as tinyfw ops."""
 from __future__ import annotations
 
+from typing import cast
+
 import math
 
 import numpy as np
@@ -359,3 +361,49 @@ def dropout(n: Call, x: Tensor, ratio: Tensor | None = None,
     if training is not None and bool(n.values(training).reshape(-1)[0]):
         raise NotImplementedError("Dropout in training mode (random) is not supported")
     return x, Tensor.ones(*x.shape, dtype=dtypes.bool, device=x.device)
+
+
+@op("Unique", fold=False)
+def unique(n: Call, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The distinct values (or slices along axis), sorted or in order of first appearance,
+    with where each first appears, which one each element is, and how often each appears (as
+    numpy's unique). Rows sorted on the device, one stable sort per column from the last; the
+    number of distinct rows is read on the host (the outputs' sizes depend on it)."""
+    axis = n.attr("axis", None)
+    if axis is None:
+        rows, a = x.reshape(-1, 1), 0
+    else:
+        a = axis % x.ndim
+        rows = x.movedim(a, 0).reshape(x.shape[a], -1)
+    count, width = rows.shape
+    order = Tensor.arange(count, device=x.device)
+    for column in reversed(range(width)):
+        order = order[rows[order, column].argsort(stable=True)]
+    ranked = rows[order]
+    if count:
+        changed = (ranked[1:] != ranked[:-1]).any(-1)
+        starts_mask = Tensor.cat(Tensor.ones(1, dtype=dtypes.bool, device=x.device), changed)
+    else:
+        starts_mask = Tensor.zeros(0, dtype=dtypes.bool, device=x.device)
+    starts = cast(Tensor, starts_mask.nonzero())[:, 0]  # (K,): where each distinct row starts
+    groups = starts.shape[0]
+    group = starts_mask.cast(dtypes.int64).cumsum(0) - 1  # each ranked row's distinct row
+    first = order[starts]  # stable sorts: the lowest index of equal rows comes first
+    ends = Tensor.cat(starts[1:], Tensor([count], dtype=starts.dtype, device=x.device))
+    counts = ends - starts
+    inverse = Tensor.zeros(count, dtype=dtypes.int64, device=x.device).scatter(
+        0, order.cast(dtypes.int64), group)
+    values = ranked[starts]
+    if not n.attr("sorted", 1) and groups:
+        by_first = first.argsort(stable=True)
+        renumber = Tensor.zeros(groups, dtype=dtypes.int64, device=x.device).scatter(
+            0, by_first.cast(dtypes.int64), Tensor.arange(groups, device=x.device).cast(
+                dtypes.int64))
+        first, counts, values = first[by_first], counts[by_first], values[by_first]
+        inverse = renumber[inverse]
+    if axis is None:
+        y = values.reshape(groups)
+    else:
+        rest = [s for i, s in enumerate(x.shape) if i != a]
+        y = values.reshape(groups, *rest).movedim(0, a)
+    return y, first.cast(dtypes.int64), inverse, counts.cast(dtypes.int64)

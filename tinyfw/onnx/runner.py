@@ -13,7 +13,8 @@ from onnx import AttributeProto, TensorProto, helper, numpy_helper
 from tinyfw.device import Device
 from tinyfw.dtype import DType, dtypes
 # the operator modules register their operators when imported
-from tinyfw.onnx import ops_attention, ops_math, ops_more, ops_nn, ops_shape  # noqa: F401
+from tinyfw.onnx import (ops_attention, ops_image, ops_math, ops_more, ops_nn,  # noqa: F401
+                         ops_shape)
 from tinyfw.onnx.registry import OPS, Call, Known, NodeInfo
 from tinyfw.tensor import Tensor
 

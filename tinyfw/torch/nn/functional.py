@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tinyfw.mixin.nn_ops import IntOrTuple, make_tuple
+from tinyfw.mixin.fold import fold as _fold
+from tinyfw.mixin.sampling import affine_grid as _affine_grid
 from tinyfw.tensor import Tensor
 
 # --- activations ---
@@ -344,6 +346,27 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
     n = input.ndim - 2
     return input.interpolate(None if size is None else make_tuple(size, n), mode,
                              bool(align_corners), scale_factor)
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    if mode == "bicubic" and input.ndim != 4:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    return input.grid_sample(grid, mode, padding_mode, bool(align_corners))
+
+
+def fold(input: Tensor, output_size: IntOrTuple, kernel_size: IntOrTuple,  # noqa: A002
+         dilation: IntOrTuple = 1, padding: IntOrTuple = 0, stride: IntOrTuple = 1) -> Tensor:
+    unbatched = input.ndim == 2
+    x = input.unsqueeze(0) if unbatched else input
+    pads = [(p, p) for p in make_tuple(padding, 2)]
+    out = _fold(x, make_tuple(output_size, 2), make_tuple(kernel_size, 2),
+                make_tuple(dilation, 2), pads, make_tuple(stride, 2))
+    return out.squeeze(0) if unbatched else out
+
+
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
+    return _affine_grid(theta, size, bool(align_corners))
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:  # noqa: A002
