@@ -212,9 +212,11 @@ def test_toposort_orders_sources_first() -> None:
 
 
 def test_detach_and_contiguous_are_nodes() -> None:
-    """detach and contiguous record their own ops; cast to the same dtype records nothing."""
+    """detach and contiguous record their own ops (contiguous of a tensor whose buffer is
+    computed already is that tensor, as torch's); cast to the same dtype records nothing."""
     x = Tensor([1.0, 2.0])
-    assert x.detach().uop.op is Ops.DETACH and x.contiguous().uop.op is Ops.CONTIGUOUS
+    assert x.detach().uop.op is Ops.DETACH and (x + 1).contiguous().uop.op is Ops.CONTIGUOUS
+    assert x.contiguous().uop is x.uop and x.T.contiguous().uop.op is Ops.CONTIGUOUS
     assert x.cast(dtypes.float32).uop is x.uop
     assert x.cast(dtypes.int32).uop.op is Ops.CAST
     assert x.reshape(2).uop is x.uop

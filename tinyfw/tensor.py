@@ -332,6 +332,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         assert self._view is not None
         root = self._view[0]
         if not root._requires_grad and not self._requires_grad and \
+                isinstance(root.uop, UOp) and isinstance(node, UOp) and \
                 not realize.is_realized(root.uop):  # (x has no buffer of its own yet)
             root.uop = self.uop = node
 
@@ -442,7 +443,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         write to either is seen by the other); any other is a copy."""
         if not self.is_contiguous():
             return self._result(self.uop.contiguous(), self)  # a copy, as torch's
-        if self._view is None and realize.is_realized(self.uop):  # its buffer is the result's
+        if self._view is None and isinstance(self.uop, UOp) and realize.is_realized(self.uop):
+            # its buffer is the result's
             return self._as_view_of_self(self._result(self.uop, self), ("contiguous", None))
         out = self._result(self.uop.contiguous(), self)  # computed into a buffer they share
         return self._as_view_of_self(out, ("contiguous", None))
