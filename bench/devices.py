@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = None if args.warm_cache else fresh_caches()
     try:
         from tinyfw.device import Device
-        from tinyfw.device import probe
+        from tinyfw.probe import probe
         names = list(Device.names)
         if args.devices:
             try:

@@ -10,8 +10,9 @@ import pytest
 from tinyfw import DType, Tensor, dtypes
 from tinyfw.codegen.lower import Kernel, Program, lower
 from tinyfw.engine.program import get_program, linear_program
-from tinyfw.device import probe
-from tinyfw.renderer.cstyle import C, NotSupportedError
+from tinyfw.probe import probe
+from tinyfw.renderer.base import NotSupportedError
+from tinyfw.renderer.cstyle import C
 from tinyfw.renderer.opencl_c import OPENCL
 from tinyfw.renderer.cuda_c import CUDA
 from tinyfw.renderer.wgsl import WGSL

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor
-from tinyfw.device import probe
+from tinyfw.probe import probe
 from tinyfw.engine import const_args, program
 
 DEVICES = ["CPU", "NUMPY"] + [d for d in ("CL", "WEBGPU") if probe(d)[0]]

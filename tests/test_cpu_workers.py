@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 from tinyfw.runtime import cpu_workers, ops_cpu
 from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
 

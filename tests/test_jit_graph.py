@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, nn
-from tinyfw.device import probe, workgroup_of
+from tinyfw.probe import probe
+from tinyfw.renderer.base import workgroup_of
 from tinyfw.engine import program, realize
-from tinyfw.engine.jit import JitError, TinyJit
+from tinyfw.jit.jit import JitError, TinyJit
 from tinyfw.nn import optim
 from tinyfw.runtime import ops_cpu
 from tinyfw.runtime.graph import DeviceGraph

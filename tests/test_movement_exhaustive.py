@@ -43,7 +43,7 @@ import pytest
 
 from tinyfw import Tensor
 from tinyfw.device import Device
-from tinyfw.device import probe
+from tinyfw.probe import probe
 
 Shape = tuple[int, ...]
 
@@ -289,7 +289,7 @@ def check(chains: Sequence[Chain], device: str, every: bool = True) -> None:
 
 @functools.cache
 def available(device: str) -> tuple[bool, str]:
-    """Whether device works here (as `python -m tinyfw.runtime` checks), and if not, why."""
+    """Whether device works here (as `python -m tinyfw.probe` checks), and if not, why."""
     return probe(device)
 
 

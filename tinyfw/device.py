@@ -85,18 +85,6 @@ class Buffer:
         return out.copy() if shared or not out.flags.writeable else out
 
 
-def launch_size(item: Any) -> int:
-    """How many threads a GPU runs for a kernel: one per output element (known without
-    lowering, so a launch costs no lowering)."""
-    return max(item.output.numel, 1)
-
-
-def workgroup_of(program: Any) -> tuple[int, int] | None:
-    """(work-groups, threads in each) of a loaded program lowered with work-groups (chapter
-    11), launched exactly so; None for one thread per output element (launch_size)."""
-    return getattr(program, "workgroup", None)
-
-
 class Runtime:
     """A device, which holds only its parts (tinygrad v0.9's `Compiled` is the model): a name,
     an allocator, a renderer (a kernel's linear program to source), a compiler (source to a
@@ -209,17 +197,6 @@ class _DeviceRegistry:
 def kind_of(device: str) -> str:
     """The kind of a device name, its index dropped: 'CPU:1' -> 'CPU'."""
     return device.partition(":")[0]
-
-
-def probe(name: str) -> tuple[bool, str]:
-    """(available, a reason when it is not): the device is started and runs one small kernel."""
-    from tinyfw import Tensor
-    try:
-        Device[name]
-        value = (Tensor([1.0, 2.0], device=name) * 2).sum().item()
-    except Exception as error:  # each backend fails in its own way; the message says why
-        return False, str(error).splitlines()[0]
-    return (value == 6.0, "" if value == 6.0 else f"computed {value} instead of 6.0")
 
 
 # Every device: the module and class of its runtime, imported when the device is first used.

@@ -1,7 +1,7 @@
 # Exercises of chapter 07, generated from tinyfw/runtime/ops_cuda.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/07_cuda
-# generated text id: 64eb994eeeaeaf62 (lets tools.generate tell your edits apart)
+# generated text id: 904ee1cdbec957e5 (lets tools.generate tell your edits apart)
 """The CUDA device: NVRTC compiles the rendered CUDA C, the driver API loads and launches it.
 Without a GPU, CUDAEMU compiles the same source with NVRTC (to prove it compiles) and runs it
 on the CPU, as C++ against a small header that provides CUDA's built-ins and runs the grid."""
@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.cuda_c import BITCAST_HELPER, BLOCK, CUDA, CUDA_PRELUDE
 from tinyfw.runtime.joined import joined_source

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, ClangStyleCompiler, CPUProgram, _open_library
 
 SOURCE = Path(__file__).with_name("cpu_workers.c")

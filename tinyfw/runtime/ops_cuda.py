@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.cuda_c import BITCAST_HELPER, BLOCK, CUDA, CUDA_PRELUDE
 from tinyfw.runtime.joined import joined_source
