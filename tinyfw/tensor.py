@@ -327,13 +327,13 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def _share_buffer(self, node: UOp) -> None:
         """For x.contiguous() of a contiguous x (a view of x that is x, as torch's), computed
         to node: x takes node as its value too, so both are one buffer (a TinyJit can keep
-        state in it), unless x keeps a graph for backward."""
+        state in it), unless x takes part in a gradient (its node is what the gradient is
+        taken of)."""
         assert self._view is not None
         root = self._view[0]
-        if not root._requires_grad or root._is_leaf:
-            root.uop = node
-            if not self._requires_grad or self._is_leaf:
-                self.uop = node
+        if not root._requires_grad and not self._requires_grad and \
+                not realize.is_realized(root.uop):  # (x has no buffer of its own yet)
+            root.uop = self.uop = node
 
     def schedule(self, *others: Tensor) -> list:
         """The kernels realize() would run for this tensor (and others), without running them."""
@@ -440,8 +440,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """The same values in a buffer of their own (a kernel boundary). As torch's, a tensor
         that is contiguous already (is_contiguous()) is itself: the result is a view of it (a
         write to either is seen by the other); any other is a copy."""
-        out = self._result(self.uop.contiguous(), self)
-        return self._as_view_of_self(out, ("contiguous", None)) if self.is_contiguous() else out
+        if not self.is_contiguous():
+            return self._result(self.uop.contiguous(), self)  # a copy, as torch's
+        if self._view is None and realize.is_realized(self.uop):  # its buffer is the result's
+            return self._as_view_of_self(self._result(self.uop, self), ("contiguous", None))
+        out = self._result(self.uop.contiguous(), self)  # computed into a buffer they share
+        return self._as_view_of_self(out, ("contiguous", None))
 
     def to(self, device: str | tuple[str, ...]) -> Tensor:
         """This tensor on another device; on a tuple of devices, a whole copy on each

@@ -1,7 +1,7 @@
 # Exercises of chapter 09, generated from tinyfw/jit/jit.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/09_jit
-# generated text id: f9c9ff2a076e54cc (lets tools.generate tell your edits apart)
+# generated text id: f552453c34fb57e9 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -333,12 +333,12 @@ class TinyJit:
         if len(by_buffer) < len(self.inputs):
             raise JitError(f"TinyJit({self.name}): two tensor arguments share one buffer; the "
                            "cache could not tell them apart on a replay. Pass distinct tensors "
-                           "(a copy: t.contiguous().realize()).")
+                           "(a copy: t.clone().realize()).")
         for t in outputs:
             if (name := by_buffer.get(id(_buffer(t)))) is not None:
                 raise JitError(f"TinyJit({self.name}): the function returned its input {name}; "
                                "a replay would return the captured call's tensor, not the new "
-                               f"one. Return a copy ({name}.contiguous()) or leave it out.")
+                               f"one. Return a copy ({name}.clone()) or leave it out.")
 
     # --- call 3 and after: replay ---
     def _check_python_state(self) -> None:

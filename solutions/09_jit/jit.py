@@ -1,7 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/jit/jit.py by `python -m tools.generate`.
 # Edit tinyfw/jit/jit.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
-# generated text id: 8436847142b30e43 (lets tools.generate tell your edits apart)
+# generated text id: 193cd93bce3afb94 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -357,12 +357,12 @@ class TinyJit:
         if len(by_buffer) < len(self.inputs):
             raise JitError(f"TinyJit({self.name}): two tensor arguments share one buffer; the "
                            "cache could not tell them apart on a replay. Pass distinct tensors "
-                           "(a copy: t.contiguous().realize()).")
+                           "(a copy: t.clone().realize()).")
         for t in outputs:
             if (name := by_buffer.get(id(_buffer(t)))) is not None:
                 raise JitError(f"TinyJit({self.name}): the function returned its input {name}; "
                                "a replay would return the captured call's tensor, not the new "
-                               f"one. Return a copy ({name}.contiguous()) or leave it out.")
+                               f"one. Return a copy ({name}.clone()) or leave it out.")
 
     # --- call 3 and after: replay ---
     def _check_python_state(self) -> None:

@@ -353,12 +353,12 @@ class TinyJit:
         if len(by_buffer) < len(self.inputs):
             raise JitError(f"TinyJit({self.name}): two tensor arguments share one buffer; the "
                            "cache could not tell them apart on a replay. Pass distinct tensors "
-                           "(a copy: t.contiguous().realize()).")
+                           "(a copy: t.clone().realize()).")
         for t in outputs:
             if (name := by_buffer.get(id(_buffer(t)))) is not None:
                 raise JitError(f"TinyJit({self.name}): the function returned its input {name}; "
                                "a replay would return the captured call's tensor, not the new "
-                               f"one. Return a copy ({name}.contiguous()) or leave it out.")
+                               f"one. Return a copy ({name}.clone()) or leave it out.")
 
     # --- call 3 and after: replay ---
     def _check_python_state(self) -> None:

@@ -751,9 +751,8 @@ class MovementOps(TensorCore):
 
     def clone(self: Tensor, device: str | None = None) -> Tensor:
         """A copy of the value (on device, when given): gradients flow back to self."""
-        out = self.contiguous() if device is None else self.to(device).contiguous()
-        out._view = None
-        return out
+        source = self if device is None else self.to(device)
+        return source._result(source.uop.contiguous(), source)  # not a view, as contiguous()
 
     def _pad_mode(self: Tensor, pairs: list[tuple[int, int]], mode: str) -> Tensor:
         """pad with mode "reflect", "replicate" or "circular", one axis at a time. A negative
