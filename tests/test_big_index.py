@@ -16,7 +16,8 @@ from tinyfw.renderer.cstyle import C
 from tinyfw.renderer.opencl_c import OPENCL
 from tinyfw.renderer.cuda_c import CUDA
 from tinyfw.renderer.wgsl import WGSL
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
 from tinyfw.uop.ops import Ops, UOp
 from tinyfw.shape.view import ShapeTracker
 

@@ -13,7 +13,7 @@ import pytest
 from tinyfw import Device, Tensor
 from tinyfw.engine import program
 from tinyfw.renderer.cstyle import CStyleLanguage
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
 
 DEBUG_PAGE = Path(__file__).resolve().parents[1] / "site" / "debug.md"
 _constants = itertools.count(1)

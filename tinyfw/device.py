@@ -34,7 +34,7 @@ class Buffer:
                                 base.dtype == dtype and base.size >= size), "a bad base"
         self._opaque: Any = None
         # where the memory is the host's (a numpy array): its address, once a launch asked for
-        # it (numpy's .ctypes.data costs about a microsecond each time; tinyfw/runtime/ops_cpu.py)
+        # it (numpy's .ctypes.data costs about a microsecond each time; tinyfw/runtime/c_library.py)
         self.address: int | None = None
         if initial is not None:
             self.copyin(initial)
