@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tinyfw.renderer.cuda_c import CUDA_PRELUDE
-from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, find_compiler
+from tinyfw.runtime.c_compiler import COMPILE_FLAGS, find_compiler
 
 C_KERNEL = ("void k{i}(float* restrict data0, const float* restrict data1) {{\n"
             "  for (int j = 0; j < 1024; j++) {{ float x = data1[j] * {i}.0f;\n"

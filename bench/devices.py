@@ -94,7 +94,7 @@ def describe(name: str) -> str:
     """What a working device runs on here, in a few words."""
     try:
         if name == "CPU":
-            from tinyfw.runtime.ops_cpu import find_compiler
+            from tinyfw.runtime.c_compiler import find_compiler
             return f"C compiled by {find_compiler()} (-O2 -march=native), one thread"
         if name == "NUMPY":
             return "the reference interpreter: each kernel's AST evaluated with numpy"
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = None if args.warm_cache else fresh_caches()
     try:
         from tinyfw.device import Device
-        from tinyfw.device import probe
+        from tinyfw.probe import probe
         names = list(Device.names)
         if args.devices:
             try:

@@ -38,7 +38,7 @@ def chain_jit(device: str, graph: bool) -> tuple[Callable[[], Any], int]:
     """A replay of the tiny-kernel chain (made with graphs on or off) and its launches."""
     from tinyfw import Tensor
     from tinyfw.device import Device
-    from tinyfw.engine.jit import TinyJit
+    from tinyfw.jit.jit import TinyJit
     os.environ["JIT_GRAPH"] = "1" if graph else "0"
 
     def chain(x: Tensor) -> Tensor:
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--devices", default=",".join(DEVICES))
     args = parser.parse_args(argv)
-    from tinyfw.device import probe
+    from tinyfw.probe import probe
     print(f"cpu: {cpu_name()}, {os.cpu_count()} cores, load average "
           + " ".join(f"{v:.2f}" for v in os.getloadavg()))
 

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 def planned_step(sizes: list[int], batch: int, plan: bool) -> tuple[list[float], object]:
     """Six steps of a jitted MLP step (a run, a capture, four replays): the losses, the jit."""
     from tinyfw import Tensor, nn
-    from tinyfw.engine.jit import TinyJit
+    from tinyfw.jit.jit import TinyJit
     rng = np.random.default_rng(0)
     Tensor.manual_seed(0)  # the same starting weights each time
     layers = [nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])]

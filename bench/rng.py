@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     args = parser.parse_args()
     from tinyfw import Tensor
-    from tinyfw.engine.jit import TinyJit
+    from tinyfw.jit.jit import TinyJit
     n, rounds = args.size, args.rounds
     rng = np.random.default_rng(0)
     jitted = TinyJit(lambda x: (x + Tensor.rand(n)).realize())

@@ -51,7 +51,7 @@ def make_data() -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
 def tinyfw_step(weights: list[np.ndarray], xs: list[np.ndarray], ys: list[np.ndarray],
                 jit: bool) -> Step:
     from tinyfw import Tensor, nn
-    from tinyfw.engine.jit import TinyJit
+    from tinyfw.jit.jit import TinyJit
     l1, l2 = nn.Linear(*SIZES[:2]), nn.Linear(*SIZES[1:])
     params = [l1.weight, l1.bias, l2.weight, l2.bias]
     for p, w in zip(params, weights):

@@ -50,7 +50,7 @@ def time_one(rounds: int) -> float:
     """Median seconds per matmul of a replay, the matrices taken in turn (the way is this
     process's environment)."""
     from tinyfw import Tensor
-    from tinyfw.engine.jit import TinyJit
+    from tinyfw.jit.jit import TinyJit
     from tinyfw.models.gguf import GGMLType, split_linear
     rng = np.random.default_rng(0)
     weights = [(Tensor(rng.integers(0, 256, (ROWS, COLUMNS // 32, 16), dtype=np.uint8)).realize(),

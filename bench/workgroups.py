@@ -67,7 +67,7 @@ def main() -> None:
     if args.one:  # a child: one device, with or without the rule; prints its times as JSON
         print(json.dumps(measure(args.one[0], args.rounds, args.one[1] == "1")))
         return
-    from tinyfw.device import probe
+    from tinyfw.probe import probe
     print(f"{'device':8s} {'reduction':24s} {'GROUP rule':>11s} {'without':>9s}")
     for device in args.devices:
         if not (found := probe(device))[0]:

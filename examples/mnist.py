@@ -53,7 +53,7 @@ from pathlib import Path
 
 from tinyfw import Tensor, nn
 from tinyfw.nn.datasets import batches, mnist
-from tinyfw.engine.jit import TinyJit
+from tinyfw.jit.jit import TinyJit
 from tinyfw.nn.state import get_parameters, get_state_dict, safe_save
 from tinyfw.progress import tqdm
 
@@ -121,7 +121,7 @@ def make_train_step(model: Callable[[Tensor], Tensor], opt: nn.optim.Optimizer,
                     ) -> Callable[[Tensor, Tensor], Tensor]:
     """One step on a batch: forward, loss, backward, Adam; returns the loss.
 
-    TinyJit's rules (tinyfw/engine/jit.py) shape this function: the batch comes in as tensor
+    TinyJit's rules (tinyfw/jit/jit.py) shape this function: the batch comes in as tensor
     arguments (a replay swaps in their buffers), nothing random is drawn inside, nothing is
     read (.item()) inside, and everything assigned (parameters, Adam's moments, BatchNorm's
     running statistics) is realized by the end: one realize_all of the loss and the

@@ -37,16 +37,17 @@ run() {
   fi
 }
 
-# lint: ruff on the repo and mypy on tinyfw/, chapters/ and tools/ (settings in pyproject.toml),
-# first: a few seconds. One summary line for both.
+# lint: ruff on the repo, mypy on tinyfw/, chapters/ and tools/, and import-linter's contract
+# of tinyfw's layers (settings of all three in pyproject.toml), first: seconds. One summary line.
 lint() {
-  echo "test: lint: ruff check . && mypy"
+  echo "test: lint: ruff check . && mypy && lint-imports"
   local start=$SECONDS failed=()
   .venv/bin/ruff check . || failed+=(ruff)
   .venv/bin/mypy || failed+=(mypy)
+  .venv/bin/lint-imports --no-cache || failed+=(lint-imports)
   local took=$((SECONDS - start))
   if [ "${#failed[@]}" -eq 0 ]; then
-    results+=("passed  lint: ruff and mypy (${took}s)")
+    results+=("passed  lint: ruff, mypy and lint-imports (${took}s)")
   else
     results+=("FAILED  lint: ${failed[*]} found problems (${took}s)")
     status=1

@@ -18,7 +18,7 @@ import pytest
 from chapters.grade_cache import CACHE_ENV
 from tinyfw import DType, dtypes
 from tinyfw.device import Device
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 
 # The dtypes a device cannot compute with. WGSL has 32-bit scalars only (f16 is an optional
 # feature that tinyfw does not ask for), so WEBGPU has no float64, int64, uint64 or float16.

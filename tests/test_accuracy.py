@@ -1,4 +1,4 @@
-"""Accuracy of the composed math functions (tinyfw/mixin/elementwise_math.py) over the whole float
+"""Accuracy of the composed math functions (tinyfw/uop/elementwise_math.py) over the whole float
 range, in ulps of the dtype, on the device under test (DEVICE): dense grids with the hard points
 (0, -0.0, denormals, 1 +- eps, multiples of pi/2, the overflow and underflow thresholds, huge
 values, +-inf, nan), each function and dtype computed in one kernel. The references are float64

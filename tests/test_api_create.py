@@ -18,7 +18,7 @@ from tinyfw.device import Buffer, Device
 from tinyfw.engine import realize
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.mixin.core import index_dtype
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 from tinyfw.uop.ops import Ops
 
 # On a backend device only the distinct cases of each parametrized test run (the device

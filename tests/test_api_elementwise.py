@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from tests.helpers import assert_close, check, check_error
 from tinyfw import Tensor, dtypes
 from tinyfw.device import Device
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 
 # On a backend device only the distinct cases of each parametrized test run (the device
 # subset, tests/conftest.py); CPU and NUMPY run them all.

@@ -404,7 +404,7 @@ def test_float16_select_builds_for_avx512fp16_targets() -> None:
     """gcc 12 with binutils 2.40 emits a zero-masked vmovsh (which the assembler refuses) for a
     float16 select on a processor with AVX512-FP16: the flags tinyfw compiles with for such a
     processor (probed once) build it, and the float16 relu kernel tinyfw renders."""
-    from tinyfw.runtime.ops_cpu import FLOAT16_PROBE, builds, compile_flags, find_compiler
+    from tinyfw.runtime.c_compiler import FLOAT16_PROBE, builds, compile_flags, find_compiler
     flags = compile_flags("sapphirerapids")
     assert flags[-2:] == ["-x", "c"]
     relu = FLOAT16_PROBE.replace("tf_probe", "E_4_7").replace("i < 7", "i < 28")

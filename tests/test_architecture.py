@@ -61,7 +61,7 @@ def box_problems(text: str) -> list[str]:
 
 def test_box_problems_catches_a_stale_box() -> None:
     """The check itself fails on a box whose folder or files are gone."""
-    assert box_problems("tinyfw/engine/ schedule.py jit.py") == []
+    assert box_problems("tinyfw/engine/ schedule.py realize.py") == []
     assert box_problems("Renderer, compiler, runtime") != []
     assert box_problems("tinyfw/renderer_c.py") != []
     assert box_problems("tinyfw/engine/ runtime_cl.py") != []

@@ -10,12 +10,14 @@ import pytest
 from tinyfw import DType, Tensor, dtypes
 from tinyfw.codegen.lower import Kernel, Program, lower
 from tinyfw.engine.program import get_program, linear_program
-from tinyfw.device import probe
-from tinyfw.renderer.cstyle import C, NotSupportedError
+from tinyfw.probe import probe
+from tinyfw.renderer.base import NotSupportedError
+from tinyfw.renderer.cstyle import C
 from tinyfw.renderer.opencl_c import OPENCL
 from tinyfw.renderer.cuda_c import CUDA
 from tinyfw.renderer.wgsl import WGSL
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
 from tinyfw.uop.ops import Ops, UOp
 from tinyfw.shape.view import ShapeTracker
 

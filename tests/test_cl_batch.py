@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor
-from tinyfw.device import Device, probe
+from tinyfw.device import Device
+from tinyfw.probe import probe
 from tinyfw.engine import program
 from tinyfw.renderer.opencl_c import BITCAST_HELPERS, OPENCL
 from tinyfw.runtime import ops_cl

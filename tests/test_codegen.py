@@ -15,7 +15,9 @@ from tinyfw.codegen.lower import Kernel, LOps, Program, lower
 from tinyfw.dtype import DType
 from tinyfw.renderer.cstyle import render, render_const
 from tinyfw.engine.program import get_program
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram, CPURuntime
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
+from tinyfw.runtime.ops_cpu import CPURuntime
 from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import BINARY, UNARY, Ops, UOp
 
@@ -239,7 +241,7 @@ def test_a_multiply_add_rounds_twice_as_numpy_does() -> None:
 
 
 def test_flipped_reduce_is_not_miscompiled() -> None:
-    """gcc 12.2's loop vectorizer summed a flipped 5x2 array to 80 (tinyfw/runtime/ops_cpu.py)."""
+    """gcc 12.2's loop vectorizer summed a flipped 5x2 array to 80 (runtime/c_compiler.py)."""
     data = np.arange(1, 11, dtype=np.float32).reshape(5, 2)
     for axis in (None, 0, 1):
         got = Tensor(data).flip(1).sum(axis).numpy()

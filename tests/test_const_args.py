@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor
-from tinyfw.device import probe
+from tinyfw.probe import probe
 from tinyfw.engine import const_args, program
 
 DEVICES = ["CPU", "NUMPY"] + [d for d in ("CL", "WEBGPU") if probe(d)[0]]
@@ -53,7 +53,7 @@ import json, os
 from pathlib import Path
 import numpy as np
 from tinyfw import Tensor
-from tinyfw.runtime.ops_cpu import cache_dir
+from tinyfw.runtime.disk_cache import cache_dir
 x = Tensor(np.arange(8, dtype=np.float32)).realize()
 wrong, largest = 0, 0
 for k in range(40):  # 40 kernels (VARY_CONSTS=0: each constant in its source)

@@ -9,9 +9,10 @@ import threading
 import numpy as np
 import pytest
 
-from tinyfw.renderer.cstyle import NotSupportedError
-from tinyfw.runtime import cpu_workers, ops_cpu
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.renderer.base import NotSupportedError
+from tinyfw.runtime import c_compiler, cpu_workers
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
 
 # Each part adds (core + 1) to out[core] and writes the number of cores and its thread's id.
 SOURCE = """#include <pthread.h>
@@ -26,7 +27,7 @@ void parts(long long *out, int tf_core, int tf_cores) {
 
 def program() -> CPUProgram:
     """The test kernel, compiled like any CPU kernel."""
-    compiler = ClangStyleCompiler(ops_cpu.COMPILE_FLAGS)
+    compiler = ClangStyleCompiler(c_compiler.COMPILE_FLAGS)
     made = CPUProgram("parts", compiler.compile(SOURCE), SOURCE, compiler)
     assert made.threaded
     return made

@@ -1,4 +1,4 @@
-"""`python -m tinyfw.runtime`: every device is listed as available or with why not and the fix."""
+"""`python -m tinyfw.probe`: every device is listed as available or with why not and the fix."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ import pytest
 
 from tinyfw import Tensor
 from tinyfw.device import Device
-from tinyfw.device import probe
+from tinyfw.probe import probe
 
 
 def test_cpu_and_numpy_always_work() -> None:
@@ -25,7 +25,7 @@ def test_every_device_is_available_or_names_the_fix() -> None:
 
 
 def test_the_listing_names_every_device() -> None:
-    out = subprocess.run([sys.executable, "-m", "tinyfw.runtime"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "tinyfw.probe"], capture_output=True,
                          text=True, check=True).stdout
     assert out.startswith(f"default device: {Device.DEFAULT}")
     for name in Device.names:
@@ -43,7 +43,7 @@ def without_runtime_dir() -> dict[str, str]:
 def test_the_listing_prints_no_noise_without_a_runtime_dir() -> None:
     """The README's command prints only its listing: no "error: XDG_RUNTIME_DIR is invalid ..."
     from libwayland while WEBGPU starts Vulkan (ops_webgpu gives it a private folder then)."""
-    done = subprocess.run([sys.executable, "-m", "tinyfw.runtime"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "tinyfw.probe"], capture_output=True,
                           text=True, check=True, env=without_runtime_dir(), timeout=300)
     assert done.stderr == "", done.stderr
     assert "WEBGPU" in done.stdout
@@ -51,7 +51,7 @@ def test_the_listing_prints_no_noise_without_a_runtime_dir() -> None:
 
 def test_webgpu_leaves_the_environment_as_it_was() -> None:
     """The private runtime folder is there only while wgpu starts: unset again, and removed."""
-    code = ("import os; from tinyfw.device import probe; ok, why = probe('WEBGPU'); "
+    code = ("import os; from tinyfw.probe import probe; ok, why = probe('WEBGPU'); "
             "print(ok, os.environ.get('XDG_RUNTIME_DIR'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, env=without_runtime_dir(), timeout=300)

@@ -2198,7 +2198,7 @@ KNOWN_BAD_INPUTS: dict[str, tuple[Fn, Fn, list[float], list[float] | None]] = {
 @pytest.mark.parametrize("name", with_known_bugs(sorted(KNOWN_BAD_INPUTS)))
 def test_known_bad_special_inputs(name: str) -> None:
     """Small inputs on which the special-value tests above found bugs: cos and tanh, fixed by
-    tinyfw/mixin/elementwise_math.py (cos(1e5) was -0.999378, not -0.999361, cos(3.4028235e38)
+    tinyfw/uop/elementwise_math.py (cos(1e5) was -0.999378, not -0.999361, cos(3.4028235e38)
     0.5219, not 0.8530, tanh(1e-20) 0.0, tanh(1e-5) 1.001358e-05), and division, fixed by
     Ops.FDIV (x / d was x * (1 / d), rounded twice: 49.0 / 7.0 was 7.0000005, 10.0 / 3.0
     3.3333335, and 1 / d overflowed for a subnormal d: 1e-40 / 1e-40 was inf, 0.0 / 1e-40 nan)."""
@@ -2253,8 +2253,8 @@ KNOWN_BAD_ON: dict[tuple[str, str], str] = {}
 
 @functools.cache
 def device_available(device: str) -> tuple[bool, str]:
-    """Whether device works here (as `python -m tinyfw.runtime` checks), and if not, why."""
-    from tinyfw.device import probe
+    """Whether device works here (as `python -m tinyfw.probe` checks), and if not, why."""
+    from tinyfw.probe import probe
     return probe(device)
 
 

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from tests.helpers import numpy_of, torch_of
 from tinyfw import Device, Tensor, dtypes
 from tinyfw.mixin.core import index_dtype
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 
 pytestmark = pytest.mark.device_subset
 

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from tests.helpers import check, check_error
 from tinyfw import Tensor
 from tinyfw.device import Device
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 
 INF, NAN = math.inf, math.nan
 # a backend device (CL, WEBGPU, CUDAEMU) compiles kernels for every case: fewer draws there

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from tests.conftest import UNSUPPORTED_DTYPES
 from tinyfw import Device, Tensor, TinyJit, dtypes
 from tinyfw.nn.state import safe_load
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 
 NAN, INF = math.nan, math.inf
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tinyfw import Tensor
-from tinyfw.device import probe
-from tinyfw.engine.jit import TinyJit
+from tinyfw.probe import probe
+from tinyfw.jit.jit import TinyJit
 
 DEVICES = ["CPU"] + (["CL"] if probe("CL")[0] else [])
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, dtypes
-from tinyfw.device import probe
-from tinyfw.engine.jit import JitError, TinyJit
+from tinyfw.probe import probe
+from tinyfw.jit.jit import JitError, TinyJit
 
 DEVICES = ["CPU", "NUMPY"] + (["CL"] if probe("CL")[0] else [])
 

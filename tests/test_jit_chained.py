@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tinyfw import Tensor, nn
-from tinyfw.engine.jit import TinyJit
+from tinyfw.jit.jit import TinyJit
 from tinyfw.nn.state import get_parameters
 
 

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, nn
-from tinyfw.device import probe, workgroup_of
+from tinyfw.probe import probe
+from tinyfw.renderer.base import workgroup_of
 from tinyfw.engine import program, realize
-from tinyfw.engine.jit import JitError, TinyJit
+from tinyfw.jit.jit import JitError, TinyJit
 from tinyfw.nn import optim
-from tinyfw.runtime import ops_cpu
+from tinyfw.runtime import c_library, ops_cpu
 from tinyfw.runtime.graph import DeviceGraph
 from tinyfw.runtime.graph_cpu import render_graph
 
@@ -147,7 +148,7 @@ def test_numpy_has_no_graph() -> None:
 def test_a_graph_keeps_its_kernels_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CPU keeps only so many kernel libraries loaded; a graph calls its kernels by
     address, so it holds them loaded however many others are loaded meanwhile."""
-    monkeypatch.setattr(ops_cpu, "MAX_LOADED_LIBRARIES", 1)
+    monkeypatch.setattr(c_library, "MAX_LOADED_LIBRARIES", 1)
     jit = TinyJit(lambda x: (x * 3).sum(0) + (x - 1).max(0))
     x = Tensor(RNG.standard_normal((5, 3)).astype(np.float32))
     for _ in range(3):
@@ -202,7 +203,7 @@ def test_a_graph_released_while_a_library_loads_does_not_hang() -> None:
     runner = program.get_program(out.schedule()[-1]).runner
 
     def finalizer_inside_a_load() -> None:
-        with ops_cpu._lock:  # (as _acquire holds it while it loads a library)
+        with c_library._lock:  # (as _acquire holds it while it loads a library)
             runner.hold()
             runner.unhold()  # (what graph_cpu's finalizer does)
 

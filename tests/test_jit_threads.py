@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor
-from tinyfw.engine.jit import TinyJit
+from tinyfw.jit.jit import TinyJit
 
 TIMEOUT = 30  # seconds a thread may wait for the other before the test gives up
 

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor
-from tinyfw.runtime import ops_cpu
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.runtime import c_compiler, c_library
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -202,10 +203,10 @@ import numpy as np
 from tinyfw import Tensor
 from tinyfw.engine import program as engine_program
 from tinyfw.engine import realize
-from tinyfw.runtime import ops_cpu
+from tinyfw.runtime import c_library, disk_cache
 
-ops_cpu.MAX_LOADED_LIBRARIES = 4
-cache = ops_cpu.cache_dir()
+c_library.MAX_LOADED_LIBRARIES = 4
+cache = disk_cache.cache_dir()
 
 
 def mapped_libraries():
@@ -232,7 +233,7 @@ for round_ in range(2):
             facts["wrong"].append([k, i])
         ran[round_][(k, i)] = program
         facts["most_mapped"] = max(facts["most_mapped"], len(mapped_libraries()))
-        facts["most_loaded"] = max(facts["most_loaded"], ops_cpu.loaded_libraries())
+        facts["most_loaded"] = max(facts["most_loaded"], c_library.loaded_libraries())
         del y, item  # (kept, y's value would be found computed in round 2: no kernel to run)
 facts["programs"] = len({id(p) for p in ran[0].values()})
 facts["built_in_the_cache"] = sum(p.runner.path.parent == cache for p in ran[0].values())
@@ -266,7 +267,7 @@ def test_an_unloaded_program_loads_again(tmp_path: Path, monkeypatch: pytest.Mon
     """Programs take turns in the loaded set; each call finds its function loaded."""
     gc.collect()  # (an earlier test's TinyJit graph, in a cycle, holds its kernels loaded)
     monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
-    monkeypatch.setattr(ops_cpu, "MAX_LOADED_LIBRARIES", 2)
+    monkeypatch.setattr(c_library, "MAX_LOADED_LIBRARIES", 2)
     programs = []
     for k in range(5):
         source = f"void tf_lru_{k}(float *out) {{ out[0] = {k}.0f; }}\n"
@@ -277,7 +278,7 @@ def test_an_unloaded_program_loads_again(tmp_path: Path, monkeypatch: pytest.Mon
             out = np.zeros(1, np.float32)
             program(out)
             assert out[0] == k and program.loaded
-            assert ops_cpu.loaded_libraries() <= 2
+            assert c_library.loaded_libraries() <= 2
 
 
 # --- 5. host copies ---
@@ -346,9 +347,10 @@ def test_numpy_runs_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
 THREADS = """
 import threading
 import numpy as np
-from tinyfw.runtime import ops_cpu
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
-ops_cpu.MAX_LOADED_LIBRARIES = 2
+from tinyfw.runtime import c_library
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
+c_library.MAX_LOADED_LIBRARIES = 2
 programs = []
 for k in range(6):  # a loop long enough to be under way while other threads load and unload
     source = (f"void tf_busy_{k}(float *out) {{ float a = 0; for (int i = 0; i < 20000; i++) "
@@ -366,7 +368,7 @@ def work(seed: int) -> None:
 threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
 for t in threads: t.start()
 for t in threads: t.join()
-print(len(bad), ops_cpu.loaded_libraries())
+print(len(bad), c_library.loaded_libraries())
 """
 
 
@@ -425,7 +427,7 @@ def test_new_kernels_are_compiled_in_one_run_each_entry_verified(tmp_path: Path,
         runs.append(cmd)
         return original(cmd, *args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(ops_cpu.subprocess, "run", counting)
+    monkeypatch.setattr(c_compiler.subprocess, "run", counting)
     compiler = ClangStyleCompiler()
     sources = [kernel("k_a", "1.0f"), kernel("k_b", "2.0f"), kernel("k_c", "sqrtf(9.0f)")]
     libs = compiler.compile_many(sources)
@@ -443,11 +445,11 @@ def test_kernels_that_define_the_same_name_go_to_different_runs() -> None:
     """Two kernels of one name (a schedule may hold two) and a threaded kernel, whose whole
     library is marked threaded, are never compiled into one library with another."""
     same = [kernel("E_4", "1.0f"), kernel("E_4", "2.0f"), kernel("r_4", "3.0f")]
-    assert ops_cpu.runs_together(same, ClangStyleCompiler.alone) == [[0, 2], [1]]
+    assert c_compiler.runs_together(same, ClangStyleCompiler.alone) == [[0, 2], [1]]
     threaded = "const int tf_threaded = 1;\nvoid t_4(float* data0, int tf_core, int tf_cores) {}"
-    assert ops_cpu.runs_together([threaded, same[0], same[2]], ClangStyleCompiler.alone) == \
+    assert c_compiler.runs_together([threaded, same[0], same[2]], ClangStyleCompiler.alone) == \
         [[0], [1, 2]]
     cuda = ('#ifdef __CUDACC_RTC__\n__device__ float tf_h2f(unsigned short h) {}\n#endif\n'
             'extern "C" __global__ void E_8(float* data0) {}\n')
-    assert ops_cpu.defined_names(cuda) == {"E_8"}, "NVRTC's own helpers are not the CPU's"
-    assert ops_cpu.defined_names(threaded) == {"tf_threaded", "t_4"}
+    assert c_compiler.defined_names(cuda) == {"E_8"}, "NVRTC's own helpers are not the CPU's"
+    assert c_compiler.defined_names(threaded) == {"tf_threaded", "t_4"}

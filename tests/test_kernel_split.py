@@ -8,7 +8,8 @@ from tinyfw import Tensor
 from tinyfw.engine import realize
 from tinyfw.codegen.lower import AxisKind, Kernel, LOps, lower
 from tinyfw.renderer.cstyle import render
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
 
 
 def run_kernel(kernel: Kernel, item) -> np.ndarray:

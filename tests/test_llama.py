@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor
-from tinyfw.device import probe
+from tinyfw.probe import probe
 from tinyfw.models.gguf import packaged_gguf
 from tinyfw.models.llama import SMOLLM2_PACKAGE, Llama, Sampler
 

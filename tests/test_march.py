@@ -49,7 +49,7 @@ def test_an_avx2_build_on_this_machine() -> None:
 import numpy as np
 from tinyfw import Tensor
 from tinyfw.renderer.cstyle import ThreadedC
-from tinyfw.runtime.ops_cpu import COMPILE_FLAGS
+from tinyfw.runtime.c_compiler import COMPILE_FLAGS
 rng = np.random.default_rng(0)
 a, b = rng.standard_normal((512, 256), np.float32), rng.standard_normal((256, 512), np.float32)
 got = (Tensor(a) @ Tensor(b)).numpy()

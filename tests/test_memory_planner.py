@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, dtypes, nn
-from tinyfw.device import Buffer, probe
-from tinyfw.engine.jit import Launch, TinyJit
+from tinyfw.device import Buffer
+from tinyfw.probe import probe
+from tinyfw.jit.jit import Launch, TinyJit
 from tinyfw.engine.memory import lifetimes, memory_bytes, plan_memory
 
 DEVICES = ["CPU", "NUMPY"] + [d for d in ("CL", "WEBGPU") if probe(d)[0]]

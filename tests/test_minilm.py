@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor
-from tinyfw.device import probe
+from tinyfw.probe import probe
 from tinyfw.models import bert
 from tinyfw.models.bert import BertModel, SentenceEncoder, minilm_folder
 

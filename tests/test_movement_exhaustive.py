@@ -6,7 +6,7 @@ exact and a miscounted or misplaced element shows). Each result is made contiguo
 with sum and with max over each axis and over all axes; every one of those values must equal
 numpy's exactly. The gcc 12.2 loop vectorizer once miscompiled flipped sums on CPU (80 for the
 55 of `Tensor(np.arange(1, 11).reshape(5, 2)).flip(1).sum()`, 11 of 50 flip-then-reduce shapes
-wrong); with -fno-tree-loop-vectorize removed from tinyfw/runtime/ops_cpu.py, 13 values here are
+wrong); with -fno-tree-loop-vectorize removed from tinyfw/runtime/c_compiler.py, 13 values here are
 wrong (in flip_2d, flip_3d and test_long_flips).
 
 Distinct views give distinct kernels (the sizes are constants in the source), and each costs a
@@ -43,7 +43,7 @@ import pytest
 
 from tinyfw import Tensor
 from tinyfw.device import Device
-from tinyfw.device import probe
+from tinyfw.probe import probe
 
 Shape = tuple[int, ...]
 
@@ -289,7 +289,7 @@ def check(chains: Sequence[Chain], device: str, every: bool = True) -> None:
 
 @functools.cache
 def available(device: str) -> tuple[bool, str]:
-    """Whether device works here (as `python -m tinyfw.runtime` checks), and if not, why."""
+    """Whether device works here (as `python -m tinyfw.probe` checks), and if not, why."""
     return probe(device)
 
 

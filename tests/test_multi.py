@@ -138,7 +138,7 @@ def test_sum_over_the_sharded_axis_is_an_all_reduce(monkeypatch):
 
 
 # --- gradients and optimizers ---
-from tinyfw.engine.jit import TinyJit  # noqa: E402
+from tinyfw.jit.jit import TinyJit  # noqa: E402
 from tinyfw.nn.optim import SGD, Adam  # noqa: E402
 
 W = np.linspace(-1, 1, 12, dtype=np.float32).reshape(6, 2)
@@ -242,7 +242,7 @@ def test_jit_captures_a_sharded_step():
 
 
 def test_jit_refuses_multi_arguments_and_results():
-    from tinyfw.engine.jit import JitError
+    from tinyfw.jit.jit import JitError
     with pytest.raises(JitError, match="over many devices"):
         TinyJit(lambda x: x * 2)(Tensor(X).to(D2))
     f = TinyJit(lambda x: (x.to(D2) * 2).realize())
@@ -305,7 +305,7 @@ def test_a_leaf_reached_without_a_gradient_gets_zeros():
 
 @pytest.mark.parametrize("devices", [("CPU", "CL"), ("CL", "CL:1")])
 def test_kinds_with_cl(devices):
-    from tinyfw.device import probe
+    from tinyfw.probe import probe
     if not probe("CL")[0]:
         pytest.skip("no CL device here")
     t = Tensor(X).shard(devices, axis=0)

@@ -23,7 +23,8 @@ from tinyfw.codegen.kernel import AxisKind, Kernel
 from tinyfw.codegen.lower_opts import lower_optimized, vector_axis
 from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
 from tinyfw.codegen.search import actions, beam_search
-from tinyfw.device import Device, probe
+from tinyfw.device import Device
+from tinyfw.probe import probe
 from tinyfw.engine import beam
 from tinyfw.engine import program as engine_program
 from tinyfw.engine.program import get_program

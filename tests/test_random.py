@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, dtypes
-from tinyfw.device import probe
-from tinyfw.engine.jit import TinyJit
+from tinyfw.probe import probe
+from tinyfw.jit.jit import TinyJit
 from tinyfw.mixin.threefry import initial_state, threefry2x32
 
 DEVICES = ["CPU", "NUMPY", "CL", "WEBGPU", "CUDAEMU"]

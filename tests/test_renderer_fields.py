@@ -13,7 +13,8 @@ from tinyfw import Tensor
 from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.opt import OptOps
-from tinyfw.device import Device, probe
+from tinyfw.device import Device
+from tinyfw.probe import probe
 from tinyfw.renderer.base import Renderer
 from tinyfw.renderer.cstyle import CPU_C
 from tinyfw.renderer.cuda_c import CUDA

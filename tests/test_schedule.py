@@ -316,7 +316,7 @@ def test_a_kernel_that_reads_too_many_buffers_is_split(monkeypatch: pytest.Monke
 
 def test_webgpu_runs_a_kernel_of_more_inputs_than_it_binds() -> None:
     """On WEBGPU (32 storage buffers a kernel), a sum of 40 tensors is split and right."""
-    from tinyfw.device import probe
+    from tinyfw.probe import probe
     if not probe("WEBGPU")[0]:
         pytest.skip("not graded here: no WEBGPU")
     parts = [Tensor(np.full((4,), i, np.float32), device="WEBGPU") for i in range(40)]

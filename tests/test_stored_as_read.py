@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tinyfw import Tensor, nn
-from tinyfw.device import probe
+from tinyfw.probe import probe
 from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.lower import LOps

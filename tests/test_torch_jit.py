@@ -8,7 +8,7 @@ import pytest
 
 import tinyfw.torch as torch
 from tinyfw import TinyJit
-from tinyfw.engine.jit import JitError
+from tinyfw.jit.jit import JitError
 from tinyfw.torch import nn, optim
 
 

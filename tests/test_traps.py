@@ -13,7 +13,7 @@ import torch
 
 from tests.helpers import TORCH_DTYPES
 from tinyfw import DType, dtypes
-from tinyfw.device import probe
+from tinyfw.probe import probe
 
 ROOT = Path(__file__).resolve().parents[1]
 SIGNED = [dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64]
@@ -22,7 +22,7 @@ SIGNED = [dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64]
 PROBE = """
 import json, sys
 from tinyfw import Tensor, dtypes
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 out = {}
 DEVICE = sys.argv[1]
 for name in sys.argv[2:]:

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from tinyfw import Tensor, dtypes
-from tinyfw.device import probe
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.probe import probe
+from tinyfw.renderer.base import NotSupportedError
 from tinyfw.uop.ops import Ops
 
 INF, NAN = math.inf, math.nan

@@ -17,9 +17,10 @@ from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.lower import LOps
 from tinyfw.codegen.lower_groups import lower_workgroups
 from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
-from tinyfw.device import probe
+from tinyfw.probe import probe
 from tinyfw.engine.program import get_program
-from tinyfw.renderer.cstyle import CPU_C, NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
+from tinyfw.renderer.cstyle import CPU_C
 from tinyfw.renderer.cuda_c import CUDA
 from tinyfw.renderer.wgsl import WGSL
 

@@ -2,7 +2,7 @@
 from tinyfw.device import Device
 from tinyfw.dtype import DType, dtypes
 from tinyfw.tensor import Tensor
-from tinyfw.engine.jit import TinyJit  # noqa: E402  (after Tensor: jit.py uses it)
+from tinyfw.jit.jit import TinyJit  # noqa: E402  (after Tensor: jit.py uses it)
 
 __all__ = ["Tensor", "TinyJit", "nn", "dtypes", "DType", "Device"]
 

@@ -34,7 +34,7 @@ class Buffer:
                                 base.dtype == dtype and base.size >= size), "a bad base"
         self._opaque: Any = None
         # where the memory is the host's (a numpy array): its address, once a launch asked for
-        # it (numpy's .ctypes.data costs about a microsecond each time; tinyfw/runtime/ops_cpu.py)
+        # it (numpy's .ctypes.data costs about a microsecond each time; tinyfw/runtime/c_library.py)
         self.address: int | None = None
         if initial is not None:
             self.copyin(initial)
@@ -83,18 +83,6 @@ class Buffer:
         # memory or a read-only array (np.frombuffer): copy those rather than give them out.
         shared = isinstance(memory, np.ndarray) and np.may_share_memory(out, memory)
         return out.copy() if shared or not out.flags.writeable else out
-
-
-def launch_size(item: Any) -> int:
-    """How many threads a GPU runs for a kernel: one per output element (known without
-    lowering, so a launch costs no lowering)."""
-    return max(item.output.numel, 1)
-
-
-def workgroup_of(program: Any) -> tuple[int, int] | None:
-    """(work-groups, threads in each) of a loaded program lowered with work-groups (chapter
-    11), launched exactly so; None for one thread per output element (launch_size)."""
-    return getattr(program, "workgroup", None)
 
 
 class Runtime:
@@ -209,17 +197,6 @@ class _DeviceRegistry:
 def kind_of(device: str) -> str:
     """The kind of a device name, its index dropped: 'CPU:1' -> 'CPU'."""
     return device.partition(":")[0]
-
-
-def probe(name: str) -> tuple[bool, str]:
-    """(available, a reason when it is not): the device is started and runs one small kernel."""
-    from tinyfw import Tensor
-    try:
-        Device[name]
-        value = (Tensor([1.0, 2.0], device=name) * 2).sum().item()
-    except Exception as error:  # each backend fails in its own way; the message says why
-        return False, str(error).splitlines()[0]
-    return (value == 6.0, "" if value == 6.0 else f"computed {value} instead of 6.0")
 
 
 # Every device: the module and class of its runtime, imported when the device is first used.

@@ -194,7 +194,7 @@ class MultiUOp:
     def _lift(self, x: MultiUOp | float) -> MultiUOp:
         return x if isinstance(x, MultiUOp) else self.const_like(x)
 
-    # the small vocabulary UOp offers the math written on nodes (tinyfw/mixin/elementwise_math)
+    # the small vocabulary UOp offers the math written on nodes (tinyfw/uop/elementwise_math)
     def _bin(self, op: Ops, x: MultiUOp | float, swap: bool = False) -> MultiUOp:
         return self._lift(x).alu(op, self) if swap else self.alu(op, self._lift(x))
 

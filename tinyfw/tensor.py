@@ -12,7 +12,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from tinyfw.mixin import elementwise_math, threefry
+from tinyfw.mixin import threefry
+from tinyfw.uop import elementwise_math
 from tinyfw.engine import realize
 from tinyfw.mixin.core import float32_inside, index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
@@ -362,7 +363,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """The value on the host, in this tensor's shape: an array of the caller's own (copy), or
         one only to read, with no copy where the device's memory is a numpy array. Every read of
         data goes through here, so a TinyJit capturing is told of it (and refuses it)."""
-        realize.note_read(self)  # tinyfw/engine/jit.py
+        realize.note_read(self)  # tinyfw/jit/jit.py
         if isinstance(self.uop, MultiUOp):  # gathered on the host: each part read, put together
             self.realize()
             arrays = [Tensor(p)._read(copy) for p in self.uop.parts]
@@ -407,7 +408,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if self._view is not None:
             self._assign_through(value)  # the base changes (a TinyJit follows it, not the view)
         else:
-            realize.note_assign(self)  # a TinyJit follows state (tinyfw/engine/jit.py)
+            realize.note_assign(self)  # a TinyJit follows state (tinyfw/jit/jit.py)
         # A node of its own (the DETACH's arg is a new number): graph nodes are shared between
         # equal expressions, and two tensors given one value must stay two tensors, with their
         # own gradients and buffers.
@@ -1541,7 +1542,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     # unary math
     def _math(self, fn: Callable[[UOp], UOp]) -> Tensor:
-        """fn (a function of graph nodes, from tinyfw/mixin/elementwise_math.py) of this tensor,
+        """fn (a function of graph nodes, from tinyfw/uop/elementwise_math.py) of this tensor,
         cast to the default float if it is an int or bool."""
         x = self._floating()
         return x._result(fn(x.uop), x)
@@ -1566,7 +1567,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
     def exp2(self) -> Tensor: return self._floating()._unary(Ops.EXP2)
     def log2(self) -> Tensor: return self._floating()._unary(Ops.LOG2)
-    # accurate compositions of the primitives, in tinyfw/mixin/elementwise_math.py
+    # accurate compositions of the primitives, in tinyfw/uop/elementwise_math.py
     def exp(self) -> Tensor: return self._math(elementwise_math.exp)
     def expm1(self) -> Tensor: return self._math(elementwise_math.expm1)
     def log(self) -> Tensor: return self._math_with_derivative(elementwise_math.log, _log_slope)
@@ -1577,7 +1578,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def tan(self) -> Tensor: return self._math(elementwise_math.tan)
     def square(self) -> Tensor: return self * self
     def erf(self) -> Tensor:
-        """erf (tinyfw/mixin/elementwise_math.py), its gradient 2/sqrt(pi) e**-x**2 exactly,
+        """erf (tinyfw/uop/elementwise_math.py), its gradient 2/sqrt(pi) e**-x**2 exactly,
         not that of the approximation."""
         x = self._floating()
         return x._math(elementwise_math.erf)._with_gradient(_erf_gradient, (x,))

@@ -18,7 +18,8 @@ from chapters.grading import expect_close, expect_equal, show_on_failure
 from tinyfw import Tensor, dtypes
 from tinyfw.codegen.lower import Kernel, LOps, Program, lower
 from tinyfw.engine.realize import buffer_of
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
 from tinyfw.uop.ops import Ops
 
 pytestmark = pytest.mark.task("05.lower")

@@ -14,7 +14,8 @@ from tinyfw import dtypes
 from tinyfw.codegen.lower import LOps, Program
 from tinyfw.dtype import DType
 from tinyfw.renderer.cstyle import CStyleLanguage, render
-from tinyfw.runtime.ops_cpu import ClangStyleCompiler, CPUProgram
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
 from tinyfw.shape.symbolic import Const, Expr, Var, make_and
 from tinyfw.uop.ops import Ops
 

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import tinyfw.engine.jit
+import tinyfw.jit.jit
 from chapters.grading import expect_close, expect_equal
 from chapters.learner import reference
 from tinyfw import Tensor, dtypes
 from tinyfw.engine import realize
-from tinyfw.engine.jit import JitError, Launch, TinyJit
+from tinyfw.jit.jit import JitError, Launch, TinyJit
 
 pytestmark = pytest.mark.task("09.capture")
 
@@ -188,7 +188,7 @@ def test_the_capture_listens_only_while_the_function_runs() -> None:
     with pytest.raises(ValueError, match="the function failed"):
         failing(data(3, seed=1))
     assert realize.listeners == before, "the recorder must stop listening, even on an error"
-    assert tinyfw.engine.jit._capture_in_this_thread() is None, \
+    assert tinyfw.jit.jit._capture_in_this_thread() is None, \
         "no capture is under way once capture() returns"
     expect_equal((data(3, seed=2) * 3).numpy(), data(3, seed=2).numpy() * 3,
                  what="reading data after a failed capture")
@@ -404,8 +404,8 @@ def test_a_capture_refuses_what_it_cannot_replay(case: str) -> None:
     jit(*arguments(data(3, seed=0)))  # call 1 runs as usual
     with pytest.raises(JitError, match=message):
         jit(*arguments(data(3, seed=1)))
-    assert tinyfw.engine.jit._capture_in_this_thread() is None and not any(
-        isinstance(listener, tinyfw.engine.jit._Recorder) for listener in realize.listeners), \
+    assert tinyfw.jit.jit._capture_in_this_thread() is None and not any(
+        isinstance(listener, tinyfw.jit.jit._Recorder) for listener in realize.listeners), \
         "after a refused capture nothing is listening"
 
 

@@ -15,7 +15,7 @@ from chapters.grading import expect_close, expect_equal
 from chapters.learner import reference
 from tinyfw import Tensor
 from tinyfw.engine import realize
-from tinyfw.engine.jit import TinyJit
+from tinyfw.jit.jit import TinyJit
 from tinyfw.runtime import graph_cpu
 from tinyfw.runtime.graph import DeviceGraph
 from tinyfw.runtime.graph_cpu import CPUGraph, render_graph

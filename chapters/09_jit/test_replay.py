@@ -14,7 +14,7 @@ from chapters.grading import expect_close, expect_equal
 from chapters.learner import reference
 from tinyfw import Tensor
 from tinyfw.engine import realize
-from tinyfw.engine.jit import TinyJit
+from tinyfw.jit.jit import TinyJit
 
 pytestmark = pytest.mark.task("09.replay")
 

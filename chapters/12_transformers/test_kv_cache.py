@@ -9,7 +9,7 @@ import pytest
 
 from chapters.grading import expect_equal
 from tinyfw import Tensor, dtypes
-from tinyfw.engine.jit import TinyJit
+from tinyfw.jit.jit import TinyJit
 from tinyfw.models.llama import write_cache
 
 pytestmark = pytest.mark.task("12.kv_cache")

@@ -1,7 +1,7 @@
 # Exercises of chapter 02, generated from tinyfw/uop/gradient.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/02_tensors
-# generated text id: 2caaed19376fdcb4 (lets tools.generate tell your edits apart)
+# generated text id: dbca4e9272612ca4 (lets tools.generate tell your edits apart)
 """Reverse-mode autodiff on the lazy graph: one table of local rules, and the backward pass."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tinyfw.mixin.elementwise_math import cos
+from tinyfw.uop.elementwise_math import cos
 from tinyfw.uop.ops import Ops, UOp
 
 # A rule takes the gradient flowing into a node's output and the node itself, and returns the

@@ -1,7 +1,7 @@
 # Exercises of chapter 03, generated from tinyfw/runtime/ops_numpy.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/03_lazy_graph
-# generated text id: ed733e0e5016484d (lets tools.generate tell your edits apart)
+# generated text id: bf0714b85fbf1325 (lets tools.generate tell your edits apart)
 """The reference device NUMPY: an interpreter runs each kernel's AST with numpy, every loop
 iteration at once. It renders and compiles nothing (NumpyRenderer): its program is the AST
 itself."""
@@ -85,6 +85,18 @@ def alu_rules() -> dict[Ops, Callable[..., np.ndarray]]:
     # TODO 03.alu: write this part. The chapter explains it:
     #   chapters/03_lazy_graph/README.md#evaluating-the-primitive-ops
     raise NotImplementedError("not done yet: 03.alu")
+
+
+def fold(op: Ops, dtype: DType, operands: list[tuple[Any, DType]]) -> Any:
+    """The value of an elementwise op (or CAST) of constants (value, dtype), by this device's
+    rules, as a Python number of dtype; None for an op with no rule here (a renderer folds
+    constants with it: renderer/wgsl.py)."""
+    if op is not Ops.CAST and op not in alu_rules():
+        return None
+    args = [np.array([value], dtype=dt.np) for value, dt in operands]
+    with np.errstate(all="ignore"):
+        value = cast(args[0], dtype) if op is Ops.CAST else alu_rules()[op](*args)
+    return np.asarray(value).astype(dtype.np)[0].item()
 
 
 def reduce_axes(x: np.ndarray, op: Ops, axes: tuple[int, ...], dtype: DType) -> np.ndarray:

@@ -1,7 +1,7 @@
 # Exercises of chapter 04, generated from tinyfw/engine/schedule.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/04_fusion
-# generated text id: 503401262b65dcf3 (lets tools.generate tell your edits apart)
+# generated text id: f84ff1367b583a0e (lets tools.generate tell your edits apart)
 """Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from tinyfw.device import Device
 from tinyfw.dtype import dtypes
+from tinyfw.renderer.base import NotSupportedError
 from tinyfw.uop.gradient import inverse_permutation
 from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp, find_reduce
 from tinyfw.shape.view import ShapeTracker
@@ -83,7 +84,7 @@ def stored_as_read(reduce: UOp, users: dict[UOp, list[UOp]], wanted: set[UOp]) -
 
 # Ops that cost many instructions each, or mark a computation that does: a value computed with
 # them is not recomputed for every repeat of a reduce (expensive_value_repeated). TRUNC is one
-# instruction, but exp and expm1 (tinyfw/mixin/elementwise_math.py) round with it to reduce
+# instruction, but exp and expm1 (tinyfw/uop/elementwise_math.py) round with it to reduce
 # their argument, and a polynomial of a dozen terms follows.
 EXPENSIVE = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.FDIV,
                        Ops.TRUNC})
@@ -411,7 +412,6 @@ def split_point(root: UOp, is_input: Callable[[UOp], bool]) -> UOp:
     inside = [n for n in order if n is not root and not is_input(n) and len(below[n]) > 1
               and n.op not in MOVEMENT]
     if not inside:
-        from tinyfw.renderer.cstyle import NotSupportedError
         raise NotSupportedError(f"a kernel reads {len(below[root])} buffers, more than "
                                 f"{root.device} can bind, and cannot be split")
     return max(inside, key=lambda n: len(below[n]))

@@ -1,7 +1,7 @@
 # Exercises of chapter 05, generated from tinyfw/renderer/cstyle.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/05_codegen
-# generated text id: 10a487ef9eb4fb3a (lets tools.generate tell your edits apart)
+# generated text id: af6c6565c24827f5 (lets tools.generate tell your edits apart)
 """Rendering a linear program as C, and the walk every C-like language shares: a language is a
 class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from tinyfw.codegen.lower import WORKGROUP_STEPS, LOps, Program, Step
 from tinyfw.codegen.fuse import MulAdd, Replace
 from tinyfw.codegen.lower_opts import Broadcast, Lane, Pick
-from tinyfw.renderer.base import Renderer
+from tinyfw.renderer.base import NotSupportedError, Renderer
 from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.uop.ops import Ops
 
@@ -116,10 +116,6 @@ OP_TEMPLATES: dict[Ops, Template] = {
     Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({C_TYPES[dt]}){a[0]})",
     Ops.BITCAST: c_bitcast,
 }
-
-
-class NotSupportedError(RuntimeError):
-    """A dtype or an op that a target language cannot express."""
 
 
 INT_SUFFIXES = {dtypes.int64: "LL", dtypes.uint32: "U", dtypes.uint64: "ULL"}

@@ -1,7 +1,7 @@
 # Exercises of chapter 06, generated from tinyfw/runtime/ops_cl.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/06_opencl
-# generated text id: 708277be06f719c9 (lets tools.generate tell your edits apart)
+# generated text id: 4f51586c11b89fc6 (lets tools.generate tell your edits apart)
 """The CL device: OpenCL through pyopencl (PoCL runs it on the CPU where there is no GPU)."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.opencl_c import BITCAST_HELPERS
 from tinyfw.renderer.opencl_vector import OPENCL_VECTORS as OPENCL

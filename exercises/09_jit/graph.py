@@ -1,7 +1,7 @@
 # Exercises of chapter 09, generated from tinyfw/runtime/graph.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/09_jit
-# generated text id: a5af510647fa71be (lets tools.generate tell your edits apart)
+# generated text id: d9c5d23f2a438ef5 (lets tools.generate tell your edits apart)
 """Graph execution: several kernels of one device launched by one call from the host.
 
 A TinyJit replay launches the same kernels on the same buffers every step; only its inputs and
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinyfw.device import Buffer, Runtime
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 
 __all__ = ["DeviceGraph", "GraphKernel", "NotSupportedError"]
 

@@ -1,7 +1,7 @@
 # Exercises of chapter 09, generated from tinyfw/runtime/graph_cpu.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/09_jit
-# generated text id: 78857d642a08e6d1 (lets tools.generate tell your edits apart)
+# generated text id: 899173d300e28a42 (lets tools.generate tell your edits apart)
 """The CPU's graph: one generated C function calls every captured kernel, one ctypes call a step.
 
 Each kernel is already a C function in a loaded library. The graph's function gets two arrays
@@ -34,10 +34,13 @@ import ctypes
 import weakref
 from typing import Any
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.runtime.graph import DeviceGraph, GraphKernel
 from tinyfw.runtime.cpu_workers import parts_entry
-from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, ClangStyleCompiler, CPUProgram, cores
+from tinyfw.runtime.c_compiler import COMPILE_FLAGS, ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
+from tinyfw.runtime.ops_cpu import cores
 
 GRAPH_FLAGS = COMPILE_FLAGS
 

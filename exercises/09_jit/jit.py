@@ -1,7 +1,7 @@
-# Exercises of chapter 09, generated from tinyfw/engine/jit.py by `python -m tools.generate`.
+# Exercises of chapter 09, generated from tinyfw/jit/jit.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/09_jit
-# generated text id: a5c785638052c128 (lets tools.generate tell your edits apart)
+# generated text id: f552453c34fb57e9 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -73,7 +73,7 @@ sets .grad to None before backward (a replay cannot add to an earlier call's gra
 TinyJit is called inside another's capture; Tensor.training is as it was at the capture, and so
 is every value watched then (watch(): an optimizer's float learning rate); a tensor the
 replays read, found at the capture in an attribute, list or dict the function can reach
-(`model.w`), is still there (jit_places.py: `model.w = Tensor(...)` would not be seen by a
+(`model.w`), is still there (places.py: `model.w = Tensor(...)` would not be seen by a
 replay; `model.w.assign(...)` is). Not checked: a replay sees only the buffers it captured, so
 other Python state the function reads (a global number, a tensor in a place the walk does not
 reach) is fixed at capture. JIT_VERIFY=1 finds those too, at a price: each replay is followed
@@ -101,13 +101,15 @@ from typing import Any, cast
 import numpy as np
 
 from tinyfw.engine import realize
+from tinyfw.engine.capture import (Launch, capture_in_this_thread, set_capture_in_this_thread,
+                                   set_replayer)
 from tinyfw.engine.debug import debug_level
 from tinyfw.engine.memory import lifetimes, memory_bytes, plan_memory
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import DType
 from tinyfw.helpers import shape_str
 from tinyfw.engine.graph import graph_steps, graphs_enabled
-from tinyfw.engine.jit_places import Place, find_places, replaced
+from tinyfw.jit.places import Place, find_places, replaced
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.runtime.graph import DeviceGraph
 from tinyfw.tensor import Tensor
@@ -115,14 +117,6 @@ from tinyfw.uop.ops import Ops, UOp
 
 class JitError(RuntimeError):
     """A function TinyJit cannot replay faithfully, or a call unlike the captured one."""
-
-
-@dataclass
-class Launch:
-    """One captured kernel (a copy when item.ast is None) and the buffers it wrote and read."""
-    item: ScheduleItem
-    out: Buffer
-    inputs: list[Buffer]
 
 
 @dataclass(frozen=True)
@@ -157,7 +151,7 @@ class TinyJit:
         self.training = False                     # Tensor.training when it was captured
         self.watched: list[Watched] = []          # Python values its kernels hold (watch())
         self.steps: list[Launch | DeviceGraph] = []  # the cache with device graphs (graph.py)
-        self.places: list[Place] = []             # where its tensors live (jit_places.py)
+        self.places: list[Place] = []             # where its tensors live (places.py)
         self.bytes_before = self.bytes_after = 0  # memory the cache writes, see _plan_memory
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
@@ -508,7 +502,7 @@ class _Recorder(realize.Listener):
     the buffer it held before (its first assign); refuses reads of data. `with _Recorder(name)
     as recorder:` listens during the block and marks a capture under way, undoing
     both at its end, even when the block raises. Both are the calling thread's alone
-    (realize.thread_listeners, _this_thread): another thread's kernels and reads are not the
+    (realize.thread_listeners, engine/capture.py): another thread's kernels and reads are not the
     captured function's."""
 
     def __init__(self, name: str):
@@ -517,13 +511,13 @@ class _Recorder(realize.Listener):
         self.assigned: list[tuple[Tensor, Buffer]] = []
 
     def __enter__(self) -> _Recorder:
-        _this_thread.recorder = self
+        set_capture_in_this_thread(self)
         realize.thread_listeners().append(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         realize.thread_listeners().remove(self)
-        _this_thread.recorder = None
+        set_capture_in_this_thread(None)
 
     def launched(self, item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
         self.launches.append(Launch(item, out, list(inputs)))
@@ -569,11 +563,12 @@ class _Guard(realize.Listener):
                                None if isinstance(tensor.uop, UOp) else index))
 
 
-_this_thread = threading.local()  # .recorder: its capture, if any; .watched: what watch() adds to
+_this_thread = threading.local()  # .watched: what watch() adds to, during a capture
 _jits: weakref.WeakSet[TinyJit] = weakref.WeakSet()     # the TinyJits captured, still alive
 # pinned tensors assigned since (with the index of the part, for a tensor over many devices)
 _moved: list[tuple[weakref.ref[Tensor], Buffer, int | None]] = []
 realize.listeners.append(_Guard())
+set_replayer(lambda step: TinyJit(step))  # capture.replayed: a step Tensor's methods repeat
 
 
 # (the object, by a weak reference; its attribute; the value it had during the capture)
@@ -602,7 +597,8 @@ def watch(owner: Any, attribute: str) -> None:
 
 def _capture_in_this_thread() -> _Recorder | None:
     """The capture under way in the calling thread, if any (other threads' do not count)."""
-    return getattr(_this_thread, "recorder", None)
+    found: _Recorder | None = capture_in_this_thread()
+    return found
 
 
 def _copy_back_moved() -> None:

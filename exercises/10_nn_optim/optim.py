@@ -1,7 +1,7 @@
 # Exercises of chapter 10, generated from tinyfw/nn/optim.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/10_nn_optim
-# generated text id: efe1fa5b3ecce921 (lets tools.generate tell your edits apart)
+# generated text id: de05a4d3f48cfd87 (lets tools.generate tell your edits apart)
 """Optimizers: how the parameters move once backward has filled their .grad (chapter 10).
 
 A step is one lazy graph. Each parameter's new value (and the optimizer's new state: momentum
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import shape_str
-from tinyfw.engine.jit import watch
+from tinyfw.jit.jit import watch
 from tinyfw.tensor import Tensor
 
 LearningRate = float | Tensor

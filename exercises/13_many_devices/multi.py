@@ -1,7 +1,7 @@
 # Exercises of chapter 13, generated from tinyfw/multi.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/13_many_devices
-# generated text id: 5e83429eb5f50cb9 (lets tools.generate tell your edits apart)
+# generated text id: 351661300044466b (lets tools.generate tell your edits apart)
 """Many devices (chapter 13): a tensor's value spread over several devices, and all-reduce.
 
 A sharded tensor is an ordinary Tensor whose `.uop` is a MultiUOp instead of a UOp: one plain
@@ -196,7 +196,7 @@ class MultiUOp:
     def _lift(self, x: MultiUOp | float) -> MultiUOp:
         return x if isinstance(x, MultiUOp) else self.const_like(x)
 
-    # the small vocabulary UOp offers the math written on nodes (tinyfw/mixin/elementwise_math)
+    # the small vocabulary UOp offers the math written on nodes (tinyfw/uop/elementwise_math)
     def _bin(self, op: Ops, x: MultiUOp | float, swap: bool = False) -> MultiUOp:
         return self._lift(x).alu(op, self) if swap else self.alu(op, self._lift(x))
 

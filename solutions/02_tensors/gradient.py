@@ -1,7 +1,7 @@
 # Solutions of chapter 02, generated from tinyfw/uop/gradient.py by `python -m tools.generate`.
 # Edit tinyfw/uop/gradient.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
-# generated text id: ab4f14a725e3a3ac (lets tools.generate tell your edits apart)
+# generated text id: 5144dd9d4e7c57f7 (lets tools.generate tell your edits apart)
 """Reverse-mode autodiff on the lazy graph: one table of local rules, and the backward pass."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tinyfw.mixin.elementwise_math import cos
+from tinyfw.uop.elementwise_math import cos
 from tinyfw.uop.ops import Ops, UOp
 
 # A rule takes the gradient flowing into a node's output and the node itself, and returns the

@@ -1,7 +1,7 @@
 # Solutions of chapter 03, generated from tinyfw/runtime/ops_numpy.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_numpy.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/03_lazy_graph --impl=solutions
-# generated text id: d234f6cacf5771fb (lets tools.generate tell your edits apart)
+# generated text id: be170a7bfe0bd2dc (lets tools.generate tell your edits apart)
 """The reference device NUMPY: an interpreter runs each kernel's AST with numpy, every loop
 iteration at once. It renders and compiles nothing (NumpyRenderer): its program is the AST
 itself."""
@@ -95,6 +95,18 @@ def alu_rules() -> dict[Ops, Callable[..., np.ndarray]]:
         Ops.WHERE: np.where,
     }
     # <<< exercise
+
+
+def fold(op: Ops, dtype: DType, operands: list[tuple[Any, DType]]) -> Any:
+    """The value of an elementwise op (or CAST) of constants (value, dtype), by this device's
+    rules, as a Python number of dtype; None for an op with no rule here (a renderer folds
+    constants with it: renderer/wgsl.py)."""
+    if op is not Ops.CAST and op not in alu_rules():
+        return None
+    args = [np.array([value], dtype=dt.np) for value, dt in operands]
+    with np.errstate(all="ignore"):
+        value = cast(args[0], dtype) if op is Ops.CAST else alu_rules()[op](*args)
+    return np.asarray(value).astype(dtype.np)[0].item()
 
 
 def reduce_axes(x: np.ndarray, op: Ops, axes: tuple[int, ...], dtype: DType) -> np.ndarray:

@@ -1,7 +1,7 @@
 # Solutions of chapter 06, generated from tinyfw/runtime/ops_cl.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_cl.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/06_opencl --impl=solutions
-# generated text id: a34d7e01eb60491f (lets tools.generate tell your edits apart)
+# generated text id: 81833333f2aed1b7 (lets tools.generate tell your edits apart)
 """The CL device: OpenCL through pyopencl (PoCL runs it on the CPU where there is no GPU)."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.opencl_c import BITCAST_HELPERS
 from tinyfw.renderer.opencl_vector import OPENCL_VECTORS as OPENCL

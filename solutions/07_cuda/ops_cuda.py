@@ -1,7 +1,7 @@
 # Solutions of chapter 07, generated from tinyfw/runtime/ops_cuda.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_cuda.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/07_cuda --impl=solutions
-# generated text id: ba566ebe2048bc35 (lets tools.generate tell your edits apart)
+# generated text id: 7c8488e587a251ad (lets tools.generate tell your edits apart)
 """The CUDA device: NVRTC compiles the rendered CUDA C, the driver API loads and launches it.
 Without a GPU, CUDAEMU compiles the same source with NVRTC (to prove it compiles) and runs it
 on the CPU, as C++ against a small header that provides CUDA's built-ins and runs the grid."""
@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.cuda_c import BITCAST_HELPER, BLOCK, CUDA, CUDA_PRELUDE
 from tinyfw.runtime.joined import joined_source
+from tinyfw.runtime.c_compiler import ClangStyleCompiler, find_compiler
+from tinyfw.runtime.c_library import CPUProgram
 from tinyfw.runtime.ops_numpy import NumpyAllocator
 
 FIX_CUDA = ("install the NVIDIA driver (`nvidia-smi` must work) and `pip install -e '.[cuda]'`; "
@@ -226,13 +229,12 @@ def nvrtc_many(sources: list[str]) -> list[bytes]:
 
 
 # CUDA source run on the CPU is compiled as C++ (threads for __syncthreads), then cached and
-# verified like the CPU device's kernels (tinyfw/runtime/ops_cpu.py)
+# verified like the CPU device's kernels (tinyfw/runtime/c_compiler.py, disk_cache.py)
 EMULATION_FLAGS = ["-O1", "-fPIC", "-shared", "-pthread", "-x", "c++"]
 
 
 def find_cxx() -> str:
     """The C++ compiler for emulated CUDA: $CXX, else g++ beside gcc, else c++."""
-    from tinyfw.runtime.ops_cpu import find_compiler
     return os.getenv("CXX") or ("g++" if find_compiler() in ("cc", "gcc") else "c++")
 
 
@@ -250,7 +252,6 @@ class EmulatorCompiler:
     with the emulation header (cached on disk like the CPU device's kernels)."""
 
     def __init__(self) -> None:
-        from tinyfw.runtime.ops_cpu import ClangStyleCompiler
         self.cxx = ClangStyleCompiler(EMULATION_FLAGS, find_cxx)
         self.flags = EMULATION_FLAGS
 
@@ -274,7 +275,6 @@ class EmulatedCUDAProgram:
     """A CUDA kernel compiled for the CPU (EmulatorCompiler), launched on a grid like a GPU's."""
 
     def __init__(self, name: str, binary: EmulatedBinary):
-        from tinyfw.runtime.ops_cpu import CPUProgram
         self.threads = int(binary.threads)  # real threads only when they meet
         self.program = CPUProgram(f"tf_launch_{name}", binary.library)
 
@@ -291,7 +291,7 @@ class CUDAEmulatorRuntime(Runtime):
     def __init__(self) -> None:
         super().__init__("CUDAEMU", NumpyAllocator(), renderer=CUDA,
                          compiler=EmulatorCompiler(), program=EmulatedCUDAProgram)
-        from tinyfw.runtime.graph_cpu import CUDAEmulatorGraph  # (it imports ops_cpu)
+        from tinyfw.runtime.graph_cpu import CUDAEmulatorGraph  # (it imports this module)
         self.graph = CUDAEmulatorGraph
 
     def run(self, program: EmulatedCUDAProgram, item: Any, out: Buffer,

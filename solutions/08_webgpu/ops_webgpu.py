@@ -1,7 +1,7 @@
 # Solutions of chapter 08, generated from tinyfw/runtime/ops_webgpu.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_webgpu.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/08_webgpu --impl=solutions
-# generated text id: d5e44a6c8b47e26f (lets tools.generate tell your edits apart)
+# generated text id: 910ec19f8569bb1a (lets tools.generate tell your edits apart)
 """The WEBGPU device: WGSL compute shaders through wgpu (Mesa's lavapipe where there is no
 GPU)."""
 from __future__ import annotations
@@ -18,9 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import workgroup_of
 from tinyfw.dtype import DType, dtypes
 from tinyfw.renderer.wgsl import WGSL, WIDENED, wgsl_groups, workgroup_dispatch
+from tinyfw.runtime.ops_numpy import fold
 
 FIX_WEBGPU = ("install wgpu and a Vulkan driver: `pip install -e '.[webgpu]'` and "
               "`apt-get install mesa-vulkan-drivers` (set WGPU_BACKEND_TYPE=Vulkan on Linux)")
@@ -186,6 +188,7 @@ class WebGPURuntime(Runtime):
         # which this device's copy of WGSL says (its other fields are WGSL's: renderer/wgsl.py)
         renderer = copy.copy(WGSL)
         renderer.max_buffers = device.limits["max-storage-buffers-per-shader-stage"]
+        renderer.fold = fold  # WGSL's constants computed by the NUMPY device's rules
         super().__init__("WEBGPU", WebGPUAllocator(), renderer=renderer, compiler=None,
                          program=WebGPUProgram)
         from tinyfw.runtime.graph_webgpu import WebGPUGraph  # (it imports this module)

@@ -1,23 +1,24 @@
 # Solutions of chapter 08, generated from tinyfw/renderer/wgsl.py by `python -m tools.generate`.
 # Edit tinyfw/renderer/wgsl.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/08_webgpu --impl=solutions
-# generated text id: 3806db16a7587026 (lets tools.generate tell your edits apart)
+# generated text id: c49537d9a0fbd13b (lets tools.generate tell your edits apart)
 """WGSL, WebGPU's shading language: typed declarations, no pointers, buffers as bindings. What
 differs from C is written here; the walk over the program is CStyleLanguage.render (chapter 05)."""
 from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from tinyfw.codegen.lower import LOps, Program, Step
-from tinyfw.device import launch_size
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import prod
-from tinyfw.runtime.ops_numpy import alu_rules, cast
-from tinyfw.renderer.cstyle import OP_TEMPLATES, CStyleLanguage, NotSupportedError, Template
+from tinyfw.renderer.base import launch_size
+from tinyfw.renderer.base import NotSupportedError
+from tinyfw.renderer.cstyle import OP_TEMPLATES, CStyleLanguage, Template
 from tinyfw.uop.ops import Ops
 
 WORKGROUP = 64       # invocations per workgroup
@@ -199,6 +200,7 @@ class WGSLLanguage(CStyleLanguage):
     in_place = False  # (a buffer bound read_write may not also be bound read)
     max_reduce = 65535  # lavapipe ends a shader after 65535 loop iterations in all, silently
     # (max_buffers: the WEBGPU device's limit, set on its copy of WGSL: ops_webgpu.py)
+    fold: Fold | None = None  # constants' values (wgsl_program); the WEBGPU device sets it
 
     def render(self, prog: Program) -> str:
         """The shared walk (CStyleLanguage.render) over the program as wgsl_program rewrites it,
@@ -209,7 +211,7 @@ class WGSLLanguage(CStyleLanguage):
             raise NotSupportedError(
                 f"kernel {prog.name} ({iterations} iterations) needs indices past 2**31 - 1: "
                 f"64-bit indices are not supported on {self.name} (WGSL has no 64-bit ints)")
-        source = super().render(wgsl_program(prog))
+        source = super().render(wgsl_program(prog, self.fold))
         if prog.workgroup is not None:
             source = with_workgroup(source, prog.workgroup)
         return TF_SIN + source if "tf_sin(" in source else source
@@ -309,21 +311,18 @@ class WGSLLanguage(CStyleLanguage):
 WGSL = WGSLLanguage()
 
 
-def _fold(step: Step, srcs: list[Step]) -> Any:
-    """The value of an ALU step whose operands are all constants, by the NUMPY device's rules."""
-    args = [np.array([s.arg], dtype=s.dtype.np) for s in srcs]
-    with np.errstate(all="ignore"):
-        value = cast(args[0], step.dtype) if step.arg is Ops.CAST else alu_rules()[step.arg](*args)
-    return np.asarray(value).astype(step.dtype.np)[0].item()
+# The value of an ALU op (or CAST) of constants, of the given dtype, or None where it cannot
+# tell: a device's own rules (the WEBGPU device gives NUMPY's: runtime/ops_webgpu.py).
+Fold = Callable[[Ops, DType, list[tuple[Any, DType]]], Any]
 
 
-def wgsl_program(prog: Program) -> Program:
+def wgsl_program(prog: Program, fold: Fold | None = None) -> Program:
     """The program rewritten into steps that WGSL accepts and that keep NaN honest:
 
     - WGSL evaluates an expression of constants when it creates the shader, and rejects one that
       is infinite or NaN (`1.0f/0.0f`, `log2(0.0f)`): an ALU step whose operands are all
-      constants becomes a CONST, computed here by the NUMPY device's rules (its literal is then
-      the bits). A validity known in advance becomes `true` or `false` (WGSL's bool is not 0 or
+      constants becomes a CONST, computed by fold (the device's rules; its literal is then the
+      bits). A validity known in advance becomes `true` or `false` (WGSL's bool is not 0 or
       1), a load that is never valid its 0, and a `where` of a known condition the chosen side.
       A reduce over an empty axis leaves its accumulator a constant: its start.
     - WGSL does not order bools: a < b of bools is where(a, false, b).
@@ -345,9 +344,10 @@ def wgsl_program(prog: Program) -> Program:
     def alu(op: Ops, dtype: DType, src: tuple[int, ...]) -> int:
         """An ALU step of operands already in out, folded when they are all constants."""
         srcs = [out.steps[s] for s in src]
-        if all(s.op is LOps.CONST for s in srcs) and (op is Ops.CAST or op in alu_rules()) \
-                and all(d in WGSL_TYPES for d in [dtype] + [s.dtype for s in srcs]):
-            return const(_fold(Step(LOps.ALU, dtype, src, op), srcs), dtype)
+        if fold is not None and all(s.op is LOps.CONST for s in srcs) \
+                and all(d in WGSL_TYPES for d in [dtype] + [s.dtype for s in srcs]) \
+                and (value := fold(op, dtype, [(s.arg, s.dtype) for s in srcs])) is not None:
+            return const(value, dtype)
         if op is Ops.WHERE and is_const(src[0]):
             return src[1] if out.steps[src[0]].arg else src[2]
         return out.add(LOps.ALU, dtype, src, op)

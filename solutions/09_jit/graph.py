@@ -1,7 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/runtime/graph.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/graph.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
-# generated text id: 1ef733565a9e7160 (lets tools.generate tell your edits apart)
+# generated text id: b6598548bdcc9949 (lets tools.generate tell your edits apart)
 """Graph execution: several kernels of one device launched by one call from the host.
 
 A TinyJit replay launches the same kernels on the same buffers every step; only its inputs and
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinyfw.device import Buffer, Runtime
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 
 __all__ = ["DeviceGraph", "GraphKernel", "NotSupportedError"]
 

@@ -1,7 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/runtime/graph_cpu.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/graph_cpu.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
-# generated text id: 545707c21d9ed54e (lets tools.generate tell your edits apart)
+# generated text id: a857a2d3ea0b37b4 (lets tools.generate tell your edits apart)
 """The CPU's graph: one generated C function calls every captured kernel, one ctypes call a step.
 
 Each kernel is already a C function in a loaded library. The graph's function gets two arrays
@@ -34,10 +34,13 @@ import ctypes
 import weakref
 from typing import Any
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.runtime.graph import DeviceGraph, GraphKernel
 from tinyfw.runtime.cpu_workers import parts_entry
-from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, ClangStyleCompiler, CPUProgram, cores
+from tinyfw.runtime.c_compiler import COMPILE_FLAGS, ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
+from tinyfw.runtime.ops_cpu import cores
 
 GRAPH_FLAGS = COMPILE_FLAGS
 

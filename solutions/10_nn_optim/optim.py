@@ -1,7 +1,7 @@
 # Solutions of chapter 10, generated from tinyfw/nn/optim.py by `python -m tools.generate`.
 # Edit tinyfw/nn/optim.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/10_nn_optim --impl=solutions
-# generated text id: 2b1dc1e2e51abcef (lets tools.generate tell your edits apart)
+# generated text id: 3605892360d9a3c0 (lets tools.generate tell your edits apart)
 """Optimizers: how the parameters move once backward has filled their .grad (chapter 10).
 
 A step is one lazy graph. Each parameter's new value (and the optimizer's new state: momentum
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import shape_str
-from tinyfw.engine.jit import watch
+from tinyfw.jit.jit import watch
 from tinyfw.tensor import Tensor
 
 LearningRate = float | Tensor

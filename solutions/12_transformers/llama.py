@@ -1,7 +1,7 @@
 # Solutions of chapter 12, generated from tinyfw/models/llama.py by `python -m tools.generate`.
 # Edit tinyfw/models/llama.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/12_transformers --impl=solutions
-# generated text id: 4eb60d0ab6c841ca (lets tools.generate tell your edits apart)
+# generated text id: 34a833b018664b7e (lets tools.generate tell your edits apart)
 """A Llama-style language model (SmolLM2-135M-Instruct) on tinyfw, from a GGUF file
 (chapter 12).
 
@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from tinyfw.dtype import dtypes
-from tinyfw.engine.jit import TinyJit
+from tinyfw.jit.jit import TinyJit
 from tinyfw.models.gguf import (BYTE_LANES, QUANTIZED, GGMLType, GGUFFile, dequantize, linear,
                                 packaged_gguf, split_blocks, split_linear)
 from tinyfw.tensor import Tensor

@@ -1,7 +1,7 @@
 # Solutions of chapter 13, generated from tinyfw/multi.py by `python -m tools.generate`.
 # Edit tinyfw/multi.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/13_many_devices --impl=solutions
-# generated text id: a48f2fe927fbf259 (lets tools.generate tell your edits apart)
+# generated text id: e304dbe9c6901187 (lets tools.generate tell your edits apart)
 """Many devices (chapter 13): a tensor's value spread over several devices, and all-reduce.
 
 A sharded tensor is an ordinary Tensor whose `.uop` is a MultiUOp instead of a UOp: one plain
@@ -198,7 +198,7 @@ class MultiUOp:
     def _lift(self, x: MultiUOp | float) -> MultiUOp:
         return x if isinstance(x, MultiUOp) else self.const_like(x)
 
-    # the small vocabulary UOp offers the math written on nodes (tinyfw/mixin/elementwise_math)
+    # the small vocabulary UOp offers the math written on nodes (tinyfw/uop/elementwise_math)
     def _bin(self, op: Ops, x: MultiUOp | float, swap: bool = False) -> MultiUOp:
         return self._lift(x).alu(op, self) if swap else self.alu(op, self._lift(x))
 

@@ -3,7 +3,7 @@ computed as one fma(a, b, acc), rounded once instead of twice, in one instructio
 
 A C compiler fuses such pairs itself with -ffp-contract=fast, but wherever it sees fit, so one
 expression could round one way in a kernel and another way in the next; tinyfw compiles with
--ffp-contract=off (tinyfw/runtime/ops_cpu.py) and fuses here, in the program, only the updates of
+-ffp-contract=off (tinyfw/runtime/c_compiler.py) and fuses here, in the program, only the updates of
 accumulators: what is fused is decided by tinyfw, the same in every compile. A matmul's inner loop
 is nothing but such updates, so on a processor that has the instruction (x86's FMA, AVX-512)
 it does half the instructions. PyTorch's and numpy's matmuls round so too.

@@ -24,7 +24,7 @@ from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.opt import Opt, OptOps, apply_opts
 from tinyfw.codegen.search import beam_search
 from tinyfw.device import Buffer, Runtime
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.engine.program import beam_width
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from tinyfw.device import Buffer
 
 if TYPE_CHECKING:
-    from tinyfw.engine.jit import Launch
+    from tinyfw.engine.capture import Launch
 
 
 def lifetimes(launches: Sequence[Launch], keep: set[Buffer]) -> dict[Buffer, tuple[int, int]]:

@@ -78,7 +78,7 @@ class Build:
 
 # Programs built in this process, by key. A program stays callable for the process's life: one
 # whose compiled code the device unloads meanwhile (CPU keeps only so many libraries loaded,
-# tinyfw/runtime/ops_cpu.py) loads it again itself when next called.
+# tinyfw/runtime/c_library.py) loads it again itself when next called.
 # At most MAX_PROGRAMS are kept (the oldest built goes first; a program a TinyJit or a kernel
 # that ran holds stays usable): a process making new kernels all along must not grow forever.
 cache: dict[tuple[Any, ...], CompiledKernel] = {}

@@ -19,7 +19,7 @@ from tinyfw.uop.ops import Ops, UOp
 # A lazy node already computed holds the buffer of its value in its `realized` field (and the
 # buffer goes with the node). Nodes are immutable and buffers are never written twice, so a
 # node's value never changes (except where a TinyJit replays the kernels that wrote them: see
-# tinyfw/engine/jit.py, and forget below). Each node given a value is also listed here, weakly,
+# tinyfw/jit/jit.py, and forget below). Each node given a value is also listed here, weakly,
 # for forget: the list drops the nodes gone or forgotten as it grows. (`realized` is the one
 # field of a node written after it is made: through its slot, past UOp's __setattr__.)
 _set_realized: Callable[[UOp, Any], None] = UOp.__dict__["realized"].__set__
@@ -220,7 +220,7 @@ _buffers_read: weakref.WeakKeyDictionary[UOp, frozenset[Buffer]] = weakref.WeakK
 
 
 class Listener:
-    """Something told of what realize and Tensor do: a TinyJit (tinyfw/engine/jit.py) records the
+    """Something told of what realize and Tensor do: a TinyJit (tinyfw/jit/jit.py) records the
     kernels launched while it captures, follows assigns and forbids reads of data."""
 
     def launched(self, item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:

@@ -31,16 +31,6 @@ def float32_inside(method: Method) -> Method:
     return wrapper  # type: ignore[return-value]
 
 
-def replayed(step: Callable[..., Any]) -> Callable[..., Any]:
-    """step under a TinyJit of its own, for a step that a method runs many times on tensors of
-    the same shapes (a round of Keccak or of Jacobi): from the third call its kernels are
-    replayed, not built and scheduled again, which is most of the time of a small kernel. The
-    replayed results are buffers with no graph: only for steps nothing differentiates. Inside
-    another TinyJit's capture (JITs do not nest) step runs as it is; the capture records it."""
-    from tinyfw.engine import jit  # jit imports Tensor: imported when first needed
-    return step if jit._capture_in_this_thread() is not None else jit.TinyJit(step)
-
-
 class TensorCore:
     """The facts of a tensor that every mixin of tinyfw/mixin/ reads. Tensor defines each one
     itself; these stubs only say what the mixins need."""

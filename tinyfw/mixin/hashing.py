@@ -4,8 +4,8 @@ The Keccak-f[1600] permutation works on 25 uint64 lanes, lane x + 5y holding the
 8(x + 5y) to 8(x + 5y) + 7 of the 200-byte state, little-endian. The state is a (batch, 5, 5)
 tensor indexed [y, x], and every message of the batch is hashed at once. A round is three
 kernels (KeccakF.one_round), the same in every round, so from the third round on a TinyJit
-replays them (core.replayed): building and scheduling them anew would take most of the time,
-and a hash() runs 1200 rounds. The constants (rotation amounts, π's moves, round constants)
+replays them (capture.replayed): building and scheduling them anew would take most of the
+time, and a hash() runs 1200 rounds. The constants (rotation amounts, π's moves, round constants)
 are made from the specification's rules (FIPS 202, 3.2) rather than copied as tables.
 """
 from __future__ import annotations
@@ -18,7 +18,8 @@ import numpy as np
 
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import ceildiv, prod
-from tinyfw.mixin.core import TensorCore, replayed
+from tinyfw.engine.capture import replayed
+from tinyfw.mixin.core import TensorCore
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor

@@ -30,6 +30,7 @@ import numpy as np
 from tinyfw.device import Device
 from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import normalize_axis, prod, shape_str
+from tinyfw.engine.capture import capture_in_this_thread
 from tinyfw.mixin.core import TensorCore, index_dtype
 from tinyfw.mixin import derived
 
@@ -254,8 +255,7 @@ def _check_host_bounds(picks: np.ndarray, size: int, dim: int, error: type[Excep
 
 def _capturing() -> bool:
     """Whether a TinyJit capture is under way in this thread (a host read would be refused)."""
-    from tinyfw.engine import jit  # jit imports Tensor: imported when first needed
-    return jit._capture_in_this_thread() is not None
+    return capture_in_this_thread() is not None
 
 
 class IndexingOps(TensorCore):

@@ -9,7 +9,7 @@
   rounds (a round-robin tournament) meet every pair once: a sweep. A fixed number of sweeps
   (no convergence test read back on the host) keeps it lazy. A round is three kernels, the
   same in every round; when no gradient is wanted a TinyJit replays them from the third
-  round on (core.replayed), as scheduling them anew would take most of the time.
+  round on (engine/capture.py, replayed), as scheduling them anew would take most of the time.
 - newton_schulz: the odd polynomial iteration that drives a matrix's singular values to 1.
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ import numpy as np
 
 from tinyfw.dtype import DType, dtypes, torch_name
 from tinyfw.helpers import shape_str
-from tinyfw.mixin.core import TensorCore, replayed
+from tinyfw.engine.capture import replayed
+from tinyfw.mixin.core import TensorCore
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor

@@ -18,6 +18,7 @@ from typing import Any
 
 from tinyfw.dtype import DType
 from tinyfw.helpers import normalize_axis
+from tinyfw.mixin.torch_devices import device_and_dtype, tinyfw_device
 
 # torch's answer to x.max(dim=...), x.min(dim=...): values and where they are
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
@@ -153,7 +154,6 @@ class TorchNames:
         return self.to("CPU")
 
     def cuda(self: Any, device: Any = None, non_blocking: bool = False) -> Any:
-        from tinyfw.torch._convert import tinyfw_device
         name = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int)
                                               else device)
         return self.to(tinyfw_device(name))
@@ -424,7 +424,7 @@ def _torch_to(fn: Callable[..., Any]) -> Callable[..., Any]:
                 return fn(self, args[0])
             except RuntimeError:
                 pass  # maybe torch's spelling ("cuda"): converted below
-        from tinyfw.torch._convert import device_and_dtype
+
         device, dtype = device_and_dtype(*args, **kwargs)
         out = self
         if dtype is not None and dtype != self.dtype:

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from tinyfw.dtype import dtypes
-from tinyfw.engine.jit import TinyJit
+from tinyfw.jit.jit import TinyJit
 from tinyfw.models.gguf import (BYTE_LANES, QUANTIZED, GGMLType, GGUFFile, dequantize, linear,
                                 packaged_gguf, split_blocks, split_linear)
 from tinyfw.tensor import Tensor

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import shape_str
-from tinyfw.engine.jit import watch
+from tinyfw.jit.jit import watch
 from tinyfw.tensor import Tensor
 
 LearningRate = float | Tensor

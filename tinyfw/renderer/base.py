@@ -21,7 +21,7 @@ renderer whose fields differ builds its own programs.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tinyfw.codegen.lower import Program
@@ -67,3 +67,19 @@ class Renderer:
     def fuses(self, dtype: DType) -> bool:
         """Whether a multiply and an add of dtype become one fused multiply-add (fuse.py)."""
         return False
+
+
+def launch_size(item: Any) -> int:
+    """How many threads a GPU runs for a kernel: one per output element (known without
+    lowering, so a launch costs no lowering)."""
+    return max(item.output.numel, 1)
+
+
+def workgroup_of(program: Any) -> tuple[int, int] | None:
+    """(work-groups, threads in each) of a loaded program lowered with work-groups (chapter
+    11), launched exactly so; None for one thread per output element (launch_size)."""
+    return getattr(program, "workgroup", None)
+
+
+class NotSupportedError(RuntimeError):
+    """A dtype or an op that a target language or device cannot express."""

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from tinyfw.codegen.lower import WORKGROUP_STEPS, LOps, Program, Step
 from tinyfw.codegen.fuse import MulAdd, Replace
 from tinyfw.codegen.lower_opts import Broadcast, Lane, Pick
-from tinyfw.renderer.base import Renderer
+from tinyfw.renderer.base import NotSupportedError, Renderer
 from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.uop.ops import Ops
 
@@ -112,10 +112,6 @@ OP_TEMPLATES: dict[Ops, Template] = {
     Ops.CAST: lambda dt, a: f"({a[0]}!=0)" if dt.is_bool else f"(({C_TYPES[dt]}){a[0]})",
     Ops.BITCAST: c_bitcast,
 }
-
-
-class NotSupportedError(RuntimeError):
-    """A dtype or an op that a target language cannot express."""
 
 
 INT_SUFFIXES = {dtypes.int64: "LL", dtypes.uint32: "U", dtypes.uint64: "ULL"}

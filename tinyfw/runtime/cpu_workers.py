@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tinyfw.renderer.cstyle import NotSupportedError
-from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, ClangStyleCompiler, CPUProgram, _open_library
+from tinyfw.renderer.base import NotSupportedError
+from tinyfw.runtime.c_compiler import COMPILE_FLAGS, ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram, _open_library
 
 SOURCE = Path(__file__).with_name("cpu_workers.c")
 MAX_BUFFERS = 64  # the most buffers a threaded kernel in a graph may take

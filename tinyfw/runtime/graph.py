@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinyfw.device import Buffer, Runtime
-from tinyfw.renderer.cstyle import NotSupportedError
+from tinyfw.renderer.base import NotSupportedError
 
 __all__ = ["DeviceGraph", "GraphKernel", "NotSupportedError"]
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.runtime.graph import DeviceGraph, GraphKernel, NotSupportedError
 from tinyfw.runtime.ops_cl import cl_context
 

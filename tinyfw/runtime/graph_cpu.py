@@ -30,10 +30,13 @@ import ctypes
 import weakref
 from typing import Any
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.runtime.graph import DeviceGraph, GraphKernel
 from tinyfw.runtime.cpu_workers import parts_entry
-from tinyfw.runtime.ops_cpu import COMPILE_FLAGS, ClangStyleCompiler, CPUProgram, cores
+from tinyfw.runtime.c_compiler import COMPILE_FLAGS, ClangStyleCompiler
+from tinyfw.runtime.c_library import CPUProgram
+from tinyfw.runtime.ops_cpu import cores
 
 GRAPH_FLAGS = COMPILE_FLAGS
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.runtime.graph import DeviceGraph, GraphKernel
 from tinyfw.runtime.ops_cuda import _check, cuda_context, kernel_args, launch_dims
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tinyfw.device import Buffer, Runtime, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import workgroup_of
 from tinyfw.renderer.wgsl import wgsl_groups, workgroup_dispatch
 from tinyfw.runtime.graph import DeviceGraph, GraphKernel, NotSupportedError
 from tinyfw.runtime.ops_webgpu import wgpu_device

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.opencl_c import BITCAST_HELPERS
 from tinyfw.renderer.opencl_vector import OPENCL_VECTORS as OPENCL

@@ -14,10 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, launch_size, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.dtype import DType
 from tinyfw.renderer.cuda_c import BITCAST_HELPER, BLOCK, CUDA, CUDA_PRELUDE
 from tinyfw.runtime.joined import joined_source
+from tinyfw.runtime.c_compiler import ClangStyleCompiler, find_compiler
+from tinyfw.runtime.c_library import CPUProgram
 from tinyfw.runtime.ops_numpy import NumpyAllocator
 
 FIX_CUDA = ("install the NVIDIA driver (`nvidia-smi` must work) and `pip install -e '.[cuda]'`; "
@@ -222,13 +225,12 @@ def nvrtc_many(sources: list[str]) -> list[bytes]:
 
 
 # CUDA source run on the CPU is compiled as C++ (threads for __syncthreads), then cached and
-# verified like the CPU device's kernels (tinyfw/runtime/ops_cpu.py)
+# verified like the CPU device's kernels (tinyfw/runtime/c_compiler.py, disk_cache.py)
 EMULATION_FLAGS = ["-O1", "-fPIC", "-shared", "-pthread", "-x", "c++"]
 
 
 def find_cxx() -> str:
     """The C++ compiler for emulated CUDA: $CXX, else g++ beside gcc, else c++."""
-    from tinyfw.runtime.ops_cpu import find_compiler
     return os.getenv("CXX") or ("g++" if find_compiler() in ("cc", "gcc") else "c++")
 
 
@@ -246,7 +248,6 @@ class EmulatorCompiler:
     with the emulation header (cached on disk like the CPU device's kernels)."""
 
     def __init__(self) -> None:
-        from tinyfw.runtime.ops_cpu import ClangStyleCompiler
         self.cxx = ClangStyleCompiler(EMULATION_FLAGS, find_cxx)
         self.flags = EMULATION_FLAGS
 
@@ -270,7 +271,6 @@ class EmulatedCUDAProgram:
     """A CUDA kernel compiled for the CPU (EmulatorCompiler), launched on a grid like a GPU's."""
 
     def __init__(self, name: str, binary: EmulatedBinary):
-        from tinyfw.runtime.ops_cpu import CPUProgram
         self.threads = int(binary.threads)  # real threads only when they meet
         self.program = CPUProgram(f"tf_launch_{name}", binary.library)
 
@@ -287,7 +287,7 @@ class CUDAEmulatorRuntime(Runtime):
     def __init__(self) -> None:
         super().__init__("CUDAEMU", NumpyAllocator(), renderer=CUDA,
                          compiler=EmulatorCompiler(), program=EmulatedCUDAProgram)
-        from tinyfw.runtime.graph_cpu import CUDAEmulatorGraph  # (it imports ops_cpu)
+        from tinyfw.runtime.graph_cpu import CUDAEmulatorGraph  # (it imports this module)
         self.graph = CUDAEmulatorGraph
 
     def run(self, program: EmulatedCUDAProgram, item: Any, out: Buffer,

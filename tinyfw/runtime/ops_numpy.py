@@ -93,6 +93,18 @@ def alu_rules() -> dict[Ops, Callable[..., np.ndarray]]:
     # <<< exercise
 
 
+def fold(op: Ops, dtype: DType, operands: list[tuple[Any, DType]]) -> Any:
+    """The value of an elementwise op (or CAST) of constants (value, dtype), by this device's
+    rules, as a Python number of dtype; None for an op with no rule here (a renderer folds
+    constants with it: renderer/wgsl.py)."""
+    if op is not Ops.CAST and op not in alu_rules():
+        return None
+    args = [np.array([value], dtype=dt.np) for value, dt in operands]
+    with np.errstate(all="ignore"):
+        value = cast(args[0], dtype) if op is Ops.CAST else alu_rules()[op](*args)
+    return np.asarray(value).astype(dtype.np)[0].item()
+
+
 def reduce_axes(x: np.ndarray, op: Ops, axes: tuple[int, ...], dtype: DType) -> np.ndarray:
     """x summed or maxed over axes, which stay as size-1 axes (float16 sums add up in float32)."""
     # >>> exercise 03.reduce #evaluating-the-primitive-ops

@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.device import Buffer, Runtime, workgroup_of
+from tinyfw.device import Buffer, Runtime
+from tinyfw.renderer.base import workgroup_of
 from tinyfw.dtype import DType, dtypes
 from tinyfw.renderer.wgsl import WGSL, WIDENED, wgsl_groups, workgroup_dispatch
+from tinyfw.runtime.ops_numpy import fold
 
 FIX_WEBGPU = ("install wgpu and a Vulkan driver: `pip install -e '.[webgpu]'` and "
               "`apt-get install mesa-vulkan-drivers` (set WGPU_BACKEND_TYPE=Vulkan on Linux)")
@@ -182,6 +184,7 @@ class WebGPURuntime(Runtime):
         # which this device's copy of WGSL says (its other fields are WGSL's: renderer/wgsl.py)
         renderer = copy.copy(WGSL)
         renderer.max_buffers = device.limits["max-storage-buffers-per-shader-stage"]
+        renderer.fold = fold  # WGSL's constants computed by the NUMPY device's rules
         super().__init__("WEBGPU", WebGPUAllocator(), renderer=renderer, compiler=None,
                          program=WebGPUProgram)
         from tinyfw.runtime.graph_webgpu import WebGPUGraph  # (it imports this module)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tinyfw.dtype import dtypes
-from tinyfw.engine.jit import TinyJit
+from tinyfw.jit.jit import TinyJit
 from tinyfw.models.gguf import QUANTIZED
 from tinyfw.models.llama import Llama
 from tinyfw.tensor import Tensor

@@ -20,8 +20,8 @@ import numpy as np
 
 from tinyfw.dtype import DType, dtypes
 from tinyfw.tensor import Tensor
-from tinyfw.torch import _convert
-from tinyfw.torch._convert import cuda_available, tinyfw_device
+from tinyfw.mixin import torch_devices
+from tinyfw.mixin.torch_devices import cuda_available, tinyfw_device
 
 # --- dtypes, by torch's names ---
 float32 = float = dtypes.float32  # noqa: A001
@@ -483,7 +483,7 @@ def load(f: Any, map_location: Any = None, weights_only: builtins.bool = True,
     return torch_load(f, device=where)
 
 
-device = _convert.device  # torch.device (after the functions, whose arguments say device=)
+device = torch_devices.device  # torch.device (after the functions, whose arguments say device=)
 
 
 def _lazy(name: str) -> Any:

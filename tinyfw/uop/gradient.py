@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tinyfw.mixin.elementwise_math import cos
+from tinyfw.uop.elementwise_math import cos
 from tinyfw.uop.ops import Ops, UOp
 
 # A rule takes the gradient flowing into a node's output and the node itself, and returns the

@@ -299,7 +299,7 @@ class Module:
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Every parameter and buffer moved to a device and/or cast to a float dtype, in place
         (each keeps its identity, as torch's parameters do)."""
-        from tinyfw.torch._convert import device_and_dtype
+        from tinyfw.mixin.torch_devices import device_and_dtype
         device, dtype = device_and_dtype(*args, **kwargs)
         for t in list(self.parameters()) + list(self.buffers()):
             new = t

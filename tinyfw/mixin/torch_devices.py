@@ -1,11 +1,12 @@
-"""torch's ways of naming a device and a dtype, turned into tinyfw's."""
+"""torch's ways of naming a device and a dtype, turned into tinyfw's (Tensor.to and .cuda take
+them; tinyfw.torch.device is the class here)."""
 from __future__ import annotations
 
 from typing import Any
 
 from tinyfw.device import Device
 from tinyfw.dtype import DType
-from tinyfw.tensor import Tensor
+from tinyfw.mixin.core import TensorCore
 
 
 class device:  # noqa: N801  (torch's name)
@@ -38,9 +39,15 @@ class device:  # noqa: N801  (torch's name)
 
 
 def cuda_available() -> bool:
-    """Whether tinyfw's CUDA device runs here (a GPU and its driver)."""
-    from tinyfw.device import probe
-    return "CUDA" in Device.names and probe("CUDA")[0]
+    """Whether tinyfw's CUDA device starts here (a GPU and its driver; tinyfw.probe also runs a
+    kernel on it)."""
+    if "CUDA" not in Device.names:
+        return False
+    try:
+        Device["CUDA"]
+    except Exception:  # no driver, no GPU: each fails in its own way
+        return False
+    return True
 
 
 def tinyfw_device(name: Any) -> str:
@@ -68,7 +75,7 @@ def device_and_dtype(*args: Any, **kwargs: Any) -> tuple[str | None, DType | Non
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     for a in args:
-        if isinstance(a, Tensor):
+        if isinstance(a, TensorCore):  # (a Tensor)
             dev, dt = a.device, a.dtype
         elif isinstance(a, DType):
             dt = a
