@@ -20,7 +20,7 @@ import tinyfw.torch.optim
 import tinyfw.torch.optim.lr_scheduler
 import tinyfw.torch.utils
 import tinyfw.torch.utils.data
-from tinyfw.device import probe
+from tinyfw.probe import probe
 
 DEVICES = ["CPU"] + (["CL"] if probe("CL")[0] else [])
 PROGRAMS = sorted((Path(__file__).parent / "torch_programs").glob("*.py"))
