@@ -366,3 +366,24 @@ def test_a_conversion_to_what_a_tensor_is_already_is_the_tensor() -> None:
         ref_y += 1
         assert x.tolist() == ref.tolist() == [2.0, 3.0]
     assert tt.tensor([1, 2]).float().tolist() == [1.0, 2.0]  # another dtype: a new tensor
+
+
+@pytest.mark.parametrize("p", ["fro", 2, 1, 0, 3, 0.5, float("inf"), float("-inf")])
+@pytest.mark.parametrize("dim", [None, 1, (0, 1)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_norm_outer_trace_remainder_as_torch(p: object, dim: object, keepdim: bool) -> None:
+    """torch.norm's vector norms (and torch.outer, trace, remainder, listed beside them)."""
+    a = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    a[0, 0] = 0.0
+    if p == "fro" and dim == 1:
+        return  # (torch's "fro" over one axis is its 2-norm, tested as p=2)
+    ref = torch.norm(torch.tensor(a), p=p, dim=dim, keepdim=keepdim).numpy()  # type: ignore
+    got = tt.norm(tt.tensor(a), p=p, dim=dim, keepdim=keepdim).numpy()
+    assert ref.shape == got.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
+    v, w = np.arange(3.0, dtype=np.float32), np.arange(4.0, dtype=np.float32)
+    np.testing.assert_array_equal(tt.outer(tt.tensor(v), tt.tensor(w)).numpy(), np.outer(v, w))
+    assert tt.trace(tt.tensor(a)).item() == pytest.approx(np.trace(a), 1e-6)
+    x, y = [-3.0, 3.0, -1.5], [2.0, -2.0, -2.0]
+    assert tt.remainder(tt.tensor(x), tt.tensor(y)).tolist() == \
+        torch.remainder(torch.tensor(x), torch.tensor(y)).tolist()

@@ -174,6 +174,46 @@ class TorchNames:
     def index_select(self: Any, dim: int, index: Any) -> Any:
         return self[(slice(None),) * (dim % self.ndim) + (index,)]
 
+    def remainder(self: Any, other: Any) -> Any:
+        """torch.remainder: x - floor(x / y) * y, the sign of y (x % y)."""
+        return self % other
+
+    def outer(self: Any, vec2: Any) -> Any:
+        """The outer product of two 1-D tensors, as torch.outer."""
+        if self.ndim != 1 or vec2.ndim != 1:
+            raise RuntimeError(f"outer: expected 1-D tensors, but got {self.ndim}-D and "
+                               f"{vec2.ndim}-D")
+        return self.reshape(-1, 1) * vec2.reshape(1, -1)
+
+    def trace(self: Any) -> Any:
+        """The sum of the main diagonal of a 2-D tensor, as torch.trace."""
+        if self.ndim != 2:
+            raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+        return self.diagonal().sum()
+
+    def norm(self: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Any:
+        """torch.norm's vector norms over dim (all elements when None): p = 2 or "fro" the
+        square root of the sum of squares, inf / -inf the largest / smallest magnitude, 0 the
+        count of nonzeros, any other p (sum |x|^p)^(1/p)."""
+        if not self.dtype.is_float:
+            raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor "
+                               f"as input. Got {self.dtype.name}")
+        if p in ("fro", 2, 2.0):
+            return (self * self).sum(dim, keepdim=keepdim).sqrt()
+        if p == "nuc":
+            raise NotImplementedError("torch.norm(p='nuc') (the nuclear norm) is not supported:"
+                                      " sum the singular values of x.svd()")
+        magnitude = self.abs()
+        if p == float("inf"):
+            return magnitude.max(dim, keepdim=keepdim)
+        if p == float("-inf"):
+            return magnitude.min(dim, keepdim=keepdim)
+        if p == 0:
+            return (self != 0).cast(self.dtype).sum(dim, keepdim=keepdim)
+        if p == 1:
+            return magnitude.sum(dim, keepdim=keepdim)
+        return (magnitude ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+
     # --- views by torch's names (each a view of self, as torch's) ---
     def narrow(self: Any, dim: int, start: Any, length: int) -> Any:
         """Elements start..start+length of axis dim (start may be negative, or a 0-d
