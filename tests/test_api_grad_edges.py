@@ -288,3 +288,36 @@ def test_float32_constants_are_what_float32_holds(value: float) -> None:
     x = Tensor([1.0, -2.0, 0.0])
     want = (torch.tensor([1.0, -2.0, 0.0]) * value).numpy()
     assert_same_floats((x * value).numpy(), want, f"x * {value}")
+
+
+SCATTER_PROD_SELF = [[1.0, 0.0, 2.0, -3.0], [math.inf, 5.0, math.nan, 0.0], [2.0, 2.0, 0.0, 1.0]]
+SCATTER_PROD_SRC = [[0.0, 4.0, 0.0, 2.0], [math.nan, 1.0, 3.0, 0.0], [0.0, -math.inf, 0.5, 0.0]]
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("index_dtype", ["int64", "int32"])
+def test_scatter_reduce_prod_gradient_like_torch(include_self: bool, index_dtype: str) -> None:
+    """scatter_reduce(prod)'s gradient is torch's formula at zeros (one or two sent to a
+    place, self's own), at inf and nan (in self and in src), and without self."""
+    index = np.array([[0, 0, 1, 3], [2, 1, 1, 2], [3, 3, 0, 0]], np.dtype(index_dtype))
+    weights = np.linspace(-1.5, 2.0, 12, dtype=np.float32).reshape(3, 4)
+    grads = []
+    for module in (Tensor, torch):
+        make = Tensor if module is Tensor else torch.tensor
+        x = make(np.array(SCATTER_PROD_SELF, np.float32), requires_grad=True)
+        src = make(np.array(SCATTER_PROD_SRC, np.float32), requires_grad=True)
+        idx = Tensor(index) if module is Tensor else torch.tensor(index.astype(np.int64))
+        out = x.scatter_reduce(1, idx, src, "prod", include_self=include_self)
+        (out * make(weights)).sum().backward()
+        grads.append((out, x.grad, src.grad))
+    for got, expected in zip(grads[0], grads[1]):
+        np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=1e-6,
+                                   equal_nan=True)
+
+
+def test_scatter_add_is_torchs() -> None:
+    index = np.array([[0, 1, 0], [1, 1, 0]])
+    src = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = Tensor.ones(2, 3).scatter_add(1, Tensor(index), Tensor(src)).numpy()
+    expected = torch.ones(2, 3).scatter_add(1, torch.tensor(index), torch.tensor(src)).numpy()
+    np.testing.assert_array_equal(got, expected)

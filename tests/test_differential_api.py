@@ -867,21 +867,12 @@ def empty(inputs: Arrays) -> bool:
 
 INDEX_RESULTS = ("sort", "argsort", "topk", "max_pool", "reduce", "scan")
 
-# Real tinyfw bugs found by this test and not fixed on this branch (issue 38).
-KNOWN: list[Known] = [
-    Known("softmax_grad_posinf",
-          "the gradient of softmax, log_softmax, cross_entropy and nll_loss(log_softmax) over a "
-          "row holding a +inf: torch's is nan over the whole row (softmax is nan there), "
-          "tinyfw's finite except at the inf: [[1., inf, 0.]] with target 1 gives [0, nan, 0], "
-          "torch [nan, nan, nan]", 554,
-          lambda e, i, kw, m: e.name in ("cross_entropy", "nll_loss", "softmax")
-          and m.kind == "grad" and nonfinite(i)),
-    Known("scatter_reduce_grad_prod",
-          "scatter_reduce(prod) with an inf or nan in self or src gives another gradient than "
-          "torch's; not analysed further", 4126,
-          lambda e, i, kw, m: e.name == "scatter_reduce" and m.kind == "grad"
-          and kw["reduce"] == "prod" and nonfinite(i)),
-]
+# Real tinyfw bugs found by this test and not fixed on this branch (issue 38): none now.
+KNOWN: list[Known] = []
+
+# Programs that showed a bug once, kept as cases: softmax's gradient over a row holding +inf
+# (exp's gradient at -inf), scatter_reduce(prod)'s gradient at inf and nan.
+FIXED_SEEDS = [554, 4126]
 
 # torch's answers not to follow, each with its reason: counted, not failed.
 def differ_nonfinite(m: Any) -> bool:
@@ -1037,6 +1028,13 @@ def test_replay_seed() -> None:
     seed = int(os.environ["TINYFW_DIFF_SEED"])
     e, inputs, kw = program(seed)
     print(describe(e, inputs, kw))
+    compare(e, inputs, kw, seed)
+
+
+@pytest.mark.parametrize("seed", FIXED_SEEDS)
+def test_fixed_seed(seed: int) -> None:
+    """A program that showed a KNOWN bug before it was fixed gives torch's answer."""
+    e, inputs, kw = program(seed)
     compare(e, inputs, kw, seed)
 
 

@@ -328,3 +328,23 @@ def test_sampled_indices_are_int64_as_torch() -> None:
     probs = Tensor([[0.2, 0.8]])
     assert probs.multinomial(1).dtype.name == "int64"
     assert torch.tensor([[0.2, 0.8]]).multinomial(1).dtype == torch.int64
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_under_jit_returning_the_input(device: str) -> None:
+    """`x += 1; return x`: every call, replays too, adds 1 to the tensor passed in (the one
+    returned holds the same value), and another tensor passed later is the one written."""
+    @TinyJit
+    def step(x: Tensor) -> Tensor:
+        x += 1
+        return x
+
+    x = Tensor([1.0, 2.0], device=device).realize()
+    for _ in range(5):
+        out = step(x)
+    np.testing.assert_array_equal(x.numpy(), [6.0, 7.0])
+    np.testing.assert_array_equal(out.numpy(), [6.0, 7.0])
+    other = Tensor([10.0, 20.0], device=device).realize()
+    np.testing.assert_array_equal(step(other).numpy(), [11.0, 21.0])
+    np.testing.assert_array_equal(other.numpy(), [11.0, 21.0])
+    np.testing.assert_array_equal(x.numpy(), [6.0, 7.0])

@@ -1568,7 +1568,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def exp2(self) -> Tensor: return self._floating()._unary(Ops.EXP2)
     def log2(self) -> Tensor: return self._floating()._unary(Ops.LOG2)
     # accurate compositions of the primitives, in tinyfw/uop/elementwise_math.py
-    def exp(self) -> Tensor: return self._math(elementwise_math.exp)
+    def exp(self) -> Tensor:
+        """e**x (tinyfw/uop/elementwise_math.py), its gradient grad * e**x as torch's: the
+        clamp inside the composite would send a nan gradient at -inf nowhere."""
+        x = self._floating()
+        return x._math(elementwise_math.exp)._with_gradient(_exp_gradient, (x,))
     def expm1(self) -> Tensor: return self._math(elementwise_math.expm1)
     def log(self) -> Tensor: return self._math_with_derivative(elementwise_math.log, _log_slope)
     def log1p(self) -> Tensor:
@@ -2092,6 +2096,11 @@ def _power_gradient(grad: UOp, node: UOp, base: UOp, exponent: UOp) -> tuple[UOp
     to_base = (b == 0).where(0.0, g * (b * a.pow(b - 1)))
     to_exponent = g * ((a == 0) & (b >= 0)).where(0.0, out * a.log())
     return to_base.uop, to_exponent.uop
+
+
+def _exp_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
+    """d e**x/dx = e**x, the value itself (node)."""
+    return (grad * node,)
 
 
 def _erf_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:

@@ -1,7 +1,7 @@
 # Exercises of chapter 04, generated from tinyfw/engine/schedule.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/04_fusion
-# generated text id: f84ff1367b583a0e (lets tools.generate tell your edits apart)
+# generated text id: 31aff73200e0ae11 (lets tools.generate tell your edits apart)
 """Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
 from __future__ import annotations
 
@@ -168,8 +168,8 @@ def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> s
                 node.src[0] in costly:
             costly.add(node)
         if is_realized_explicitly(node, wanted) or reduce_would_be_recomputed(node, users) or \
-                node.op in ALU and node in costly and (expensive_value_repeated(node, users)
-                                                       or expensive_value_broadcast(node, users)):
+                is_elementwise(node) and node in costly and \
+                (expensive_value_repeated(node, users) or expensive_value_broadcast(node, users)):
             out.add(node)
             costly.discard(node)  # (stored: what reads it loads it)
         if node.op is Ops.PAD and (src := pad_source_to_materialize(node)) is not None:
@@ -181,6 +181,12 @@ def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> s
         out.discard(node)
         out.add(stored_as_read(node, users, wanted))
     return out
+
+
+def is_elementwise(node: UOp) -> bool:
+    """An elementwise op, or a DETACH that passes one on with a gradient override (exp's,
+    log's): the value a kernel would store is the DETACH's."""
+    return node.op in ALU or node.op is Ops.DETACH and len(node.src) > 1
 
 
 def computed_sources(node: UOp) -> tuple[UOp, ...]:

@@ -1,7 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/jit/jit.py by `python -m tools.generate`.
 # Edit tinyfw/jit/jit.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
-# generated text id: 193cd93bce3afb94 (lets tools.generate tell your edits apart)
+# generated text id: 5bc47421c170ebd2 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -515,10 +515,13 @@ class TinyJit:
     def _fresh_outputs(self) -> dict[Buffer, Buffer]:
         """A new buffer for each returned tensor's that the cache writes (except state kept in
         place), so that a value returned by an earlier call is not overwritten by this one. (A
-        returned tensor no kernel writes, computed before the call, comes back as it is.)"""
+        returned tensor no kernel writes, computed before the call, comes back as it is; an
+        input the function wrote in place and returned, `x += 1; return x`, is this call's
+        input, written in place again.)"""
         outputs = [_buffer(t) for t in _output_tensors(self.ret, self.name)]
-        return {buf: Buffer(buf.device, buf.size, buf.dtype)
-                for buf in outputs if buf in self.written and buf not in self.pinned}
+        inputs = {spec.buffer for spec in self.inputs.values()}
+        return {buf: Buffer(buf.device, buf.size, buf.dtype) for buf in outputs
+                if buf in self.written and buf not in self.pinned and buf not in inputs}
 
     def _input_buffer(self, name: str, t: Tensor) -> Buffer:
         """The buffer of input `name`; a copy if the cache writes it elsewhere (an output fed

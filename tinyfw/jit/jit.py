@@ -511,10 +511,13 @@ class TinyJit:
     def _fresh_outputs(self) -> dict[Buffer, Buffer]:
         """A new buffer for each returned tensor's that the cache writes (except state kept in
         place), so that a value returned by an earlier call is not overwritten by this one. (A
-        returned tensor no kernel writes, computed before the call, comes back as it is.)"""
+        returned tensor no kernel writes, computed before the call, comes back as it is; an
+        input the function wrote in place and returned, `x += 1; return x`, is this call's
+        input, written in place again.)"""
         outputs = [_buffer(t) for t in _output_tensors(self.ret, self.name)]
-        return {buf: Buffer(buf.device, buf.size, buf.dtype)
-                for buf in outputs if buf in self.written and buf not in self.pinned}
+        inputs = {spec.buffer for spec in self.inputs.values()}
+        return {buf: Buffer(buf.device, buf.size, buf.dtype) for buf in outputs
+                if buf in self.written and buf not in self.pinned and buf not in inputs}
 
     def _input_buffer(self, name: str, t: Tensor) -> Buffer:
         """The buffer of input `name`; a copy if the cache writes it elsewhere (an output fed

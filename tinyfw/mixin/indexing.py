@@ -561,6 +561,11 @@ class IndexingOps(TensorCore):
                             f"{type(src).__name__}")
         return self._scatter("scatter_reduce", dim, index, src, reduce, include_self)
 
+    def scatter_add(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """self with each src value added to the element index names along dim, as
+        torch.scatter_add (scatter_reduce with "sum", self included)."""
+        return self.scatter_reduce(dim, index, src, "sum")
+
     def _scatter(self: Tensor, what: str, dim: int, index: Tensor, src: Any, reduce: str,
                  include_self: bool) -> Tensor:
         """scatter and scatter_reduce: the checks, then the reduce over the one-hot mask of
@@ -584,7 +589,11 @@ class IndexingOps(TensorCore):
         hot = idx.unsqueeze(-1) == type(self).arange(s, device=self.device)  # (..., M, S)
         out = _combine(x, hot, vals.unsqueeze(-1), reduce, include_self)
         _check_index(out, idx, s, dim, RuntimeError, wrap=False)
-        return self._placed(out.transpose(dim, -1))
+        placed = self._placed(out.transpose(dim, -1))
+        if reduce == "prod" and what == "scatter_reduce":
+            return placed._with_gradient(_scatter_prod_gradient, (self, src),
+                                         (dim, index, include_self, type(self)))
+        return placed
 
     def _placed(self: Tensor, part: Tensor) -> Tensor:
         """self with part (of a shape no larger, from the origin) written over its corner."""
@@ -736,6 +745,28 @@ def _combine(x: Tensor, hot: Tensor, vals: Tensor, reduce: str, include_self: bo
         share = 1 / ties.sum(-2, keepdim=True, dtype=x.dtype)
         best = best.detach()._with_gradient(_tie_gradient, (stack, ties, share))
     return hit.where(best, x)
+
+
+def _scatter_prod_gradient(grad: UOp, node: UOp, x: UOp, src: UOp, dim: int, index: Tensor,
+                           include_self: bool, tensor: type[Tensor]) -> tuple[UOp, UOp]:
+    """scatter_reduce(prod)'s gradient, torch's formula (so its nan and inf where self or src
+    holds one): self's is grad * the product with self's zeros taken as 1, over self (as 1 where
+    0); src's is grad * the result over src, or, for the one zero sent to a place, grad * the
+    product of the others."""
+    g, s, v, result = tensor(grad), tensor(x), tensor(src), tensor(node)
+    v = v.shrink([(0, n) for n in index.shape])  # the part of src that is sent
+    masked_self = (s == 0).where(1.0, s)
+    to_self = g * masked_self.scatter_reduce(dim, index, v, "prod", include_self) / masked_self
+    if not include_self:
+        to_self = to_self.scatter(dim, index, 0.0)
+    zero = v == 0
+    zeros_sent = s.zeros_like().scatter_add(dim, index, zero.cast(s.dtype)).gather(dim, index)
+    single = zero & (zeros_sent == 1)
+    others = s.scatter_reduce(dim, index, single.where(1.0, v), "prod", include_self)
+    to_src = single.where((g * others).gather(dim, index),
+                          (g * result).gather(dim, index) / zero.where(1.0, v))
+    grow = [(0, full - n) for full, n in zip(src.shape, index.shape)]
+    return to_self.uop, to_src.pad(grow).uop
 
 
 def _tie_gradient(grad: UOp, node: UOp, stack: UOp, ties: UOp, share: UOp
