@@ -1,16 +1,17 @@
 # Solutions of chapter 02, generated from tinyfw/mixin/derived.py by `python -m tools.generate`.
 # Edit tinyfw/mixin/derived.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/02_tensors --impl=solutions
-# generated text id: 2c6ad0a2674f09cd (lets tools.generate tell your edits apart)
+# generated text id: edc7088b6d71ca5c (lets tools.generate tell your edits apart)
 """Tensor ops that are compositions of other Tensor ops: no new primitive, no gradient rule
-(binary_crossentropy apart: it takes torch's gradient by hand, a gradient override)."""
+(binary_crossentropy, atan2 and hypot apart: they take torch's gradient by hand, a gradient
+override)."""
 from __future__ import annotations
 
 import math
 from math import prod as prod_of
 from typing import TYPE_CHECKING
 
-from tinyfw.dtype import DType, dtypes, promote_types
+from tinyfw.dtype import DType, dtypes, promote_types, torch_name
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
 from tinyfw.mixin.core import TensorCore, float32_inside
@@ -24,8 +25,9 @@ AxisArg = int | tuple[int, ...] | None
 
 
 class DerivedOps(TensorCore):
-    """Reductions, softmax, matmul and losses written with the Tensor's own methods.
-    Their gradients come for free, through the ops they are made of."""
+    """Reductions, softmax, matmul, losses and atan2 and hypot written with the Tensor's own
+    methods. Their gradients come for free, through the ops they are made of (but for the
+    overrides the module's docstring names)."""
     __slots__ = ()
 
     # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
@@ -182,6 +184,58 @@ class DerivedOps(TensorCore):
         m = m.isinf().where(0.0, m)
         out = (self - m).exp().sum(axis, keepdim=True).log() + m
         return out if keepdim else out.squeeze(axis) if axis is not None else out.reshape(())
+
+    # --- elementwise functions of two tensors ---
+
+    def atan2(self: Tensor, other: Tensor) -> Tensor:
+        """The angle of the point (other, self) in [-pi, pi], as torch.atan2 (y = self, x =
+        other, broadcast; ints and bools give the default float). Written with the atan of a
+        ratio in [0, 1] and the quadrant from the signs, -0.0 as negative: atan2(0, -0.0) is
+        pi, atan2(-0.0, 0) is -0.0, atan2(0, 0) is 0, and infinities as C's (atan2(inf, -inf)
+        is 3 pi / 4). Its gradient torch's: x / (x^2 + y^2) to y and -y / (x^2 + y^2) to x,
+        0 where x^2 + y^2 is 0."""
+        _tensor_argument("atan2", other)
+        y, x = self._operands(other)
+        y, x = y._floating(), x._floating()
+        if y.dtype.itemsize < 4:  # float16 and bfloat16 computed in float32, rounded once
+            return y.float().atan2(x.float()).cast(y.dtype)
+        ax, ay = x.abs(), y.abs()
+        steep = ay > ax  # past 45 degrees: the angle is pi / 2 - atan(|x| / |y|)
+        big, small = steep.where(ay, ax), steep.where(ax, ay)
+        ratio = (big == 0).where(0.0, small / (big == 0).where(1.0, big))
+        ratio = (ax.isinf() & ay.isinf()).where(1.0, ratio)  # inf / inf: 45 degrees
+        angle = ratio.atan()
+        angle = steep.where(math.pi / 2 - angle, angle)
+        angle = _negative(x).where(math.pi - angle, angle)
+        out = (x.isnan() | y.isnan()).where(math.nan, _negative(y).where(-angle, angle))
+        yd, xd = y.detach(), x.detach()
+        square = yd * yd + xd * xd
+        inverse = (square == 0).where(0.0, 1 / (square == 0).where(1.0, square))
+        return out._with_gradient(_slopes_gradient, (y, x, xd * inverse, -yd * inverse))
+
+    arctan2 = atan2
+
+    def hypot(self: Tensor, other: Tensor) -> Tensor:
+        """sqrt(self^2 + other^2) without overflow or underflow in between, as torch.hypot
+        (broadcast; float dtypes only, as torch's): the larger magnitude times sqrt(1 + r^2),
+        r the ratio of the smaller to it; inf where either is infinite, even beside a nan
+        (C's hypot). Its gradient torch's: self / hypot and other / hypot (nan at (0, 0))."""
+        _tensor_argument("hypot", other)
+        a, b = self._operands(other)
+        if not a.dtype.is_float:
+            raise NotImplementedError(f"\"hypot_cpu\" not implemented for "
+                                      f"'{torch_name(a.dtype)}'")
+        if a.dtype.itemsize < 4:  # float16 and bfloat16 computed in float32, rounded once
+            return a.float().hypot(b.float()).cast(a.dtype)
+        aa, ab = a.abs(), b.abs()
+        first = aa >= ab
+        big, small = first.where(aa, ab), first.where(ab, aa)
+        ratio = small / (big == 0).where(1.0, big)
+        out = big * (1 + ratio * ratio).sqrt()
+        out = (a.isnan() | b.isnan()).where(math.nan, out)
+        out = (a.isinf() | b.isinf()).where(math.inf, out)
+        ad, bd, outd = a.detach(), b.detach(), out.detach()
+        return out._with_gradient(_slopes_gradient, (a, b, ad / outd, bd / outd))
 
     def matmul(self: Tensor, other: Tensor) -> Tensor:
         """The matrix product, as torch.matmul defines it for 1-D, 2-D and batched operands:
@@ -400,6 +454,25 @@ def _bce_gradient(grad: UOp, node: UOp, x: UOp, y: UOp, to_x: UOp, to_y: UOp
     1e-12), to the probabilities, and times to_y, log(1 - x) - log(x) (unclamped), to the
     targets."""
     return grad * to_x, grad * to_y, None, None
+
+
+def _slopes_gradient(grad: UOp, node: UOp, a: UOp, b: UOp, to_a: UOp, to_b: UOp
+                     ) -> tuple[UOp, UOp, None, None]:
+    """The gradient of a function of a and b whose partial derivatives are to_a and to_b
+    (computed beside it, as torch's formulas give them): grad times each."""
+    return grad * to_a, grad * to_b, None, None
+
+
+def _negative(x: Tensor) -> Tensor:
+    """True where x is below 0 or is -0.0 (its reciprocal is -inf)."""
+    return (x < 0) | ((x == 0) & (x.reciprocal() < 0))
+
+
+def _tensor_argument(name: str, other: object) -> None:
+    """torch's TypeError for an `other` that is not a tensor (a Python number, say)."""
+    if not hasattr(other, "uop"):
+        raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(other).__name__}")
 
 
 def _weight_of(weight: Tensor, target: Tensor, keep: Tensor) -> Tensor:

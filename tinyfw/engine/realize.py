@@ -58,7 +58,8 @@ def _computed_nodes() -> list[UOp]:
 class Check:
     """A condition on data: `violated` (a bool node of shape ()) must come out False, else
     `error(message)` is raised; "{value}" in message is replaced by the value of `value`, a
-    node of shape () computed with it (the offending value, say)."""
+    node of shape () computed with it (the offending value, say), or by its first element
+    when it has several, "{value[i]}" by its element i."""
     violated: UOp
     error: type[Exception]
     message: str
@@ -123,8 +124,11 @@ def violation(check: Check, flag: Buffer, value: Buffer | None) -> Exception | N
     """The error of a check whose flag buffer (and value buffer) were computed, if violated."""
     if not bool(flag.numpy().reshape(-1)[0]):
         return None
-    shown = "" if value is None else value.numpy().reshape(-1)[0].item()
-    return check.error(check.message.replace("{value}", str(shown)))
+    shown = [] if value is None else value.numpy().reshape(-1).tolist()
+    message = check.message
+    for i, v in enumerate(shown):
+        message = message.replace(f"{{value[{i}]}}", str(v))
+    return check.error(message.replace("{value}", str(shown[0]) if shown else ""))
 
 
 def _verify(items: list[ScheduleItem]) -> None:

@@ -11,21 +11,33 @@
   same in every round; when no gradient is wanted a TinyJit replays them from the third
   round on (engine/capture.py, replayed), as scheduling them anew would take most of the time.
 - newton_schulz: the odd polynomial iteration that drives a matrix's singular values to 1.
+- inverse: Gauss-Jordan elimination with partial pivoting (torch's pivots: LAPACK's getrf),
+  a static loop over the n columns; a zero pivot (a singular matrix) raises LinAlgError when
+  the result is computed (a deferred check: the pivots are data), as torch.linalg.inv raises.
+- cross: the cross product of 3-vectors along one axis, torch.cross's and linalg.cross's.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tinyfw.dtype import DType, dtypes, torch_name
-from tinyfw.helpers import shape_str
+from tinyfw.helpers import normalize_axis, shape_str
+from tinyfw.engine import realize
 from tinyfw.engine.capture import replayed
 from tinyfw.mixin.core import TensorCore
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
+    from tinyfw.uop.ops import UOp
+
+
+class LinAlgError(RuntimeError):
+    """A linear algebra function's input it cannot take (a singular matrix to invert), as
+    torch.linalg.LinAlgError: a RuntimeError."""
 
 
 def _check_matrix(x: Tensor, name: str, kernel: str) -> None:
@@ -247,9 +259,61 @@ def _odd_polynomial(g: Tensor, params: Sequence[float]) -> Tensor:
     return total
 
 
+# --- inverse ---
+
+def gauss_jordan(a: Tensor) -> tuple[Tensor, Tensor]:
+    """(inverse, pivots) of a batch of square matrices (..., n, n): [A | I] reduced to
+    [I | A^-1] a column at a time, the row of the first largest |entry| on or below the
+    diagonal swapped up to be the pivot (torch's LU pivots); pivots (..., n) are U's diagonal.
+    A zero pivot leaves inf and nan (the caller checks the pivots)."""
+    n = a.shape[-1]
+    rows = type(a).arange(n, device=a.device)
+    m = type(a).cat(a, _identity(a, n), dim=-1)  # (..., n, 2n)
+    pivots = []
+    for k in range(n):
+        below = (rows >= k).where(m[..., k].abs(), -1)  # rows above k are pivots already
+        picked = (rows == below.argmax(-1).unsqueeze(-1)).unsqueeze(-1)  # (..., n, 1)
+        at_k = (rows == k).unsqueeze(-1)  # (n, 1)
+        pivot_row = picked.where(m, 0).sum(-2).unsqueeze(-2)  # (..., 1, 2n)
+        m = at_k.where(pivot_row, picked.where(m[..., k:k + 1, :], m))  # the two rows swapped
+        pivot = pivot_row[..., k:k + 1]
+        pivots.append(pivot.reshape(pivot.shape[:-2]))
+        unit = pivot_row / pivot  # the pivot row, scaled to a 1 on the diagonal
+        m = at_k.where(unit, m - m[..., k:k + 1] * unit).contiguous()
+    return m[..., n:], type(a).stack(*pivots, dim=-1)
+
+
+def invert(a: Tensor, message: str) -> Tensor:
+    """The inverse of each square matrix of a (float, at least 2-D, checked by the caller),
+    raising LinAlgError(message) when it is computed if a pivot was 0 (message may name
+    {value[0]}, the first such matrix of the batch, and {value[1]}, its first zero pivot,
+    from 1). Its gradient torch's: -A^-T g A^-T."""
+    n = a.shape[-1]
+    if a.numel() == 0:
+        return a * 1
+    inverse, pivots = gauss_jordan(a.detach())
+    zero = (pivots == 0).reshape(-1, n)  # (batch, n)
+    singular = zero.any(-1)
+    batch = singular.numel()
+    first = singular.cast(dtypes.int32).argmax()  # the first singular matrix (or 0)
+    row = (type(a).arange(batch, device=a.device) == first).unsqueeze(-1).where(zero, False)
+    element = row.any(0).cast(dtypes.int32).argmax() + 1
+    value = type(a).stack(first.cast(dtypes.int32), element.cast(dtypes.int32))
+    out = inverse._with_gradient(_inverse_gradient, (a,), (type(a),))
+    realize.attach_check(out.uop, realize.Check(singular.any().uop, LinAlgError, message,
+                                                value.uop))
+    return out
+
+
+def _inverse_gradient(grad: UOp, node: UOp, a: UOp, cls: Any) -> tuple[UOp]:
+    """The inverse's gradient, torch's: -A^-T grad A^-T (differentiable in turn)."""
+    inverse_t = _mT(cls(node))
+    return ((-(inverse_t @ cls(grad) @ inverse_t)).uop,)
+
+
 class LinalgOps(TensorCore):
-    """qr, svd and newton_schulz of the last two axes (batched over the others), tinygrad's
-    names with torch.linalg's results."""
+    """qr, svd, det, inverse and newton_schulz of the last two axes (batched over the others),
+    tinygrad's names with torch.linalg's results, and cross."""
     __slots__ = ()
 
     # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
@@ -310,6 +374,60 @@ class LinalgOps(TensorCore):
             factor = (pivot == 0).unsqueeze(-1).where(0, rest[..., k] / pivot.unsqueeze(-1))
             rows = rest - factor.unsqueeze(-1) * pivot_row.unsqueeze(-2)
         return out
+
+    def inverse(self: Tensor) -> Tensor:
+        """The inverse of each square matrix of the last two axes, as torch.linalg.inv (and
+        torch.inverse): Gauss-Jordan elimination with partial pivoting. A singular matrix (a
+        zero pivot) raises LinAlgError, torch's message, when the result is computed (it is
+        lazy: at realize, numpy(), item() or print), not when inverse() is called."""
+        if self.ndim < 2:
+            raise RuntimeError("linalg.inv: The input tensor A must have at least 2 "
+                               "dimensions.")
+        if not self.dtype.is_float:
+            raise RuntimeError(f"linalg.inv: Expected a floating point or complex tensor as "
+                               f"input. Got {torch_name(self.dtype)}")
+        if self.dtype.itemsize < 4:
+            raise RuntimeError(f"linalg.inv: Low precision dtypes not supported. Got "
+                               f"{torch_name(self.dtype)}")
+        m, n = self.shape[-2:]
+        if m != n:
+            raise RuntimeError(f"linalg.inv: A must be batches of square matrices, but they are "
+                               f"{m} by {n} matrices")
+        batch = "(Batch element {value[0]}): " if self.ndim > 2 else ""
+        return invert(self, f"linalg.inv: {batch}The diagonal element {{value[1]}} is zero, "
+                            "the inversion could not be completed because the input matrix "
+                            "is singular.")
+
+    def cross(self: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+        """The cross product of the 3-vectors along dim (the other axes broadcast), as
+        torch.cross: dim None is the first axis of self of size 3 (torch's deprecated default,
+        with its warning; torch.linalg.cross's default is -1)."""
+        if not hasattr(other, "uop"):
+            raise TypeError(f"cross(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        if self.ndim != other.ndim:
+            raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+        if dim is None:
+            dim = next((d for d, size in enumerate(self.shape) if size == 3), None)
+            if dim is None:
+                raise RuntimeError("no dimension of size 3 in input")
+            warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                          "Please either pass the dim explicitly or simply use "
+                          "torch.linalg.cross.\nThe default value of dim will change to agree "
+                          "with that of linalg.cross in a future release.", UserWarning,
+                          stacklevel=2)
+        d = normalize_axis(dim, self.ndim)
+        if self.shape[d] != 3 or other.shape[d] != 3:
+            raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                               f"{self.shape[d]} and {other.shape[d]}")
+        if self.dtype != other.dtype:
+            raise RuntimeError(f"expected scalar type {torch_name(self.dtype)} but found "
+                               f"{torch_name(other.dtype)}")
+        if self.dtype.is_bool:
+            raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+        a, b = self._operands(other)
+        # (a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0): each vector rolled by one and by two
+        return a.roll(-1, d) * b.roll(-2, d) - a.roll(-2, d) * b.roll(-1, d)
 
     def svd(self: Tensor, full_matrices: bool = True) -> tuple[Tensor, Tensor, Tensor]:
         """(U, S, Vh) with self = U diag(S) Vh, as torch.linalg.svd: S (k,) descending, U (m, m)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import math
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tinyfw.dtype import DType
+from tinyfw.dtype import DType, torch_name
 from tinyfw.helpers import normalize_axis
 from tinyfw.mixin.torch_devices import device_and_dtype, tinyfw_device
 
@@ -194,12 +195,13 @@ class TorchNames:
     def norm(self: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Any:
         """torch.norm's vector norms over dim (all elements when None): p = 2 or "fro" the
         square root of the sum of squares, inf / -inf the largest / smallest magnitude, 0 the
-        count of nonzeros, any other p (sum |x|^p)^(1/p)."""
+        count of nonzeros, any other p (sum |x|^p)^(1/p). The gradient of a norm that is 0 is
+        0, as torch's (not the root's inf times 0)."""
         if not self.dtype.is_float:
             raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor "
-                               f"as input. Got {self.dtype.name}")
+                               f"as input. Got {torch_name(self.dtype)}")
         if p in ("fro", 2, 2.0):
-            return (self * self).sum(dim, keepdim=keepdim).sqrt()
+            return _root((self * self).sum(dim, keepdim=keepdim), 2)
         if p == "nuc":
             raise NotImplementedError("torch.norm(p='nuc') (the nuclear norm) is not supported:"
                                       " sum the singular values of x.svd()")
@@ -209,10 +211,15 @@ class TorchNames:
         if p == float("-inf"):
             return magnitude.min(dim, keepdim=keepdim)
         if p == 0:
-            return (self != 0).cast(self.dtype).sum(dim, keepdim=keepdim)
+            # 1 for each nonzero; |x| (0) for a zero: the count, with torch's gradient 0
+            return (self != 0).where(1.0, magnitude).sum(dim, keepdim=keepdim)
         if p == 1:
             return magnitude.sum(dim, keepdim=keepdim)
-        return (magnitude ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+        # a zero element's power is a constant (0, or inf for p < 0), its gradient 0 as torch's
+        # (not |x|^(p - 1)'s inf at 0 times 0)
+        zero = magnitude == 0
+        powered = zero.where(math.inf if p < 0 else 0.0, zero.where(1.0, magnitude) ** p)
+        return _root(powered.sum(dim, keepdim=keepdim), p)
 
     # --- views by torch's names (each a view of self, as torch's) ---
     def narrow(self: Any, dim: int, start: Any, length: int) -> Any:
@@ -334,6 +341,13 @@ class TorchNames:
     def bernoulli_(self: Any, p: float = 0.5, generator: Any = None) -> Any:
         draw = type(self).rand(*self.shape, device=self.device)
         return self._set((draw < p).cast(self.dtype))
+
+
+def _root(total: Any, p: float) -> Any:
+    """total ** (1 / p), its gradient 0 where total is 0 (a zero vector's norm, as torch's)."""
+    nonzero = total != 0
+    rooted = nonzero.where(total, 1)
+    return nonzero.where(rooted.sqrt() if p == 2 else rooted ** (1.0 / p), 0.0)
 
 
 def _unary_inplace(name: str) -> Callable[[Any], Any]:

@@ -1,7 +1,7 @@
 """tinyfw.torch: the front door for a PyTorch program. Import it in place of torch:
 
     import tinyfw.torch as torch
-    from tinyfw.torch import nn, optim
+    from tinyfw.torch import nn, optim, linalg
     import tinyfw.torch.nn.functional as F
     from tinyfw.torch.utils.data import DataLoader, Dataset, TensorDataset
 
@@ -347,7 +347,7 @@ _METHODS = (
     "div", "t", "mm", "bmm", "mv", "index_select", "numel", "repeat_interleave", "multinomial",
     "nonzero", "masked_select", "outer", "cross", "norm", "det", "inverse", "trace",
     "logaddexp", "atan2", "hypot", "scatter", "scatter_reduce", "unflatten", "unbind",
-    "narrow", "select", "movedim", "moveaxis",
+    "narrow", "select", "movedim", "moveaxis", "arctan2", "nonzero_static",
 )
 for _name in _METHODS:
     globals()[_name] = _method(_name)
@@ -492,7 +492,7 @@ def _lazy(name: str) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("nn", "optim", "utils"):
+    if name in ("nn", "optim", "utils", "linalg"):
         return _lazy(name)
     raise AttributeError(f"module 'tinyfw.torch' has no attribute {name!r}: tinyfw.torch has "
                          "torch's most used names; see the site's page 'Coming from PyTorch' "
@@ -500,5 +500,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), "nn", "optim", "utils"])
+    return sorted([*globals(), "nn", "optim", "utils", "linalg"])
 
