@@ -346,8 +346,8 @@ _METHODS = (
     "remainder", "lerp", "allclose", "isclose", "any", "all", "eq", "ne", "add", "sub", "mul",
     "div", "t", "mm", "bmm", "mv", "index_select", "numel", "repeat_interleave", "multinomial",
     "nonzero", "masked_select", "outer", "cross", "norm", "det", "inverse", "trace",
-    "logaddexp", "atan2", "hypot", "scatter", "scatter_reduce", "unflatten", "unbind",
-    "narrow", "select", "movedim", "moveaxis", "arctan2", "nonzero_static",
+    "logaddexp", "atan2", "hypot", "scatter", "scatter_add", "scatter_reduce", "unflatten",
+    "unbind", "narrow", "select", "movedim", "moveaxis", "arctan2", "nonzero_static",
 )
 for _name in _METHODS:
     globals()[_name] = _method(_name)
