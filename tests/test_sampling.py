@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import tinyfw.torch as tt
+from tinyfw.dtype import dtypes
 import tinyfw.torch.nn.functional as TF
 
 RNG = np.random.default_rng(0)
@@ -81,3 +82,14 @@ def test_det_singular_swapped_and_its_gradient() -> None:
     np.testing.assert_allclose(got.grad.numpy(), ref.grad.numpy(), rtol=1e-4, atol=1e-5)
     with pytest.raises(RuntimeError, match="square"):
         tt.zeros(2, 3).det()
+
+
+def test_positions_past_int32_take_the_64_bit_index_dtype() -> None:
+    """grid_sample and RoiAlign read an image plane through flat positions: int32 while they
+    fit (below 2**31), the device's int64 past that, and a device without int64 refuses the
+    plane (a RuntimeError that says so) rather than wrap around to another pixel."""
+    from tinyfw.mixin.sampling import position_dtype
+    assert position_dtype(2**31, "CPU") == dtypes.int32
+    assert position_dtype(2**31 + 1, "CPU") == dtypes.int64
+    with pytest.raises(RuntimeError, match="64-bit positions"):
+        position_dtype(2**31 + 1, "WEBGPU")

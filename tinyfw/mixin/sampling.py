@@ -13,8 +13,8 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tinyfw.dtype import dtypes
-from tinyfw.mixin.core import TensorCore
+from tinyfw.dtype import DType, dtypes
+from tinyfw.mixin.core import TensorCore, index_dtype
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Tensor
@@ -116,14 +116,28 @@ def _read(flat: Tensor, index: list[Tensor], sizes: Sequence[int]) -> Tensor:
     where a coordinate is outside the image (nothing is read there)."""
     inside = None
     position = None
+    dtype = position_dtype(flat.shape[-1], flat.device)
     for i, size, stride in zip(index, sizes, _strides(sizes)):
         ok = (i >= 0) & (i < size)
         inside = ok if inside is None else inside & ok
-        term = ok.where(i, 0).cast(dtypes.int32) * stride
+        term = ok.where(i, 0).cast(dtype) * stride
         position = term if position is None else position + term
     assert inside is not None and position is not None
     picked = flat.gather(2, position.expand(flat.shape[0], flat.shape[1], position.shape[-1]))
     return inside.where(picked, 0)
+
+
+def position_dtype(pixels: int, device: str | tuple[str, ...]) -> DType:
+    """The dtype of a flat position into a plane of `pixels` elements: int32 while every
+    position fits it, else the device's 64-bit index dtype; a device without one (WEBGPU)
+    refuses the plane rather than wrap its positions around."""
+    if pixels <= 2**31:
+        return dtypes.int32
+    dtype = index_dtype(device)
+    if dtype.itemsize < 8:
+        raise RuntimeError(f"an image plane of {pixels} elements needs 64-bit positions, which "
+                           f"{device} does not have (int32 holds positions below 2**31)")
+    return dtype
 
 
 def _strides(sizes: Sequence[int]) -> list[int]:

@@ -8,7 +8,7 @@ from typing import cast
 
 from tinyfw.dtype import dtypes
 from tinyfw.mixin.fold import fold
-from tinyfw.mixin.sampling import affine_grid
+from tinyfw.mixin.sampling import affine_grid, position_dtype
 from tinyfw.onnx.registry import Call, op
 from tinyfw.tensor import Tensor
 
@@ -155,10 +155,11 @@ def roi_align(n: Call, x: Tensor, rois: Tensor, batch_indices: Tensor) -> Tensor
     y_low, y_high, ly = corners(y, height)
     x_low, x_high, lx = corners(xx, width)
     images = x.reshape(x.shape[0], c, height * width)[batch_indices.cast(dtypes.int32)]
+    place = position_dtype(height * width, x.device)
     terms = []
     for yy, wy in ((y_low, 1 - ly), (y_high, ly)):
         for xc, wx in ((x_low, 1 - lx), (x_high, lx)):
-            position = (yy * width + xc).cast(dtypes.int32).reshape(count, 1, -1)
+            position = (yy.cast(place) * width + xc.cast(place)).reshape(count, 1, -1)
             read = images.gather(2, position.expand(count, c, position.shape[-1]))
             weight = outside.where(0.0, wy * wx).reshape(count, 1, -1)
             terms.append((weight * read).reshape(count, c, oh, grid_h, ow, grid_w))
