@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep
 
+from tinyfw.onnx.lowbit import narrow_array
 from tinyfw.onnx.runner import OnnxRunner
 
 
@@ -22,7 +23,9 @@ class TinyfwRep(BackendRep):
             items = inputs if isinstance(inputs, (list, tuple)) else [inputs]
             given = dict(zip(self.runner.inputs, items))
         out = self.runner(given)
-        return tuple(out[name].numpy() for name in self.runner.outputs)
+        narrow = self.runner.carried_outputs  # float8, int4...: from their carriers
+        return tuple(narrow_array(out[name].numpy(), narrow[name]) if name in narrow
+                     else out[name].numpy() for name in self.runner.outputs)
 
 
 class TinyfwBackend(Backend):

@@ -5,6 +5,7 @@ import functools
 import math
 
 from tinyfw.dtype import DType, dtypes
+from tinyfw.onnx import lowbit
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
 
@@ -211,7 +212,7 @@ def where(n: Call, cond: Tensor, a: Tensor, b: Tensor) -> Tensor:
 # --- casts ---
 def _check_cast(info: NodeInfo) -> str | None:
     from tinyfw.onnx.runner import dtype_of
-    if "to" in info.attrs:
+    if "to" in info.attrs and info.attrs["to"] not in lowbit.CARRIED:
         try:
             dtype_of(info.attrs["to"], "Cast")
         except NotImplementedError as e:
@@ -228,11 +229,16 @@ def _cast(x: Tensor, dtype: DType) -> Tensor:
 @op("Cast", check=_check_cast)
 def cast(n: Call, x: Tensor) -> Tensor:
     from tinyfw.onnx.runner import dtype_of
-    return _cast(x, dtype_of(n.attr("to"), "Cast"))
+    to = n.attr("to")
+    if to in lowbit.CARRIED:  # float8, int4...: rounded or wrapped to it, in its carrier
+        return lowbit.cast_to(x, to, bool(n.attr("saturate", 1)))
+    return _cast(x, dtype_of(to, "Cast"))
 
 
 @op("CastLike")
 def cast_like(n: Call, x: Tensor, like: Tensor) -> Tensor:
+    if (to := n.carried[1]) is not None:
+        return lowbit.cast_to(x, to, bool(n.attr("saturate", 1)))
     return _cast(x, like.dtype)
 
 

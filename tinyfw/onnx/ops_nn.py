@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from tinyfw.dtype import dtypes
+from tinyfw.onnx import lowbit
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
 
@@ -614,6 +615,9 @@ def dequantize_linear(n: Call, x: Tensor, scale: Tensor, zero: Tensor | None = N
         shape = [scale.shape[0] if i == axis else 1 for i in range(x.ndim)]
         scale = scale.reshape(*shape)
         zero = zero.reshape(*shape) if zero is not None else None
+    if x.dtype.is_float:  # a float8 value, carried in float32 (lowbit.py)
+        xf = x if zero is None else x - zero.cast(x.dtype)
+        return xf.cast(scale.dtype) * scale
     xi = x.cast(dtypes.int32)
     if zero is not None:
         xi = xi - zero.cast(dtypes.int32)
@@ -624,14 +628,22 @@ def dequantize_linear(n: Call, x: Tensor, scale: Tensor, zero: Tensor | None = N
 def quantize_linear(n: Call, x: Tensor, scale: Tensor, zero: Tensor | None = None) -> Tensor:
     axis = _axis(n.attr("axis", 1), x.ndim)
     out_dtype = zero.dtype if zero is not None else dtypes.uint8
-    if n.attr("output_dtype", 0):
+    narrow = n.attr("output_dtype", 0) or (n.carried[2] if len(n.carried) > 2 else None)
+    if narrow and narrow not in lowbit.CARRIED:
         from tinyfw.onnx.runner import dtype_of
-        out_dtype = dtype_of(n.attr("output_dtype"), "QuantizeLinear")
+        out_dtype, narrow = dtype_of(narrow, "QuantizeLinear"), None
     if scale.ndim == 1 and scale.shape[0] > 1:
         shape = [scale.shape[0] if i == axis else 1 for i in range(x.ndim)]
         scale = scale.reshape(*shape)
         zero = zero.reshape(*shape) if zero is not None else None
+    if narrow in lowbit.FLOATS:  # float8: x / scale rounded to it (no integer rounding)
+        y = x / scale.cast(x.dtype)
+        y = y if zero is None else y + zero.cast(y.dtype)
+        return lowbit.to_float(y, narrow, bool(n.attr("saturate", 1)))
     y = (x / scale.cast(x.dtype)).round()
     if zero is not None:
         y = y + zero.cast(y.dtype)
+    if narrow:  # int4, uint4, int2, uint2: clipped to its range, in its carrier
+        low, high = lowbit.limits(narrow)
+        return y.clip(low, high).cast(lowbit.CARRIED[narrow])
     return y.clip(dtypes.min(out_dtype), dtypes.max(out_dtype)).cast(out_dtype)

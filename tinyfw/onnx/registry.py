@@ -77,8 +77,11 @@ class Call:
     """What an operator's function sees of its node while it runs."""
 
     def __init__(self, info: NodeInfo, known: Known, device: str,
-                 run_graph: Callable[..., list[Tensor | None]] | None = None):
+                 run_graph: Callable[..., list[Tensor | None]] | None = None,
+                 carried: list[int | None] | None = None):
         self.info, self.known, self.device = info, known, device
+        # each input's narrow ONNX type (float8, int4...: lowbit.py), None for an ordinary one
+        self.carried = carried or [None] * len(info.inputs)
         self.opset, self.op, self.name = info.opset, info.op, info.name
         self.n_outputs = len(info.outputs)
         self.run_graph = run_graph

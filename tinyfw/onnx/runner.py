@@ -15,11 +15,13 @@ from tinyfw.dtype import DType, dtypes
 # the operator modules register their operators when imported
 from tinyfw.onnx import (ops_attention, ops_image, ops_math, ops_more, ops_nn,  # noqa: F401
                          ops_shape)
+from tinyfw.onnx.lowbit import CARRIED, carried_array, carried_results
 from tinyfw.onnx.registry import OPS, Call, Known, NodeInfo
 from tinyfw.tensor import Tensor
 
-# ONNX's element types that tinyfw has; the others (strings, complex numbers, float8, float4,
-# int4, uint4, int2) are refused when a model using them is loaded.
+# ONNX's element types that tinyfw has. float8, float4, int4/uint4 and int2/uint2 values are
+# carried in a wider dtype (tinyfw/onnx/lowbit.py); the others (strings, complex numbers,
+# float8e8m0) are refused when a model using them is loaded.
 ONNX_DTYPES: dict[int, DType] = {
     TensorProto.FLOAT: dtypes.float32, TensorProto.DOUBLE: dtypes.float64,
     TensorProto.FLOAT16: dtypes.float16, TensorProto.BFLOAT16: dtypes.bfloat16,
@@ -54,7 +56,7 @@ def _check_type(tp: onnx.TypeProto, where: str) -> None:
         return
     if kind != "tensor_type":
         raise NotImplementedError(f"{where}: tinyfw runs tensors only, not a {kind}")
-    if tp.tensor_type.elem_type != TensorProto.UNDEFINED:
+    if tp.tensor_type.elem_type not in (TensorProto.UNDEFINED, *CARRIED):
         dtype_of(tp.tensor_type.elem_type, where)
 
 
@@ -83,9 +85,15 @@ class Graph:
     def __init__(self, graph: onnx.GraphProto, opset: int, where: str = "graph"):
         self.name = graph.name
         self.initializers: dict[str, np.ndarray] = {}
+        self.carried: dict[str, int] = {}  # values of a narrow type: the type (lowbit.py)
         for init in graph.initializer:
-            dtype_of(init.data_type, f"initializer {init.name!r}")
-            self.initializers[init.name] = numpy_helper.to_array(init)
+            arr = numpy_helper.to_array(init)
+            if init.data_type in CARRIED:
+                self.carried[init.name] = init.data_type
+                arr = carried_array(arr, init.data_type)
+            else:
+                dtype_of(init.data_type, f"initializer {init.name!r}")
+            self.initializers[init.name] = arr
         if graph.sparse_initializer:
             raise NotImplementedError(f"{where}: sparse initializers are not supported")
         self.inputs: list[tuple[str, onnx.TypeProto]] = [
@@ -93,6 +101,9 @@ class Graph:
         self.outputs = [o.name for o in graph.output]
         for i in list(graph.input) + list(graph.output) + list(graph.value_info):
             _check_type(i.type, f"value {i.name!r}")
+        for name, tp in self.inputs:
+            if tp.WhichOneof("value") == "tensor_type" and tp.tensor_type.elem_type in CARRIED:
+                self.carried[name] = tp.tensor_type.elem_type
         self.nodes: list[NodeInfo] = []
         for k, node in enumerate(graph.node):
             name = node.name or f"#{k}"
@@ -145,6 +156,9 @@ class OnnxRunner:
         self.weights = {name: self._place(arr) for name, arr in self.graph.initializers.items()}
         self.inputs = {name: tp for name, tp in self.graph.inputs}
         self.outputs = list(self.graph.outputs)
+        # the outputs of the last call of a narrow type (float8, int4...: lowbit.py), by name:
+        # their tensors are its carrier (float32, int8, uint8), holding the narrow values
+        self.carried_outputs: dict[str, int] = {}
 
     def _check_inferred_types(self) -> None:
         """The dtypes of the values between nodes, as ONNX's shape inference finds them."""
@@ -165,12 +179,16 @@ class OnnxRunner:
         tt = self.inputs[name].tensor_type
         dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
                      for d in tt.shape.dim)
+        if tt.elem_type in CARRIED:  # a narrow type: its carrier
+            return CARRIED[tt.elem_type], dims
         return dtype_of(tt.elem_type, f"input {name!r}"), dims
 
     def _input(self, name: str, value: Any) -> Tensor:
         dtype, dims = self.input_spec(name)
         if not isinstance(value, Tensor):
             arr = np.asarray(value)
+            if name in self.graph.carried:
+                arr = carried_array(arr, self.graph.carried[name])
             if arr.dtype == np.float64 and dtype != dtypes.float64 and not isinstance(
                     value, np.ndarray):
                 arr = arr.astype(dtype.np)  # a Python list or number takes the input's dtype
@@ -199,10 +217,14 @@ class OnnxRunner:
                 known.add(t, self.graph.initializers[name])
         for name, value in given.items():
             env[name] = self._input(name, value)
-        self._run(self.graph, env, known)
+        types = dict(self.graph.carried)
+        self._run(self.graph, env, known, types)
+        self.carried_outputs = {name: types[name] for name in self.outputs if name in types}
         return {name: _tensor(env[name], name) for name in self.outputs}
 
-    def _run(self, graph: Graph, env: dict[str, Tensor | None], known: Known) -> None:
+    def _run(self, graph: Graph, env: dict[str, Tensor | None], known: Known,
+             types: dict[str, int]) -> None:
+        """Runs graph's nodes in order; types: the narrow type of each value that has one."""
         for node in graph.nodes:
             args = []
             for name in node.inputs:
@@ -210,13 +232,24 @@ class OnnxRunner:
                     raise RuntimeError(f"node {node.name!r} ({node.op}): input {name!r} is "
                                        "not computed before it (the graph is not in order)")
                 args.append(env[name])
-            results = self._node(node, args, known, env)
-            for out, value in zip(node.outputs, results):
+            carried = [types.get(name) for name in node.inputs]
+            try:
+                results_carried = carried_results(node.op, node.attrs, carried,
+                                                  len(node.outputs))
+            except NotImplementedError as e:
+                raise NotImplementedError(f"node {node.name!r} ({node.op}): {e}") from e
+            results = self._node(node, args, known, env, types, carried)
+            for out, value, narrow in zip(node.outputs, results, results_carried):
                 if out:
                     env[out] = value
+                    if narrow is not None:
+                        types[out] = narrow
+                    else:
+                        types.pop(out, None)
 
     def _node(self, node: NodeInfo, args: list[Tensor | None], known: Known,
-              env: dict[str, Tensor | None]) -> list[Tensor | None]:
+              env: dict[str, Tensor | None], types: dict[str, int],
+              carried: list[int | None]) -> list[Tensor | None]:
         opdef = OPS[node.op]
         # a small node of constants is folded: run on the NUMPY device, its values kept known
         fold = opdef.fold and not node.graphs and all(a is None or a in known for a in args) \
@@ -224,7 +257,7 @@ class OnnxRunner:
         if fold:
             args = [None if a is None else _on_numpy(known, a) for a in args]
         call = Call(node, known, "NUMPY" if fold else self.device,
-                    lambda g, values: self._subgraph(g, values, env, known))
+                    lambda g, values: self._subgraph(g, values, env, known, types), carried)
         try:
             out = opdef.fn(call, *args)
         except NotImplementedError as e:
@@ -248,14 +281,19 @@ class OnnxRunner:
         return placed
 
     def _subgraph(self, graph: Graph, values: list[Tensor], env: dict[str, Tensor | None],
-                  known: Known) -> list[Tensor | None]:
-        """Runs a subgraph (If's branches, Loop's body) with the outer values in scope."""
+                  known: Known, types: dict[str, int]) -> list[Tensor | None]:
+        """Runs a subgraph (If's branches, Loop's body) with the outer values in scope (a
+        narrow value returned from it is refused: its type is not followed out)."""
         inner = dict(env)
+        inner_types = {**types, **graph.carried}
         for name, arr in graph.initializers.items():
             inner[name] = known.add(self._place(arr), arr)
         for (name, _), value in zip(graph.inputs, values):
             inner[name] = value
-        self._run(graph, inner, known)
+        self._run(graph, inner, known, inner_types)
+        if any(name in inner_types for name in graph.outputs):
+            raise NotImplementedError("a subgraph returning a value of a narrow type "
+                                      "(float8, int4...) is not supported")
         return [inner[name] for name in graph.outputs]
 
 
