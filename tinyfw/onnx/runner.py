@@ -15,7 +15,7 @@ from tinyfw.dtype import DType, dtypes
 # the operator modules register their operators when imported
 from tinyfw.onnx import (ops_attention, ops_image, ops_math, ops_more, ops_nn,  # noqa: F401
                          ops_shape)
-from tinyfw.onnx.registry import OPS, Call, Known, NodeInfo
+from tinyfw.onnx.registry import OPS, Call, Known, NodeInfo, OpDef
 from tinyfw.tensor import Tensor
 
 # ONNX's element types that tinyfw has; the others (strings, complex numbers, float8, float4,
@@ -203,6 +203,9 @@ class OnnxRunner:
         return {name: _tensor(env[name], name) for name in self.outputs}
 
     def _run(self, graph: Graph, env: dict[str, Tensor | None], known: Known) -> None:
+        """Runs graph's nodes in their order: each node's inputs are read from env by name
+        (RuntimeError if one is not there yet), `self._node` computes its outputs, and each
+        output with a name ("" is an output left out) is put in env under it."""
         for node in graph.nodes:
             args = []
             for name in node.inputs:
@@ -219,8 +222,7 @@ class OnnxRunner:
               env: dict[str, Tensor | None]) -> list[Tensor | None]:
         opdef = OPS[node.op]
         # a small node of constants is folded: run on the NUMPY device, its values kept known
-        fold = opdef.fold and not node.graphs and all(a is None or a in known for a in args) \
-            and sum(a.numel() for a in args if a is not None) <= FOLD_LIMIT
+        fold = folds(opdef, node, args, known)
         if fold:
             args = [None if a is None else _on_numpy(known, a) for a in args]
         call = Call(node, known, "NUMPY" if fold else self.device,
@@ -234,18 +236,7 @@ class OnnxRunner:
             if name and (i >= len(outs) or outs[i] is None):
                 raise NotImplementedError(f"node {node.name!r} ({node.op}): output {i} "
                                           f"({name!r}) is not computed by tinyfw")
-        if not fold:
-            return outs
-        placed: list[Tensor | None] = []
-        for t in outs:
-            if t is None:
-                placed.append(None)
-                continue
-            value = known.get(t)
-            arr = value if value is not None else t.numpy()
-            p = Tensor(arr, device=self.device)
-            placed.append(known.add(p, arr) if arr.size <= FOLD_LIMIT else p)
-        return placed
+        return place_folded(outs, known, self.device) if fold else outs
 
     def _subgraph(self, graph: Graph, values: list[Tensor], env: dict[str, Tensor | None],
                   known: Known) -> list[Tensor | None]:
@@ -257,6 +248,30 @@ class OnnxRunner:
             inner[name] = value
         self._run(graph, inner, known)
         return [inner[name] for name in graph.outputs]
+
+
+def folds(opdef: OpDef, node: NodeInfo, args: list[Tensor | None], known: Known) -> bool:
+    """Whether a node is folded: its operator may fold (`opdef.fold`), it has no subgraph,
+    each input it is given (None is one left out) has known values, and together they hold at
+    most FOLD_LIMIT elements."""
+    return opdef.fold and not node.graphs and all(a is None or a in known for a in args) \
+        and sum(a.numel() for a in args if a is not None) <= FOLD_LIMIT
+
+
+def place_folded(outs: list[Tensor | None], known: Known, device: str) -> list[Tensor | None]:
+    """A folded node's outputs (computed on the NUMPY device) put on the model's device: for
+    each, a Tensor of its values (known ones, or computed now), itself known when it holds at
+    most FOLD_LIMIT elements; None stays None."""
+    placed: list[Tensor | None] = []
+    for t in outs:
+        if t is None:
+            placed.append(None)
+            continue
+        value = known.get(t)
+        arr = value if value is not None else t.numpy()
+        p = Tensor(arr, device=device)
+        placed.append(known.add(p, arr) if arr.size <= FOLD_LIMIT else p)
+    return placed
 
 
 def _on_numpy(known: Known, t: Tensor) -> Tensor:
