@@ -206,6 +206,7 @@ class OnnxRunner:
         """Runs graph's nodes in their order: each node's inputs are read from env by name
         (RuntimeError if one is not there yet), `self._node` computes its outputs, and each
         output with a name ("" is an output left out) is put in env under it."""
+        # >>> exercise 14.walk #walking-the-graph
         for node in graph.nodes:
             args = []
             for name in node.inputs:
@@ -217,6 +218,7 @@ class OnnxRunner:
             for out, value in zip(node.outputs, results):
                 if out:
                     env[out] = value
+        # <<< exercise
 
     def _node(self, node: NodeInfo, args: list[Tensor | None], known: Known,
               env: dict[str, Tensor | None]) -> list[Tensor | None]:
@@ -254,14 +256,17 @@ def folds(opdef: OpDef, node: NodeInfo, args: list[Tensor | None], known: Known)
     """Whether a node is folded: its operator may fold (`opdef.fold`), it has no subgraph,
     each input it is given (None is one left out) has known values, and together they hold at
     most FOLD_LIMIT elements."""
+    # >>> exercise 14.fold #shapes-folded-to-constants
     return opdef.fold and not node.graphs and all(a is None or a in known for a in args) \
         and sum(a.numel() for a in args if a is not None) <= FOLD_LIMIT
+    # <<< exercise
 
 
 def place_folded(outs: list[Tensor | None], known: Known, device: str) -> list[Tensor | None]:
     """A folded node's outputs (computed on the NUMPY device) put on the model's device: for
     each, a Tensor of its values (known ones, or computed now), itself known when it holds at
     most FOLD_LIMIT elements; None stays None."""
+    # >>> exercise 14.fold #shapes-folded-to-constants
     placed: list[Tensor | None] = []
     for t in outs:
         if t is None:
@@ -272,6 +277,7 @@ def place_folded(outs: list[Tensor | None], known: Known, device: str) -> list[T
         p = Tensor(arr, device=device)
         placed.append(known.add(p, arr) if arr.size <= FOLD_LIMIT else p)
     return placed
+    # <<< exercise
 
 
 def _on_numpy(known: Known, t: Tensor) -> Tensor:
