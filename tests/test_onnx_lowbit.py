@@ -92,3 +92,22 @@ def test_a_narrow_value_moves_through_reshape_and_keeps_its_type() -> None:
     assert got.dtype == ml_dtypes.int4
     np.testing.assert_array_equal(got.astype(np.int8), [[1, 7], [7, -8]])
     assert rep.runner.carried_outputs == {"y": TensorProto.INT4}
+
+
+def test_a_narrow_value_cast_to_float_is_an_ordinary_value() -> None:
+    """Cast from float8 to float32 keeps the carrier's very values: what it gives is a float32
+    value like any other (Add takes it), while the float8 input stays float8."""
+    nodes = [helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["f", "f"], ["y"]),
+             helper.make_node("Identity", ["x"], ["same"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT8E5M2, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("same", TensorProto.FLOAT8E5M2, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    rep = TinyfwBackend.prepare(model)
+    x = np.array([1.5, -3.0, 0.25], np.float32).astype(ml_dtypes.float8_e5m2)
+    y, same = rep.run([x])
+    assert y.dtype == np.float32 and same.dtype == ml_dtypes.float8_e5m2
+    np.testing.assert_array_equal(y, [3.0, -6.0, 0.5])
+    np.testing.assert_array_equal(same.astype(np.float32), [1.5, -3.0, 0.25])

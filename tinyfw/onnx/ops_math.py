@@ -5,7 +5,7 @@ import functools
 import math
 
 from tinyfw.dtype import DType, dtypes
-from tinyfw.onnx import lowbit
+from tinyfw.onnx import lowbit, rules
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
 
@@ -381,17 +381,8 @@ def matmul(n: Call, a: Tensor, b: Tensor) -> Tensor:
 
 @op("Gemm")
 def gemm(n: Call, a: Tensor, b: Tensor, c: Tensor | None = None) -> Tensor:
-    if n.attr("transA", 0):
-        a = a.transpose(0, 1)
-    if n.attr("transB", 0):
-        b = b.transpose(0, 1)
-    alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
-    out = a.matmul(b)
-    if alpha != 1.0:
-        out = out * alpha
-    if c is not None:
-        out = out + (c * beta if beta != 1.0 else c)
-    return out.cast(a.dtype)
+    return rules.gemm(a, b, c, bool(n.attr("transA", 0)), bool(n.attr("transB", 0)),
+                      n.attr("alpha", 1.0), n.attr("beta", 1.0))
 
 
 @op("Einsum")

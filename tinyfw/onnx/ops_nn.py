@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from tinyfw.dtype import dtypes
-from tinyfw.onnx import lowbit
+from tinyfw.onnx import lowbit, rules
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
 
@@ -19,20 +19,8 @@ def _axis(a: int, ndim: int) -> int:
 def _spatial_pads(n: Call, x: Tensor, kernel: list[int], strides: list[int],
                   dilations: list[int]) -> list[tuple[int, int]]:
     """Each spatial axis's (before, after) padding: `pads`, or what auto_pad's SAME asks."""
-    k = len(kernel)
-    auto = n.attr("auto_pad", "NOTSET")
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        out = []
-        for size, kk, s, d in zip(x.shape[2:], kernel, strides, dilations):
-            total = max((math.ceil(size / s) - 1) * s + (kk - 1) * d + 1 - size, 0)
-            small = total // 2
-            out.append((small, total - small) if auto == "SAME_UPPER" else
-                       (total - small, small))
-        return out
-    if auto == "VALID":
-        return [(0, 0)] * k
-    pads = n.attr("pads", [0] * 2 * k)
-    return [(pads[i], pads[i + k]) for i in range(k)]
+    return rules.conv_pads(n.attr("auto_pad", "NOTSET"), x.shape[2:], kernel, strides,
+                           dilations, n.attr("pads", None))
 
 
 def _conv_params(n: Call, x: Tensor, kernel: list[int]) -> tuple[list[int], list[int]]:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from tinyfw.dtype import dtypes
+from tinyfw.onnx import rules
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
 
@@ -77,8 +78,7 @@ def eye_like(n: Call, x: Tensor) -> Tensor:
 @op("Reshape")
 def reshape(n: Call, x: Tensor, dims: Tensor | None = None) -> Tensor:
     new = list(n.attr("shape")) if dims is None else n.ints(dims)
-    if not n.attr("allowzero", 0):
-        new = [x.shape[i] if d == 0 else d for i, d in enumerate(new)]
+    new = rules.reshape_dims(x.shape, new, bool(n.attr("allowzero", 0)))
     return x.reshape(*new) if new else x.reshape(())
 
 
@@ -116,11 +116,8 @@ def transpose(n: Call, x: Tensor) -> Tensor:
 
 @op("Expand")
 def expand(n: Call, x: Tensor, dims: Tensor) -> Tensor:
-    want = n.ints(dims)
-    nd = max(len(want), x.ndim)
-    own = [1] * (nd - x.ndim) + list(x.shape)
-    want = [1] * (nd - len(want)) + want
-    out = [o if w == 1 else w for o, w in zip(own, want)]
+    out = rules.broadcast_shape(x.shape, n.ints(dims))
+    own = [1] * (len(out) - x.ndim) + list(x.shape)
     return x.reshape(*own).expand(*out) if out else x
 
 

@@ -60,6 +60,18 @@ class Known:
 
     def __init__(self) -> None:
         self._values: dict[int, tuple[Tensor, np.ndarray]] = {}
+        self._narrow: dict[int, tuple[Tensor, int]] = {}  # (tensors of a narrow type)
+
+    def set_narrow(self, t: Tensor | None, elem_type: int) -> None:
+        """Notes that t carries values of the narrow ONNX type elem_type (float8, int4...:
+        tinyfw/onnx/lowbit.py)."""
+        if t is not None:
+            self._narrow[id(t)] = (t, elem_type)
+
+    def narrow(self, t: Tensor | None) -> int | None:
+        """The narrow ONNX type t carries, or None for an ordinary tensor."""
+        entry = self._narrow.get(id(t)) if t is not None else None
+        return entry[1] if entry is not None and entry[0] is t else None
 
     def add(self, t: Tensor, value: np.ndarray) -> Tensor:
         self._values[id(t)] = (t, value)

@@ -16,7 +16,7 @@ from tinyfw.dtype import DType, dtypes
 from tinyfw.onnx import (ops_attention, ops_image, ops_math, ops_more, ops_nn,  # noqa: F401
                          ops_shape)
 from tinyfw.onnx.lowbit import CARRIED, carried_array, carried_results
-from tinyfw.onnx.registry import OPS, Call, Known, NodeInfo
+from tinyfw.onnx.registry import OPS, Call, Known, NodeInfo, OpDef
 from tinyfw.tensor import Tensor
 
 # ONNX's element types that tinyfw has. float8, float4, int4/uint4 and int2/uint2 values are
@@ -217,14 +217,18 @@ class OnnxRunner:
                 known.add(t, self.graph.initializers[name])
         for name, value in given.items():
             env[name] = self._input(name, value)
-        types = dict(self.graph.carried)
-        self._run(self.graph, env, known, types)
-        self.carried_outputs = {name: types[name] for name in self.outputs if name in types}
+        for name, elem_type in self.graph.carried.items():
+            known.set_narrow(env[name], elem_type)
+        self._run(self.graph, env, known)
+        self.carried_outputs = {name: found for name in self.outputs
+                                if (found := known.narrow(env.get(name))) is not None}
         return {name: _tensor(env[name], name) for name in self.outputs}
 
-    def _run(self, graph: Graph, env: dict[str, Tensor | None], known: Known,
-             types: dict[str, int]) -> None:
-        """Runs graph's nodes in order; types: the narrow type of each value that has one."""
+    def _run(self, graph: Graph, env: dict[str, Tensor | None], known: Known) -> None:
+        """Runs graph's nodes in their order: each node's inputs are read from env by name
+        (RuntimeError if one is not there yet), `self._node` computes its outputs, and each
+        output with a name ("" is an output left out) is put in env under it."""
+        # >>> exercise 14.walk #walking-the-graph
         for node in graph.nodes:
             args = []
             for name in node.inputs:
@@ -232,32 +236,27 @@ class OnnxRunner:
                     raise RuntimeError(f"node {node.name!r} ({node.op}): input {name!r} is "
                                        "not computed before it (the graph is not in order)")
                 args.append(env[name])
-            carried = [types.get(name) for name in node.inputs]
-            try:
-                results_carried = carried_results(node.op, node.attrs, carried,
-                                                  len(node.outputs))
-            except NotImplementedError as e:
-                raise NotImplementedError(f"node {node.name!r} ({node.op}): {e}") from e
-            results = self._node(node, args, known, env, types, carried)
-            for out, value, narrow in zip(node.outputs, results, results_carried):
+            results = self._node(node, args, known, env)
+            for out, value in zip(node.outputs, results):
                 if out:
                     env[out] = value
-                    if narrow is not None:
-                        types[out] = narrow
-                    else:
-                        types.pop(out, None)
+        # <<< exercise
 
     def _node(self, node: NodeInfo, args: list[Tensor | None], known: Known,
-              env: dict[str, Tensor | None], types: dict[str, int],
-              carried: list[int | None]) -> list[Tensor | None]:
+              env: dict[str, Tensor | None]) -> list[Tensor | None]:
         opdef = OPS[node.op]
+        # values of a narrow type (float8, int4...) go only where lowbit.py lets them
+        carried = [known.narrow(a) for a in args]
+        try:
+            narrow_outs = carried_results(node.op, node.attrs, carried, len(node.outputs))
+        except NotImplementedError as e:
+            raise NotImplementedError(f"node {node.name!r} ({node.op}): {e}") from e
         # a small node of constants is folded: run on the NUMPY device, its values kept known
-        fold = opdef.fold and not node.graphs and all(a is None or a in known for a in args) \
-            and sum(a.numel() for a in args if a is not None) <= FOLD_LIMIT
+        fold = folds(opdef, node, args, known)
         if fold:
             args = [None if a is None else _on_numpy(known, a) for a in args]
         call = Call(node, known, "NUMPY" if fold else self.device,
-                    lambda g, values: self._subgraph(g, values, env, known, types), carried)
+                    lambda g, values: self._subgraph(g, values, env, known), carried)
         try:
             out = opdef.fn(call, *args)
         except NotImplementedError as e:
@@ -267,34 +266,54 @@ class OnnxRunner:
             if name and (i >= len(outs) or outs[i] is None):
                 raise NotImplementedError(f"node {node.name!r} ({node.op}): output {i} "
                                           f"({name!r}) is not computed by tinyfw")
-        if not fold:
-            return outs
-        placed: list[Tensor | None] = []
-        for t in outs:
-            if t is None:
-                placed.append(None)
-                continue
-            value = known.get(t)
-            arr = value if value is not None else t.numpy()
-            p = Tensor(arr, device=self.device)
-            placed.append(known.add(p, arr) if arr.size <= FOLD_LIMIT else p)
-        return placed
+        outs = place_folded(outs, known, self.device) if fold else outs
+        for i, (t, narrow) in enumerate(zip(outs, narrow_outs)):
+            if t is not None and known.narrow(t) != narrow:  # (an input passed on as it is,
+                outs[i] = t = t.detach()  # a float8 cast to float32: the same carrier)
+            if narrow is not None:
+                known.set_narrow(t, narrow)
+        return outs
 
     def _subgraph(self, graph: Graph, values: list[Tensor], env: dict[str, Tensor | None],
-                  known: Known, types: dict[str, int]) -> list[Tensor | None]:
-        """Runs a subgraph (If's branches, Loop's body) with the outer values in scope (a
-        narrow value returned from it is refused: its type is not followed out)."""
+                  known: Known) -> list[Tensor | None]:
+        """Runs a subgraph (If's branches, Loop's body) with the outer values in scope."""
         inner = dict(env)
-        inner_types = {**types, **graph.carried}
         for name, arr in graph.initializers.items():
             inner[name] = known.add(self._place(arr), arr)
+            if name in graph.carried:
+                known.set_narrow(inner[name], graph.carried[name])
         for (name, _), value in zip(graph.inputs, values):
             inner[name] = value
-        self._run(graph, inner, known, inner_types)
-        if any(name in inner_types for name in graph.outputs):
-            raise NotImplementedError("a subgraph returning a value of a narrow type "
-                                      "(float8, int4...) is not supported")
+        self._run(graph, inner, known)
         return [inner[name] for name in graph.outputs]
+
+
+def folds(opdef: OpDef, node: NodeInfo, args: list[Tensor | None], known: Known) -> bool:
+    """Whether a node is folded: its operator may fold (`opdef.fold`), it has no subgraph,
+    each input it is given (None is one left out) has known values, and together they hold at
+    most FOLD_LIMIT elements."""
+    # >>> exercise 14.fold #shapes-folded-to-constants
+    return opdef.fold and not node.graphs and all(a is None or a in known for a in args) \
+        and sum(a.numel() for a in args if a is not None) <= FOLD_LIMIT
+    # <<< exercise
+
+
+def place_folded(outs: list[Tensor | None], known: Known, device: str) -> list[Tensor | None]:
+    """A folded node's outputs (computed on the NUMPY device) put on the model's device: for
+    each, a Tensor of its values (known ones, or computed now), itself known when it holds at
+    most FOLD_LIMIT elements; None stays None."""
+    # >>> exercise 14.fold #shapes-folded-to-constants
+    placed: list[Tensor | None] = []
+    for t in outs:
+        if t is None:
+            placed.append(None)
+            continue
+        value = known.get(t)
+        arr = value if value is not None else t.numpy()
+        p = Tensor(arr, device=device)
+        placed.append(known.add(p, arr) if arr.size <= FOLD_LIMIT else p)
+    return placed
+    # <<< exercise
 
 
 def _on_numpy(known: Known, t: Tensor) -> Tensor:
