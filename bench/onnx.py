@@ -136,6 +136,8 @@ def export_minilm(folder: Path, ids: np.ndarray, mask: np.ndarray, path: Path) -
     tests/test_onnx_minilm.py exports it."""
     import torch
     import transformers
+    transformers.logging.set_verbosity_error()  # (its load report lists the unused pooler)
+    transformers.logging.disable_progress_bar()
     model = transformers.BertModel.from_pretrained(folder, add_pooling_layer=False).eval()
     model.requires_grad_(False)
 
