@@ -52,8 +52,9 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any
 
-if not __package__:  # run as a file: make the repo root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if not __package__:  # run as a file: the repo root importable instead of bench/, whose
+    # onnx.py (this file) would otherwise stand in for the onnx package
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 # bench.run drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads (see bench/README.md)
 from bench.run import DROPPED_ENV, cpu_name  # noqa: E402, I001
