@@ -177,7 +177,7 @@ def is_loaded(node: UOp) -> bool:
     is computed again where it is used: nodes are shared (hash-consed), so another graph that
     builds the same constant would otherwise read it from that buffer, not inline it."""
     direct = node.op is _BUFFER or (node.op is _RESHAPE and node.src[0].op is _BUFFER)
-    return direct or (node.realized is not None and bool(buffers_read(node)))
+    return direct or (node.realized is not None and reads_a_buffer(node))
 
 
 def buffer_of(node: UOp) -> Buffer:
@@ -221,6 +221,21 @@ def buffers_read(node: UOp) -> frozenset[Buffer]:
 
 
 _buffers_read: weakref.WeakKeyDictionary[UOp, frozenset[Buffer]] = weakref.WeakKeyDictionary()
+
+
+def reads_a_buffer(node: UOp) -> bool:
+    """Whether a buffer is below node: bool(buffers_read(node)), each node's answer made from
+    its sources' (remembered), so asking of every node of a deep graph walks it once in all,
+    not once for each (a prompt's realized cache of keys sits on the whole history of writes)."""
+    if (known := _reads_a_buffer.get(node)) is not None:
+        return known
+    for n in node.toposort(stop=lambda m: m in _reads_a_buffer):
+        if n not in _reads_a_buffer:
+            _reads_a_buffer[n] = n.op is Ops.BUFFER or any(_reads_a_buffer[s] for s in n.src)
+    return _reads_a_buffer[node]
+
+
+_reads_a_buffer: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
 
 
 class Listener:

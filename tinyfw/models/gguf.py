@@ -488,6 +488,22 @@ def _dequantized_dot(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
     return (x.reshape(*lead, 1, nb, 2, 16) * (d * q + m)).sum((-3, -2, -1))
 
 
+def split_weight(numbers: Tensor, scales: Tensor, ggml_type: GGMLType) -> Tensor:
+    """The float32 matrix (N, K) that split_blocks' two parts hold, d * q (+ m), stored: a
+    prompt of many rows is a matrix product with it (the float matmul's tiles), where one row
+    at a time reads the packed bytes (split_linear)."""
+    n, nb = numbers.shape[0], numbers.shape[1]
+    d = scales[..., 0:1].cast(dtypes.float32)                                  # (N, nb, 1)
+    if ggml_type is GGMLType.Q8_0:
+        w = numbers.bitcast(dtypes.int8).cast(dtypes.float32) * d
+    elif ggml_type is GGMLType.Q4_1:
+        q = _nibbles(numbers).cast(dtypes.float32)                            # (N, nb, 2, 16)
+        w = d.unsqueeze(-1) * q + scales[..., 1:2].cast(dtypes.float32).unsqueeze(-1)
+    else:
+        raise NotImplementedError(f"split_weight: {ggml_type.name} weights are not supported")
+    return w.reshape(n, nb * 32).contiguous()
+
+
 # --- weights split in two: the numbers' bytes, and the scales as float16 ----------------------
 def split_blocks(blocks: np.ndarray, ggml_type: GGMLType) -> tuple[np.ndarray, np.ndarray]:
     """Q4_1 or Q8_0 blocks (..., bytes per block) as two arrays, together as many bytes: the

