@@ -346,9 +346,14 @@ def test_a_client_that_leaves_frees_its_slot(server: Server) -> None:
     assert health["steps"] - before < 100  # (not the 200 tokens asked for)
 
 
+# requests per client of test_load (8 clients); TINYFW_LOAD_REQUESTS=25 runs the issue's 200
+LOAD_REQUESTS = int(os.environ.get("TINYFW_LOAD_REQUESTS", "3"))
+
+
 def test_load(server: Server, alone: dict[str, str]) -> None:
-    """8 clients, 24 requests, streamed or not, a third hanging up: every finished answer is
-    whole and its own question's; the server's memory is back near where it was."""
+    """8 clients, 24 requests (TINYFW_LOAD_REQUESTS per client), streamed or not, a third
+    hanging up: every finished answer is whole and its own question's; the server's memory is
+    back near where it was."""
     server.wait_idle()
     start_rss = server.rss()
     results: list[tuple[str, str, str]] = []
@@ -356,8 +361,8 @@ def test_load(server: Server, alone: dict[str, str]) -> None:
 
     def run(worker: int) -> None:
         try:
-            for i in range(3):
-                n = worker * 3 + i
+            for i in range(LOAD_REQUESTS):
+                n = worker * LOAD_REQUESTS + i
                 question = QUESTIONS[n % len(QUESTIONS)]
                 if n % 3 == 0:
                     reply = chat(server, question)
@@ -377,7 +382,7 @@ def test_load(server: Server, alone: dict[str, str]) -> None:
     for t in threads:
         t.join(600)
     assert not errors, errors
-    assert len(results) == 16
+    assert len(results) == sum(1 for n in range(8 * LOAD_REQUESTS) if n % 3 != 2)
     for question, text, finish in results:
         assert (text, finish) == (alone[question], "length"), question
     server.wait_idle()
