@@ -526,3 +526,27 @@ def test_an_assign_to_a_returned_tensor_does_not_reach_later_replays() -> None:
         np.testing.assert_array_equal(out.numpy(), [i, 2 * i], err_msg=f"call {i + 1}")
         out.assign(out * 10).realize()
         np.testing.assert_array_equal(out.numpy(), [10 * i, 20 * i])
+
+
+def test_constants_of_the_function_are_read_and_computed_once() -> None:
+    """A value made only of the function's own constants (a shape folded on the host, as the
+    ONNX runner does) may be read while captured: the capture keeps it, a replay does not run
+    its kernel again, and each call still gives its inputs' answer."""
+    @TinyJit
+    def step(x: Tensor) -> Tensor:
+        scale = (Tensor([1.0, 2.0, 3.0], device="NUMPY") * 2).numpy()  # constants only
+        return (x * float(scale[1])).realize()
+
+    for i in range(4):
+        np.testing.assert_allclose(step(Tensor([float(i), 1.0])).numpy(), [4.0 * i, 4.0])
+    assert all(launch.item.device != "NUMPY" for launch in step.jit_cache)
+
+
+def test_a_read_of_an_input_is_still_refused() -> None:
+    @TinyJit
+    def step(x: Tensor) -> Tensor:
+        return (x * float((x + 1).numpy()[0])).realize()
+
+    step(Tensor([1.0]))
+    with pytest.raises(JitError, match="reads a tensor's data"):
+        step(Tensor([1.0]))

@@ -26,9 +26,14 @@ class Buffer:
     own: it is the first `size` elements of base's (TinyJit's memory planner shares memory so,
     tinyfw/engine/memory.py)."""
 
+    made = 0  # buffers made so far (each one's serial: TinyJit tells its constants by it)
+
     def __init__(self, device: str, size: int, dtype: DType, initial: np.ndarray | None = None,
                  base: Buffer | None = None):
         self.device, self.size, self.dtype = device, size, dtype
+        Buffer.made += 1
+        self.serial = Buffer.made
+        self.constant = False  # a number's value, never written (engine/const_args.py)
         self.base: Buffer | None = base
         assert base is None or (base.base is None and base.device == device and
                                 base.dtype == dtype and base.size >= size), "a bad base"

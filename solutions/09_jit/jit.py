@@ -1,7 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/jit/jit.py by `python -m tools.generate`.
 # Edit tinyfw/jit/jit.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
-# generated text id: 5bc47421c170ebd2 (lets tools.generate tell your edits apart)
+# generated text id: 0887e9e112d10b91 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -49,6 +49,12 @@ forever: a function that draws those while it is captured raises JitError; draw 
 and pass them in as a tensor argument. (Other host data made inside the function,
 Tensor.arange or Tensor([...]), is a constant.)
 
+Constants. A kernel whose every buffer (its output's and its inputs') was made during the
+capture and is written by no kernel kept for replays computes a constant of the function: it
+runs once, at the capture, and its output stays (pinned). Reading such a value, or one made of
+constants alone, is allowed while captured: a replay would read the same (an ONNX model's
+shapes, folded on the host as the graph is walked).
+
 Deferred checks. An error that depends on data (an integer division by a tensor holding 0, a
 class label out of range: realize.Check) is raised by realize once the graph is computed. The
 kernels computing such checks are captured like any other; after each replay their flags are
@@ -67,7 +73,8 @@ prints them); JIT_PLAN=0 turns the planner off.
 Rules, each checked with a JitError that says what to do: inputs are the tensor arguments
 (passed directly, not inside lists) and keep their shapes, dtypes and devices; other arguments
 keep their values; the function returns None, a Tensor, or tuples, lists and dicts of them
-(not its inputs); it does not read data (.numpy(), .item(), print) while captured; it
+(not its inputs); it does not read data (.numpy(), .item(), print) while captured, but
+constants; it
 launches some kernel; the tensors it assigns are realized before the call and by its end; it
 sets .grad to None before backward (a replay cannot add to an earlier call's gradient); no
 TinyJit is called inside another's capture; Tensor.training is as it was at the capture, and so
@@ -545,6 +552,8 @@ class _Recorder(realize.Listener):
         self.name = name
         self.launches: list[Launch] = []
         self.assigned: list[tuple[Tensor, Buffer]] = []
+        self.since = Buffer.made  # buffers of a greater serial are made during the capture
+        self.written: set[Buffer] = set()  # the outputs of the launches kept
 
     def __enter__(self) -> _Recorder:
         set_capture_in_this_thread(self)
@@ -556,7 +565,15 @@ class _Recorder(realize.Listener):
         set_capture_in_this_thread(None)
 
     def launched(self, item: ScheduleItem, out: Buffer, inputs: list[Buffer]) -> None:
+        if self._made_here(out) and all(self._made_here(b) for b in inputs):
+            return  # a constant of the function, computed once (its buffer is kept, pinned)
         self.launches.append(Launch(item, out, list(inputs)))
+        self.written.add(out)
+
+    def _made_here(self, buffer: Buffer) -> bool:
+        """Whether buffer is one of the function's constants: made during the capture and
+        written by no kernel recorded for replays, or a number's value (const_args.py)."""
+        return buffer.constant or (buffer.serial > self.since and buffer not in self.written)
 
     def assigning(self, tensor: Any) -> None:
         if not isinstance(tensor.uop, UOp):  # over many devices: each part is state of its own
@@ -575,11 +592,30 @@ class _Recorder(realize.Listener):
         self.assigned.append((tensor, realize.buffer_of(tensor.uop)))
 
     def reading(self, tensor: Any) -> None:
+        if self._of_constants(tensor):
+            return
         raise JitError(f"TinyJit({self.name}): the function reads a tensor's data (.numpy(), "
                        ".item(), .tolist(), print, `if`, x[mask], nonzero, masked_select, "
                        "or requires_grad=True) while it is captured. Replays "
                        "do not run the function, so the read would not happen again. Return the "
                        "tensor and read it after the call.")
+
+
+    def _of_constants(self, tensor: Any) -> bool:
+        """Whether tensor's value is made only of the function's own constants: every buffer
+        below it was made during the capture (from host data: Tensor(array)) and no captured
+        kernel wrote it, so a read of it would read the same at every call, as Python's own
+        constants are (an ONNX model's shapes, folded on the host). Inputs, state, and values
+        computed from them are not."""
+        if not isinstance(tensor.uop, UOp):
+            return False
+        node = tensor.uop
+        buffers = set(realize.buffers_read(node))
+        if not buffers:  # no buffer below: the graph's constants alone give its value
+            return True
+        if realize.is_realized(node):
+            buffers.add(realize.buffer_of(node))
+        return all(self._made_here(b) for b in buffers)
 
 
 class _Guard(realize.Listener):

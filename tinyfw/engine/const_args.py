@@ -119,7 +119,9 @@ def _value_node(device: str, dtype: DType, value: object) -> UOp:
         _values.move_to_end(key)
         return node
     data = np.array([value], dtype=np.float32 if dtype == dtypes.bfloat16 else dtype.np)
-    node = _values[key] = UOp(Ops.BUFFER, dtype, (), Buffer(device, 1, dtype, data))
+    buffer = Buffer(device, 1, dtype, data)
+    buffer.constant = True  # (never written: TinyJit counts it among a function's constants)
+    node = _values[key] = UOp(Ops.BUFFER, dtype, (), buffer)
     if len(_values) > VALUE_BUFFERS:
         _values.popitem(last=False)
     return node
