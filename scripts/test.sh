@@ -68,14 +68,16 @@ run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --di
 # run only the distinct cases of each parametrized test: every method, dtype, mode and argument
 # value and every empty or 0-d shape, not each size again (tests/conftest.py says how;
 # TINYFW_DEVICE_SUBSET=0 runs them all). The other suites run in full. The random API programs
-# against torch (tests/test_differential_api.py, issue 38) run their first 50 programs there.
+# against torch (tests/test_differential_api.py, issue 38) run their first 50 programs there,
+# and ONNX's node tests the first case of each operator (tests/onnx_node_suite.py).
 run "Tensor API suites (tests/test_api_*.py) on NUMPY" env DEVICE=NUMPY \
   .venv/bin/python -m pytest tests/test_api_*.py -q -ra "${workers[@]}" --dist load
 for device in $devices; do
   run "op, accuracy, edge-input and Tensor API suites on $device" env DEVICE="$device" \
     .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py tests/test_edge_inputs.py \
     tests/test_reduce_accuracy.py tests/test_gguf_quants.py tests/test_api_*.py \
-    tests/test_differential_api.py -q -ra "${workers[@]}" --dist load
+    tests/test_differential_api.py tests/test_onnx_node.py tests/test_onnx_node_b.py \
+    -q -ra "${workers[@]}" --dist load
 done
 # SmolLM2's 8 greedy tokens on each device against transformers' (each compiles the model's
 # kernels: about 40 s for the three, two workers). Left out of tests/ on CPU: a developer's

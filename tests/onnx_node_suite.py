@@ -11,7 +11,9 @@ is skipped with its reason. `python -m tests.onnx_node_suite` runs every case an
 list again (keeping the reasons given for "differs" cases).
 
 On a backend device (CL, WEBGPU, CUDAEMU) only the first case of each operator runs (the rule
-of the device subset, tests/conftest.py: the same kernels again at other sizes are left out)."""
+of the device subset, tests/conftest.py: the same kernels again at other sizes are left out),
+in the README's test command; a case the device cannot express (WEBGPU: no int64, float16 or
+float64) is skipped with the device's NotSupportedError."""
 from __future__ import annotations
 
 import re
@@ -65,6 +67,20 @@ def names_to_run(shard: int, shards: int = 2) -> list[str]:
         if not name.endswith("_expanded"):
             first.setdefault(_op_of(CASES[name]), name)
     return sorted(first.values())
+
+
+def run_case_here(name: str) -> None:
+    """run_case on this run's device; on a backend device, a case it cannot express (WEBGPU
+    has no int64, float16 or float64: NotSupportedError, a clear refusal) is skipped with why."""
+    import pytest
+
+    from tinyfw.renderer.base import NotSupportedError
+    try:
+        run_case(name)
+    except NotSupportedError as e:
+        if Device.DEFAULT in EVERY_CASE_DEVICES:
+            raise
+        pytest.skip(f"not on {Device.DEFAULT}: {e}")
 
 
 def run_case(name: str) -> None:

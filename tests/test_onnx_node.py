@@ -7,13 +7,13 @@ import pytest
 
 pytest.importorskip("onnx")
 from tests.onnx_node_suite import (CASES, EVERY_CASE_DEVICES, EXCLUDED,  # noqa: E402
-                                   names_to_run, run_case)
+                                   names_to_run, run_case, run_case_here)
 from tinyfw.device import Device  # noqa: E402
 
 
 @pytest.mark.parametrize("name", names_to_run(0))
 def test_node(name: str) -> None:
-    run_case(name)
+    run_case_here(name)
 
 
 REFUSED = sorted(n for n, why in EXCLUDED.items() if why.startswith("refused:") and n in CASES)

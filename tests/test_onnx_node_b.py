@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("onnx")
-from tests.onnx_node_suite import names_to_run, run_case  # noqa: E402
+from tests.onnx_node_suite import names_to_run, run_case_here  # noqa: E402
 
 
 @pytest.mark.parametrize("name", names_to_run(1))
 def test_node(name: str) -> None:
-    run_case(name)
+    run_case_here(name)
