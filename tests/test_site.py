@@ -226,12 +226,24 @@ def check_layout(page: Any, url: str) -> None:
     assert not problems, f"{url}:\n" + "\n".join(problems)
 
 
+def kernel_shutdown_race(lines: list[str]) -> bool:
+    """An error a notebook's kernel logs as it shuts down, after every cell ran: tornado's
+    "Uncaught exception in ZMQStream callback" from ipykernel's control handler flushing stdout
+    into a pipe already closed (a race in ipykernel's shutdown, seen once in a fresh clone's
+    run, 2026-12-07; ipython/ipykernel#611 and #419 are earlier fixes of its kind). It says
+    nothing of the notebook: a cell's own error stops the build with its traceback."""
+    return lines[0].startswith("ERROR:tornado.general:Uncaught exception in ZMQStream") and \
+        any("ipykernel/kernelbase.py" in line and "process_control" in line
+            for line in lines) and any("ipykernel/iostream.py" in line for line in lines)
+
+
 def test_build_has_no_warnings(build: Build) -> None:
     """mkdocs --strict printed no warning or error (its own or a notebook kernel's)."""
     if os.environ.get("TINYFW_SITE_DIR"):
         pytest.skip("TINYFW_SITE_DIR: a site built before is reused, this run built nothing")
     lines = build.output.splitlines()
-    noisy = [i for i, line in enumerate(lines) if re.search(r"\b(WARNING|ERROR)\b", line)]
+    noisy = [i for i, line in enumerate(lines) if re.search(r"\b(WARNING|ERROR)\b", line)
+             and not kernel_shutdown_race(lines[i:i + 13])]
     # each with the 12 lines after it: a kernel's error prints its traceback there
     assert not noisy, "\n---\n".join("\n".join(lines[i:i + 13]) for i in noisy)
     print(f"site built in {build.seconds:.1f} s")
