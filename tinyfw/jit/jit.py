@@ -109,6 +109,7 @@ from tinyfw.engine.capture import (Launch, capture_in_this_thread, set_capture_i
 from tinyfw.engine.debug import debug_level
 from tinyfw.engine.memory import lifetimes, memory_bytes, plan_memory
 from tinyfw.device import Buffer, Device
+from tinyfw.renderer.base import NotSupportedError
 from tinyfw.dtype import DType
 from tinyfw.helpers import shape_str
 from tinyfw.engine.graph import graph_steps, graphs_enabled
@@ -822,8 +823,19 @@ def _rebuilt(ret: Any, swap: dict[Buffer, Buffer]) -> Any:
 def _leftover_grads() -> set[Buffer]:
     """The buffers of the .grad tensors there before a capture (realized now, before it)."""
     grads = [t.grad for t in list(Tensor._grad_leaves.values()) if t.grad is not None]
-    Tensor.realize_all(*grads)
+    try:
+        Tensor.realize_all(*grads)
+    except NotSupportedError:  # one its device cannot compute (float64 on WEBGPU): no kernel
+        grads = [g for g in grads if _realized_if_possible(g)]  # there reads it, nor adds to it
     return {realize.buffer_of(p) for g in grads for p in getattr(g.uop, "parts", (g.uop,))}
+
+
+def _realized_if_possible(t: Tensor) -> bool:
+    try:
+        t.realize()
+    except NotSupportedError:
+        return False
+    return True
 
 
 def _rng_state() -> tuple[int, Any]:
