@@ -1,8 +1,10 @@
 """Loads a learner's chapter code into tinyfw: use("02") patches it in, unuse() restores.
 
-Every change is made through one pytest.MonkeyPatch, which unuse() undoes. No cache of tinyfw
-needs clearing: a function is replaced where tinyfw looks it up, and a device keys each program
-it builds by the code that made it (lowering, renderer), so swapped code builds a new one.
+Every change is made through one pytest.MonkeyPatch, which unuse() undoes. A function is
+replaced where tinyfw looks it up. tinyfw's engine keeps what it made (schedules, kernels,
+programs) under keys of what it was given, not of its own code, so each swap, made or undone,
+ends with tinyfw.engine.caches.forget_built(): the next tensor is scheduled, lowered, rendered
+and compiled by the code in place now.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from types import CellType, FunctionType, ModuleType
 from typing import Any
 
 import pytest
+
+from tinyfw.engine.caches import forget_built
 
 from chapters.tasks import (ExerciseModule, Layout, chapter_dir, default_layout, discover,
                             display_path, exercise_modules, normalize_chapter)
@@ -363,6 +367,7 @@ def use_many(chapters: Sequence[str | int], impl: str | os.PathLike[str] | None 
         _restore(patch)
         raise
     _active = patch
+    forget_built()  # (what the engine made with tinyfw's code)
     return list(patch.files)
 
 
@@ -394,6 +399,7 @@ def _restore(patch: _Patch) -> None:
     patch.swaps.clear()
     for name in patch.module_names:
         sys.modules.pop(name, None)
+    forget_built()  # (what the engine made with the learner's code)
 
 
 def unuse() -> None:
@@ -468,4 +474,9 @@ def reference(*task_ids: str) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         for swap in swapped:
             _put(monkeypatch, swap.owner, swap.name, swap.original)
-        yield
+        forget_built()
+        try:
+            yield
+        finally:
+            monkeypatch.undo()
+            forget_built()

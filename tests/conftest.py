@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import uuid
 from typing import Any
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -18,6 +18,7 @@ import pytest
 from chapters.grade_cache import CACHE_ENV
 from tinyfw import DType, dtypes
 from tinyfw.device import Device
+from tinyfw.engine.caches import forget_built
 from tinyfw.renderer.base import NotSupportedError
 
 # The dtypes a device cannot compute with. WGSL has 32-bit scalars only (f16 is an optional
@@ -54,6 +55,17 @@ class NeedsDtypes:
             any(d.name in message for d in self.missing), \
             f"NotSupportedError should name the dtype ({names}) and {self.device}: {message!r}"
         pytest.skip(f"not supported on {self.device}: {names} (NotSupportedError checked)")
+
+
+@pytest.fixture
+def monkeypatch() -> Iterator[pytest.MonkeyPatch]:
+    """pytest's monkeypatch, which also empties the engine's caches once its patches are
+    undone: a test that swapped a function of the scheduler, the lowering or a renderer leaves
+    no schedule or program made with it to the next test. (The engine's keys hold no code:
+    a swap is said with tinyfw.engine.caches.forget_built, as chapters/learner.py says its.)"""
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+    forget_built()
 
 
 @pytest.fixture

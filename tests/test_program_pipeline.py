@@ -1,6 +1,7 @@
 """The one pipeline from a scheduled kernel to a program (tinyfw/engine/program.py): its passes
-run in order, DEBUG=3 shows them, and a program is kept under a key made of what produced it,
-so swapping a renderer, a renderer's function or the compiler's flags builds a new program."""
+run in order, DEBUG=3 shows them, and a program is kept under one key of plain values, so
+another renderer or other compiler flags build a new program; a function swapped into a part
+takes effect once the swapper calls tinyfw.engine.caches.forget_built()."""
 from __future__ import annotations
 
 import itertools
@@ -12,6 +13,7 @@ import pytest
 
 from tinyfw import Device, Tensor
 from tinyfw.engine import program
+from tinyfw.engine.caches import forget_built
 from tinyfw.renderer.cstyle import CStyleLanguage
 from tinyfw.runtime.c_compiler import ClangStyleCompiler
 
@@ -71,11 +73,13 @@ def test_the_same_kernel_twice_compiles_once(compiles: list[str]) -> None:
 def test_a_swapped_renderer_compiles_a_new_program(compiles: list[str],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A kernel built with the reference renderer is built again, from the new renderer's
-    source, once another renderer is the device's; and it computes the same values."""
+    source, once another renderer is the device's (said with forget_built: the device's parts
+    are read once); and it computes the same values."""
     tensor, want = fresh_kernel()
     item = tensor.schedule()[-1]
     before = program.get_program(item)
     monkeypatch.setattr(Device["CPU"], "renderer", CommentedC())
+    forget_built()
     after = program.get_program(item)
     assert after is not before and after.key != before.key
     assert after.source is not None and "/* swapped in */" in after.source
@@ -84,30 +88,37 @@ def test_a_swapped_renderer_compiles_a_new_program(compiles: list[str],
     assert len(compiles) == 2
 
 
-def test_a_function_swapped_into_the_renderer_class_changes_the_key(
+def test_a_function_swapped_into_the_renderer_class_builds_after_forget_built(
         compiles: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A learner's function patched into the renderer's class (as chapters/learner.py does)
-    takes effect at once: a new key, a new source, a new compile."""
+    leaves the key as it was; after forget_built (which learner.py calls at each swap) the
+    kernel is rendered again by it: a new source, a new compile. Swapped back and forgotten
+    again, the reference's source is built again (from the disk cache: no compile)."""
     tensor, want = fresh_kernel()
     item = tensor.schedule()[-1]
     before = program.get_program(item)
     reference_decl = CStyleLanguage.decl
     monkeypatch.setattr(CStyleLanguage, "decl", commented_decl)
+    forget_built()
     after = program.get_program(item)
-    assert after.key != before.key and "/* swapped in */" in (after.source or "")
+    assert after.key == before.key and "/* swapped in */" in (after.source or "")
     assert len(compiles) == 2
     monkeypatch.setattr(CStyleLanguage, "decl", reference_decl)
-    assert program.get_program(item) is before, "the reference's program is kept under its key"
+    forget_built()
+    again = program.get_program(item)
+    assert again is not after and again.source == before.source
 
 
 def test_other_compiler_flags_build_a_new_program(compiles: list[str],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """The compiler's flags are part of the key: the same source compiled with others."""
+    """The compiler's flags are part of the key: the same source compiled with others (once
+    forget_built says the flags were set anew)."""
     tensor, _ = fresh_kernel()
     item = tensor.schedule()[-1]
     before = program.get_program(item)
     compiler = Device["CPU"].compiler_for(before.kernel)
     monkeypatch.setattr(compiler, "flags", [*compiler.flags, "-O1"])
+    forget_built()
     after = program.get_program(item)
     assert after.key != before.key and after.source == before.source
     assert len(compiles) == 2

@@ -8,6 +8,7 @@ import pytest
 from tinyfw import Tensor
 from tinyfw.engine import schedule as engine_schedule
 from tinyfw.engine import realize, schedule_cache
+from tinyfw.engine.caches import forget_built
 
 RNG = np.random.default_rng(0)
 
@@ -68,13 +69,17 @@ def test_a_value_computed_before_is_loaded_not_recomputed() -> None:
 
 
 def test_a_swapped_scheduler_function_schedules_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A function of the scheduler replaced (a learner's exercise, a test's patch) is part of
-    the key: the graph is scheduled again with it."""
+    """A function of the scheduler replaced (a learner's exercise, a test's patch) is no part
+    of the key: the swapper says so with forget_built, and the graph is scheduled again with
+    it (and with the reference again once it is put back and forgotten)."""
     x, w = Tensor(np.ones((6, 5), np.float32)), Tensor(np.ones((5, 4), np.float32))
     names = [item.name for item in chain(x, w).schedule()]
     monkeypatch.setattr(engine_schedule, "kernel_name", lambda ast: "renamed")
+    assert [item.name for item in chain(x, w).schedule()] == names, "kept until forgotten"
+    forget_built()
     assert {item.name for item in chain(x, w).schedule()} == {"renamed"}
     monkeypatch.undo()
+    forget_built()
     assert [item.name for item in chain(x, w).schedule()] == names
 
 
@@ -159,7 +164,9 @@ def test_an_eager_op_with_a_deferred_check_checks_every_time() -> None:
 
 def test_an_eager_op_after_a_swapped_scheduler_function_schedules_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    """An eager op's remembered schedule is forgotten by forget_built too."""
     x = Tensor(np.ones(4, np.float32)).realize()
     (x * 2).realize()
     monkeypatch.setattr(engine_schedule, "kernel_name", lambda ast: "renamed")
+    forget_built()
     assert [item.name for item in (x * 2).schedule()] == ["renamed"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from types import BuiltinFunctionType, FunctionType, MethodType
 from typing import Any, Protocol
 from collections.abc import Callable
 
@@ -90,6 +91,35 @@ class Buffer:
         return out.copy() if shared or not out.flags.writeable else out
 
 
+PLAIN = (str, int, float, bool, type(None))
+
+
+def part_identity(part: Any) -> tuple[Any, ...]:
+    """A device's part (a compiler, a program class) as plain values, for a program's key
+    (tinyfw/engine/program.py): the qualified name of its class (of itself, a class or a
+    function) and its settings: each attribute of its own that is a str, a number, a bool or
+    None, or a list or tuple of those, and the name of each function it holds."""
+    if part is None or isinstance(part, (type, FunctionType, BuiltinFunctionType, MethodType)):
+        return (_qualified(part),)
+    settings: list[tuple[str, Any]] = []
+    for name, value in vars(part).items():
+        if isinstance(value, PLAIN):
+            settings.append((name, value))
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, PLAIN) for v in value):
+            settings.append((name, tuple(value)))
+        elif callable(value) and hasattr(value, "__qualname__"):
+            settings.append((name, _qualified(value)))
+    return (_qualified(type(part)), *settings)
+
+
+def _qualified(code: Any) -> str:
+    """A class's or a function's module and qualified name ("" for None)."""
+    if code is None:
+        return ""
+    name = getattr(code, "__qualname__", None) or repr(code)
+    return f"{getattr(code, '__module__', '')}.{name}"
+
+
 class Runtime:
     """A device, which holds only its parts (tinygrad v0.9's `Compiled` is the model): a name,
     an allocator, a renderer (a kernel's linear program to source), a compiler (source to a
@@ -124,6 +154,18 @@ class Runtime:
     def max_reduce(self) -> int | None:
         """The longest reduce one thread may run, None for no limit (Renderer.max_reduce)."""
         return self.renderer.max_reduce
+
+    def identity(self) -> tuple[Any, ...]:
+        """The device's parts as plain values, part of a program's key (engine/program.py): its
+        name and cores, its renderer's class and fields (Renderer.identity), and each other
+        part's class and settings (part_identity)."""
+        return (self.name, self.cores, self.renderer.identity(),
+                *map(part_identity, self.parts()))
+
+    def parts(self) -> tuple[Any, ...]:
+        """The parts a program is made with, but the renderer: the compilers (the one each
+        kernel gets: compiler_for) and the program class."""
+        return (self.compiler, self.program)
 
     def compiler_for(self, kernel: Any) -> Any:
         """The compiler of one kernel: the device's (CPU compiles reduces with other flags)."""

@@ -5,21 +5,21 @@ class); this module calls them, in the order of PASSES. Each pass is a small fun
 in one more field of a Build and says in its docstring what it establishes. DEBUG>=3 prints each
 pass as it runs, with its time, from that same list (site/debug.md names every one, by test).
 
-A program is kept under one key, made of what produced it: the AST and the kernel's name, the
-optimizations applied, the lowering function, the renderer, the compiler and the program class
-(each as its class, its functions and its settings). Swapping any of them in (another
-renderer, other compiler flags) gives a new key, so a new program is built; nothing else
-needs a hook, and the same kernel asked for twice is built once.
+Programs are kept in one cache, under one key that one function makes (program_key): the
+kernel's AST and name, the optimizations applied, whether multiply-adds are fused, and the
+device's parts as plain values (Runtime.identity: its name and cores, its renderer's class and
+fields, its compiler's class and flags, its program class). Another renderer or other compiler
+flags give another key, so a new program is built; the same kernel asked for twice is built
+once. Code swapped into a part (a learner's exercise, a test's monkeypatch) changes none of
+those values: whoever swaps it says so with tinyfw.engine.caches.forget_built(), which empties
+this cache and every other the engine keeps (chapters/learner.py calls it at each swap).
 """
 from __future__ import annotations
 
-import operator
 import os
-import sys
 import time
 import weakref
-from dataclasses import dataclass, field
-from types import FunctionType, MethodType
+from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
 
@@ -32,15 +32,9 @@ from tinyfw.codegen.lower_opts import lower_optimized, vector_axis
 from tinyfw.codegen.opt import apply_opts
 from tinyfw.codegen.lower import Program, lower
 from tinyfw.device import Device, Runtime
-from tinyfw.dtype import DType
 from tinyfw.engine.debug import debug_level, print_pass
-from tinyfw.engine.guard import Guard, getenv, owners_of_code
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.uop.ops import UOp
-
-CODE = (FunctionType, staticmethod, classmethod, property)
-FACTS = (str, int, float, bool, type(None))
-
 
 @dataclass(eq=False)
 class CompiledKernel:
@@ -71,9 +65,6 @@ class Build:
     source: str | None = None
     binary: Any = None
     result: CompiledKernel | None = None  # set by the pass that finds or loads the program
-    # the code identities of the device's parts, shared by the builds of one schedule (a
-    # schedule's kernels are built with the same renderer, compilers and program class)
-    identities: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
 
 
 # Programs built in this process, by key. A program stays callable for the process's life: one
@@ -89,52 +80,7 @@ MAX_PROGRAMS = 4096
 def beam_width() -> int:
     """$BEAM: the width of the search (0: no search, the hand-coded optimizations). The search
     (engine/beam.py) is imported only when it runs."""
-    return int(getenv("BEAM", "0") or 0)
-
-
-def code_identity(part: Any) -> tuple[Any, ...]:
-    """What a part computes with: a function itself; else its class (or itself, a class), every
-    function that class and its bases define, and the part's own simple settings (flags, an
-    index type). A function swapped into the class changes it."""
-    if part is None or isinstance(part, (FunctionType, MethodType)):
-        return (part,)
-    cls = part if isinstance(part, type) else type(part)
-    functions = _functions_of(cls)(cls)
-    settings: tuple[Any, ...] = ()
-    if not isinstance(part, type):
-        settings = tuple((name, setting) for name, value in vars(part).items()
-                         if (setting := _setting(value)) is not None)
-    return (cls, functions, settings)
-
-
-_getters: dict[type, Callable[[type], tuple[Any, ...]]] = {}
-
-
-def _functions_of(cls: type) -> Callable[[type], tuple[Any, ...]]:
-    """A getter of the functions a class and its bases define, looked up by name each time (a
-    key is made for every kernel run: the names are found once per class, the functions are
-    read fresh)."""
-    if cls not in _getters:
-        names = list(dict.fromkeys(name for klass in cls.__mro__ if klass is not object
-                                   for name, value in vars(klass).items()
-                                   if isinstance(value, CODE)))
-        getter = operator.attrgetter(*names) if names else (lambda _: ())
-        _getters[cls] = getter if len(names) != 1 else (lambda c: (getattr(c, names[0]),))
-    return _getters[cls]
-
-
-def _setting(value: Any) -> Any:
-    """value as part of a key if it is a simple setting (a flag list, a name, a function), else
-    None: a part's caches and handles say nothing of what it makes."""
-    if isinstance(value, FACTS) and value is not None:
-        return value
-    if isinstance(value, (list, tuple)) and all(isinstance(v, FACTS) for v in value):
-        return tuple(value)
-    if isinstance(value, FunctionType):
-        return value
-    if isinstance(value, DType):  # a renderer's index type
-        return value
-    return None
+    return int(os.getenv("BEAM", "0") or 0)
 
 
 # The kernel of each AST (and name), kept as long as the AST lives: a kernel run again (a
@@ -152,10 +98,11 @@ def kernel_from_ast(build: Build) -> None:
     """build.kernel: the AST with its loops, one per axis of its full shape."""
     ast, name = build.item.ast, build.item.name
     assert ast is not None, "a copy has no kernel"
-    kernels = _kernels.setdefault(ast, {})
-    if name not in kernels:  # (a kernel is the same for the same AST: made once, kept with it)
-        kernels[name] = Kernel.from_ast(ast, name)
-    build.kernel = kernels[name]
+    if (kernels := _kernels.get(ast)) is None:
+        kernels = _kernels[ast] = {}
+    if (kernel := kernels.get(name)) is None:  # (the same for the same AST: made once, kept)
+        kernel = kernels[name] = Kernel.from_ast(ast, name)
+    build.kernel = kernel
 
 
 def optimize(build: Build) -> None:
@@ -166,7 +113,8 @@ def optimize(build: Build) -> None:
     if not optimizing():
         return
     width = beam_width()
-    chosen = _optimized.setdefault(build.kernel.ast, {})
+    if (chosen := _optimized.get(build.kernel.ast)) is None:
+        chosen = _optimized[build.kernel.ast] = {}
     key = (build.kernel.name, build.device.name, build.device.cores, width)
     if key not in chosen:  # (chosen once per AST and device, like the kernel itself)
         if width and build.device.renderer.compiles:  # (NUMPY compiles nothing)
@@ -182,12 +130,12 @@ def optimize(build: Build) -> None:
 
 def fusing() -> bool:
     """Whether optimized kernels get fused multiply-adds: not with FMA=0."""
-    return getenv("FMA", "1") not in ("", "0")
+    return os.getenv("FMA", "1") not in ("", "0")
 
 
 def optimizing() -> bool:
     """Whether kernels get optimizations: not with NOOPT=1 (chapters 01 to 10 grade without)."""
-    return getenv("NOOPT", "0") in ("", "0")
+    return os.getenv("NOOPT", "0") in ("", "0")
 
 
 def _built(item: ScheduleItem, kernel: Kernel, opts: tuple[Any, ...]) -> CompiledKernel:
@@ -202,16 +150,26 @@ def _built(item: ScheduleItem, kernel: Kernel, opts: tuple[Any, ...]) -> Compile
 
 
 def find_built(build: Build) -> None:
-    """build.key from what makes the program; build.result if one was built under it."""
-    # The key: the AST and name, the optimizations, the lowering, and the device's renderer,
-    # compiler and program class (each as its class, functions and settings). When a program
-    # is found, the passes below do not run.
+    """build.key, program_key's; build.result if a program was built under it."""
+    # When a program is found, the passes below do not run.
+    build.key = program_key(build)
+    build.result = cache.get(build.key)
+
+
+def program_key(build: Build) -> tuple[Any, ...]:
+    """The one key a program is kept under: what makes it, as plain values. The kernel's AST
+    and name, the optimizations applied and, with any, whether multiply-adds are fused (FMA),
+    and the device's parts (Runtime.identity: its renderer's fields, its compilers' flags...)."""
     device, kernel = build.device, build.kernel
     assert kernel is not None
-    parts = _parts(device, device.compiler_for(kernel), build.identities)
-    build.key = (device.name, kernel.ast, kernel.name, build.opts, lower, lower_optimized,
-                 lower_workgroups, fuse_multiply_adds, fusing(), emulate_dtypes, *parts)
-    build.result = cache.get(build.key)
+    if (parts := _identities.get(device.name)) is None:
+        parts = _identities[device.name] = device.identity()
+    return (parts, kernel.ast, kernel.name, build.opts, fusing() if build.opts else None)
+
+
+# Each device's parts as program_key gives them: read the first time, kept until forget() (a
+# part swapped or set anew since is said with forget_built).
+_identities: dict[str, tuple[Any, ...]] = {}
 
 
 def lower_kernel(build: Build) -> None:
@@ -312,30 +270,24 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
     or built with the others of its device together (compile_together: one C compiler run for
     the CPU device's new kernels; Runtime.load_many: CL builds them all as one OpenCL program,
     paying the platform's cost per program once). PASSES as get_program runs them, with
-    compile_source and load_program done for all the kernels of a device at once. A kernel
-    that got its program before, under the same setting (program_setting), gets it again
-    without the passes."""
+    compile_source and load_program done for all the kernels of a device at once."""
     results: list[CompiledKernel | None] = []
     builds: list[tuple[int, Build]] = []
     waiting: dict[str, list[Build]] = {}
-    identities: dict[str, dict[Any, tuple[Any, ...]]] = {}  # per device
-    stamps: dict[tuple[str, int], tuple[Any, ...]] = {}  # per device and compiler
     for item in items:
         if item.ast is None or 0 in item.output.shape:  # (a copy, or an empty output)
             results.append(None)
             continue
-        if (found := _found_before(item, stamps)) is not None:
-            results.append(found)
-            continue
-        device = Device[item.device]
-        build = Build(item, device, identities=identities.setdefault(item.device, {}))
-        builds.append((len(results), build))
-        results.append(None)
+        build = Build(item, Device[item.device])
         for step in PASSES[:PASSES.index(compile_source)]:
             step(build)
             if build.result is not None:
                 break
-        if build.result is None and all(b.key != build.key for b in waiting.get(item.device, [])):
+        results.append(build.result)
+        if build.result is not None:
+            continue
+        builds.append((len(results) - 1, build))
+        if all(b.key != build.key for b in waiting.get(item.device, [])):
             waiting.setdefault(item.device, []).append(build)
     for loading in waiting.values():
         compile_together(loading)
@@ -350,104 +302,8 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
     for index, build in builds:
         # (a kernel twice in the schedule was built once: the second takes the first's program)
         assert build.key is not None
-        program = results[index] = build.result or loaded.get(build.key) or cache[build.key]
-        _remember(build, program, stamps)
+        results[index] = build.result or loaded.get(build.key) or cache[build.key]
     return results
-
-
-def program_setting(device: Runtime) -> tuple[Any, ...]:
-    """What a kernel's program depends on besides the kernel and the device's renderer,
-    compiler and program class: NOOPT, BEAM and FMA, the device and its cores, PASSES and the
-    passes' functions (all of find_built's key but the AST, the optimizations and the parts'
-    code, and what chooses the optimizations)."""
-    return (optimizing(), beam_width(), fusing(), device, device.name, device.cores, PASSES, lower,
-            lower_optimized, lower_workgroups, fuse_multiply_adds, emulate_dtypes,
-            hand_coded_optimizations, apply_opts)
-
-
-def setting_stamp(device: Runtime, compiler: Any) -> tuple[Any, ...]:
-    """What a kernel's program on device, made by compiler, depends on besides the kernel:
-    program_setting, the compiler, the device's own code and parts, the code identities of its
-    renderer, this compiler and its program class. While a guard of everything these are read
-    from holds (os.environ, this module's namespace, each part's and those of its class and
-    bases: guard.py), the tuple of the last time is returned; read anew, it is that same tuple
-    again if equal. So a program remembered with its stamp is still right when the stamp `is`
-    the one now."""
-    key = (id(device), id(compiler))  # (both held in the stamp: their ids stay theirs)
-    last = _stamps.get(key)
-    if last is not None and last[0].holds():
-        return last[1]
-    guard = Guard([os.environ, sys.modules[__name__],
-                   *owners_of_code(device, device.renderer, compiler, device.program)])
-    stamp = (program_setting(device), compiler, code_identity(device),
-             tuple(vars(device).values()), _parts(device, compiler, {}))
-    if last is not None and _equal(last[1], stamp):
-        stamp = last[1]
-    _stamps[key] = (guard, stamp)
-    return stamp
-
-
-_stamps: dict[tuple[int, int], tuple[Guard, tuple[Any, ...]]] = {}
-
-
-def _equal(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """a == b, where a comparison that fails (an array's) counts as unequal."""
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-# The program each kernel (AST, name and device) got last, with its compiler and the
-# setting_stamp it was found under. (An eager op or a training step runs the same kernels again
-# and again: an identity check of the stamp is cheaper than the passes and find_built's key.
-# The ASTs are held as the cache's keys hold them, until forget.)
-Found = tuple[Any, tuple[Any, ...], CompiledKernel]
-_found: dict[UOp, dict[tuple[str, str], Found]] = {}
-
-
-def _parts(device: Runtime, compiler: Any,
-           identities: dict[Any, tuple[Any, ...]]) -> tuple[Any, ...]:
-    """The code identities of the device's renderer, this compiler and the program class (kept
-    in identities for the schedule's other kernels)."""
-    if (parts := identities.get(compiler)) is None:
-        parts = (code_identity(device.renderer), code_identity(compiler),
-                 code_identity(device.program))
-        identities[compiler] = parts
-    return parts
-
-
-def _stamp_of(device: str, compiler: Any,
-              stamps: dict[tuple[str, int], tuple[Any, ...]]) -> tuple[Any, ...]:
-    """setting_stamp(Device[device], compiler), asked once per schedule (kept in stamps)."""
-    if (stamp := stamps.get((device, id(compiler)))) is None:
-        stamp = stamps[(device, id(compiler))] = setting_stamp(Device[device], compiler)
-    return stamp
-
-
-def _found_before(item: ScheduleItem,
-                  stamps: dict[tuple[str, int], tuple[Any, ...]]) -> CompiledKernel | None:
-    """The program item's kernel got last, if nothing it depends on changed since (its stamp is
-    the one now; forget drops what is remembered with the programs)."""
-    assert item.ast is not None
-    if (programs := _found.get(item.ast)) is None:
-        return None
-    if (last := programs.get((item.name, item.device))) is None:
-        return None
-    compiler, stamp, program = last
-    return program if _stamp_of(item.device, compiler, stamps) is stamp else None
-
-
-def _remember(build: Build, program: CompiledKernel,
-              stamps: dict[tuple[str, int], tuple[Any, ...]]) -> None:
-    """Keep the program the build's kernel got, for _found_before."""
-    item = build.item
-    assert item.ast is not None
-    compiler = build.device.compiler_for(program.kernel)
-    _found.setdefault(item.ast, {})[(item.name, item.device)] = (
-        compiler, _stamp_of(item.device, compiler, stamps), program)
-    while len(_found) > MAX_PROGRAMS:
-        _drop_oldest(_found)
 
 
 def _drop_oldest(table: dict) -> None:
@@ -484,7 +340,11 @@ def linear_program(item: ScheduleItem) -> Program:
 
 
 def forget(device: str | None = None) -> None:
-    """Drop the programs built for a device (every device: None), so the next are built again."""
+    """Drop the programs built for a device (every device: None), so the next are built again;
+    with None, the kernels and optimizations chosen for each AST too."""
     for key in [k for k, p in cache.items() if device is None or p.device == device]:
         del cache[key]
-    _found.clear()
+    _identities.clear()
+    if device is None:
+        _kernels.clear()
+        _optimized.clear()

@@ -11,28 +11,23 @@ already computed (loaded, not computed again) marked so. Two graphs of one struc
 their nodes at the same positions, so a schedule stored as positions binds to the new graph's
 nodes directly.
 
-The scheduler's own code is part of the key: a function of the scheduler or of the views it
-pushes, swapped (a learner's exercise, a test's monkeypatch), schedules again. (Whether it was
-swapped is asked of a guard of the namespaces it is read from: tinyfw/engine/guard.py.)
+The scheduler's own code is no part of the key: whoever swaps a function of the scheduler or
+of the views it pushes (a learner's exercise, a test's monkeypatch) empties the cache with
+tinyfw.engine.caches.forget_built() (chapters/learner.py does at each swap).
 
 An eager op done again over the same tensors skips even the walk: see recent_schedule below.
 """
 from __future__ import annotations
 
-import sys
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from types import FunctionType, ModuleType
 from typing import Any, NamedTuple, cast
 
-from tinyfw.engine.guard import Guard
-from tinyfw.engine.program import code_identity
 from tinyfw.engine.schedule import ScheduleItem, create_schedule
 from tinyfw.uop.ops import Ops, UOp
 
 MAX_ENTRIES = 512  # graphs remembered; the oldest is forgotten past this
-SCHEDULER_MODULES = ("tinyfw.engine.schedule", "tinyfw.shape.view")  # (their exercises)
 
 # One entry per structure: each item as (ast, the output's position, the inputs' positions,
 # name), oldest first (popitem(last=False) drops it in one step, even while another thread
@@ -44,9 +39,9 @@ hits = misses = 0  # counted for tests and DEBUG
 
 def cached_schedule(walk: Walk) -> list[ScheduleItem]:
     """create_schedule(walk.targets, walk.is_loaded), from the cache when a graph of the same
-    structure was scheduled before with the same scheduler code."""
+    structure was scheduled before."""
     global hits, misses
-    key = (walk.key(), scheduler_code())
+    key = walk.key()
     order = walk.order
     if (entry := _entries.get(key)) is not None:
         hits += 1
@@ -105,53 +100,6 @@ class Walk:
         return live
 
 
-def scheduler_code() -> tuple[Any, ...]:
-    """The functions and classes (with their methods) of the scheduler's modules, as they are
-    now. (Worked out again only when a namespace it was read from, a module's or one of its
-    classes', or sys.modules, was written since: see _Read.)"""
-    global _last
-    last = _last  # (one read of it: another thread may replace it meanwhile)
-    if last is None or not last.guard.holds():
-        _last = last = _read()
-    return last.code
-
-
-class _Read(NamedTuple):
-    """scheduler_code's answer, and a guard of what it was read from: sys.modules (a module
-    imported anew), each module's namespace, and those of the classes it defines and of their
-    bases (but builtins', which cannot change). Any object set, added or removed in one of them
-    (a learner's function, a method patched onto a class) is a write the guard sees."""
-    guard: Guard
-    code: tuple[Any, ...]
-
-
-def _read() -> _Read:
-    """scheduler_code's answer as the modules are now, with a guard of what it was read from."""
-    modules = [sys.modules[name] for name in SCHEDULER_MODULES if name in sys.modules]
-    owners: list[Any] = [sys.modules, *modules]
-    for module in modules:
-        for value in list(vars(module).values()):
-            if isinstance(value, type) and value.__module__ == module.__name__:
-                owners += [klass for klass in value.__mro__ if klass.__module__ != "builtins"]
-    guard = Guard(owners)  # (before the code: a change meanwhile is seen)
-    code = tuple(_code_of(module) for module in modules)
-    return _Read(guard, code)
-
-
-_last: _Read | None = None
-
-
-def _code_of(module: ModuleType) -> tuple[Any, ...]:
-    """A module's functions, and each class it defines as code_identity sees it."""
-    out: list[Any] = []
-    for value in list(vars(module).values()):
-        if isinstance(value, FunctionType):
-            out.append(value)
-        elif isinstance(value, type) and value.__module__ == module.__name__:
-            out.append(code_identity(value))
-    return tuple(out)
-
-
 # --- the same op again, over the same sources ---
 # An eager program realizes one op at a time over tensors computed before: `x + 1` again and
 # again, each time a new node over the very same sources. When a node's sources are the nodes
@@ -164,9 +112,8 @@ RECENT_ENTRIES = 256
 
 
 class _Recent(NamedTuple):
-    """A node's schedule of one kernel: its sources then, and the scheduler's code then."""
+    """A node's schedule of one kernel, and its sources then."""
     sources: tuple[weakref.ref[UOp], ...]
-    code: tuple[Any, ...]
     ast: UOp | None
     inputs: tuple[weakref.ref[UOp], ...]  # (nodes below the sources: alive while they are)
     name: str
@@ -177,10 +124,10 @@ _recent: OrderedDict[tuple[Any, ...], _Recent] = OrderedDict()  # (oldest first)
 
 def recent_schedule(node: UOp) -> list[ScheduleItem] | None:
     """The schedule of node if a node of its kind was scheduled over the same sources, alive
-    (see _Recent), under the same scheduler code; else None."""
+    (see _Recent); else None."""
     global hits
     entry = _recent.get(_recent_key(node))
-    if entry is None or entry.code is not scheduler_code():
+    if entry is None:
         return None
     for source, now in zip(entry.sources, node.src):
         if source() is not now:  # (a node gone, and another at its address)
@@ -210,7 +157,7 @@ def remember_recent(walk: Walk, items: list[ScheduleItem]) -> None:
             return
     item = items[0]
     _recent[_recent_key(target)] = _Recent(
-        tuple(map(weakref.ref, target.src)), scheduler_code(), item.ast,
+        tuple(map(weakref.ref, target.src)), item.ast,
         tuple(map(weakref.ref, item.inputs)), item.name)
     if len(_recent) > RECENT_ENTRIES:
         _recent.popitem(last=False)

@@ -16,8 +16,8 @@ read where that thing is decided:
 - `has_int64_index`, `in_place`, `targets_host`: 64-bit indices, a kernel that writes a buffer
   it reads (TinyJit), DEBUG=2's share of this processor's peak.
 
-A program is kept under a key that holds its renderer's class and settings (program.py), so a
-renderer whose fields differ builds its own programs.
+A program is kept under a key that holds its renderer's class and fields (`identity`, read by
+program.py), so a renderer whose fields differ builds its own programs.
 """
 from __future__ import annotations
 
@@ -67,6 +67,16 @@ class Renderer:
     def fuses(self, dtype: DType) -> bool:
         """Whether a multiply and an add of dtype become one fused multiply-add (fuse.py)."""
         return False
+
+    def identity(self) -> tuple[Any, ...]:
+        """The renderer as plain values, part of a program's key (tinyfw/engine/program.py):
+        its class's qualified name and the value of each field above."""
+        cls = type(self)
+        return (f"{cls.__module__}.{cls.__qualname__}",
+                *(getattr(self, name) for name in FIELDS))
+
+
+FIELDS = tuple(Renderer.__annotations__)  # (the typed fields: what a device can do)
 
 
 def launch_size(item: Any) -> int:

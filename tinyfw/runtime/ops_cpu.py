@@ -28,6 +28,9 @@ class CPURuntime(Runtime):
         from tinyfw.runtime.graph_cpu import CPUGraph  # (it imports this module)
         self.graph = CPUGraph
 
+    def parts(self) -> tuple[Any, ...]:
+        return (*super().parts(), self.reduce_compiler)
+
     def compiler_for(self, kernel: Any) -> ClangStyleCompiler:
         """Kernels with a reduce loop are compiled with REDUCE_FLAGS (gcc 12's vectorizer)."""
         reduces = find_reduce(kernel.ast) is not None
