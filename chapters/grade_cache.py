@@ -1,12 +1,13 @@
 """Chapter grading runs kept for reuse within one test session (opt-in, TINYFW_GRADE_CACHE).
 
-tinyfw's own test suite grades the course several times over: the CI proof (tests/test_grading),
-the progress table (tests/test_progress) and the capstone each grade every chapter on the
-solutions and on fresh stubs. A chapter's grade depends only on the files its run reads (the
-chapter folder, the graded chapter folder of --impl, the harness in chapters/, tinyfw/) and a
-few settings, so a run whose inputs are byte for byte those of an earlier run gives the same
-result: the suite sets TINYFW_GRADE_CACHE to a folder of its own and each distinct run happens
-once. Learners never see this: without the variable every grading runs.
+tinyfw's own test suite grades the course several times over: the CI proof
+(tests/course/test_grading), the progress table (tests/course/test_progress) and the capstone
+each grade every chapter on the solutions and on fresh stubs. A chapter's grade depends only on
+the files its run reads (the chapter folder, the graded chapter folder of --impl, the harness in
+chapters/, tinyfw/) and a few settings, so a run whose inputs are byte for byte those of an
+earlier run gives the same result: the suite sets TINYFW_GRADE_CACHE to a folder of its own and
+each distinct run happens once. Learners never see this: without the variable every grading
+runs.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 tinygrad), the line the README says to replace (`x, y` are a batch of real MNIST digits instead of
 random numbers, a new batch each step), and 1000 steps instead of 10, printing every 100th. It
 trains the two-layer net, then prints its accuracy on the 10000 test images. (The program itself,
-unchanged but for the import, runs in tests/test_examples.py.)
+unchanged but for the import, runs in tests/site/test_examples.py.)
 
     .venv/bin/python examples/readme_mnist.py            # 1000 steps of batch 64, ~1 min on CPU
     STEPS=200 DEVICE=CL .venv/bin/python examples/readme_mnist.py

@@ -1,13 +1,13 @@
 """Writes tests/data/llm_reference.json and llm_reference_logits.npy: what transformers'
 LlamaForCausalLM computes for SmolLM2-135M-Instruct, loaded (and dequantized to float32) from
-the same GGUF file tinyfw reads. tests/test_llama.py compares tinyfw with these files, so CI
+the same GGUF file tinyfw reads. tests/models/test_llama.py compares tinyfw with these files, so CI
 needs neither torch's model nor the 15 s it takes to load. Run it again after changing the
-prompts (TINYFW_LLM_REFERENCE=1 also checks, in tests/test_llama.py, that the committed files
+prompts (TINYFW_LLM_REFERENCE=1 also checks, in tests/models/test_llama.py, that the committed files
 are what this script makes):
 
     .venv/bin/python scripts/make_llm_reference.py
 
-The prompts are tokenized by tinyfw's tokenizer (tests/test_bpe.py checks it against
+The prompts are tokenized by tinyfw's tokenizer (tests/models/test_bpe.py checks it against
 transformers'); both models get the same ids."""
 from __future__ import annotations
 

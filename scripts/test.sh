@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Sets everything up, lints (ruff and mypy), then runs every test: tests/ (the framework on the
 # CPU device, every chapter's grading, the site build and the browser test), then the Tensor
-# API suites (tests/test_api_*.py) on NUMPY, then on each backend device of TINYFW_DEVICES
+# API suites (tests/api/test_api_*.py) on NUMPY, then on each backend device of TINYFW_DEVICES
 # (default: CL WEBGPU CUDAEMU; all run on the CPU here) the op, accuracy, edge-input and Tensor
 # API suites (there the larger API suites run a subset of their cases: tests/conftest.py).
-# Last, SmolLM2's greedy tokens on those devices (tests/test_llama.py, TINYFW_LLM_DEVICES=1).
+# Last, SmolLM2's greedy tokens on those devices (tests/models/test_llama.py,
+# TINYFW_LLM_DEVICES=1).
 # Extra arguments go to the first pytest run only, and then the device runs are left out.
 # Exits non-zero when anything fails.
 set -euo pipefail
@@ -68,23 +69,24 @@ run "tests/ on CPU" .venv/bin/python -m pytest tests -q -ra "${workers[@]}" --di
 # run only the distinct cases of each parametrized test: every method, dtype, mode and argument
 # value and every empty or 0-d shape, not each size again (tests/conftest.py says how;
 # TINYFW_DEVICE_SUBSET=0 runs them all). The other suites run in full. The random API programs
-# against torch (tests/test_differential_api.py, issue 38) run their first 50 programs there,
-# and ONNX's node tests the first case of each operator (tests/onnx_node_suite.py).
-run "Tensor API suites (tests/test_api_*.py) on NUMPY" env DEVICE=NUMPY \
-  .venv/bin/python -m pytest tests/test_api_*.py -q -ra "${workers[@]}" --dist load
+# against torch (tests/numerics/test_differential_api.py, issue 38) run their first 50 programs
+# there, and ONNX's node tests the first case of each operator (tests/onnx/onnx_node_suite.py).
+run "Tensor API suites (tests/api/test_api_*.py) on NUMPY" env DEVICE=NUMPY \
+  .venv/bin/python -m pytest tests/api/test_api_*.py -q -ra "${workers[@]}" --dist load
 for device in $devices; do
   run "op, accuracy, edge-input and Tensor API suites on $device" env DEVICE="$device" \
-    .venv/bin/python -m pytest tests/test_ops.py tests/test_accuracy.py tests/test_edge_inputs.py \
-    tests/test_reduce_accuracy.py tests/test_gguf_quants.py tests/test_api_*.py \
-    tests/test_differential_api.py tests/test_onnx_node.py tests/test_onnx_node_b.py \
-    -q -ra "${workers[@]}" --dist load
+    .venv/bin/python -m pytest tests/api/test_ops.py tests/numerics/test_accuracy.py \
+    tests/api/test_edge_inputs.py tests/numerics/test_reduce_accuracy.py \
+    tests/models/test_gguf_quants.py tests/api/test_api_*.py \
+    tests/numerics/test_differential_api.py tests/onnx/test_onnx_node.py \
+    tests/onnx/test_onnx_node_b.py -q -ra "${workers[@]}" --dist load
 done
 # SmolLM2's 8 greedy tokens on each device against transformers' (each compiles the model's
 # kernels: about 40 s for the three, two workers). Left out of tests/ on CPU: a developer's
 # pytest run stays minutes shorter.
 if [ -n "$devices" ]; then
   run "SmolLM2's greedy tokens on CL, WEBGPU and CUDAEMU" env TINYFW_LLM_DEVICES=1 \
-    .venv/bin/python -m pytest tests/test_llama.py -k other_devices -q -ra "${workers[@]}" \
+    .venv/bin/python -m pytest tests/models/test_llama.py -k other_devices -q -ra "${workers[@]}" \
     --dist load
 fi
 

@@ -30,8 +30,9 @@ run() {  # run NAME COMMAND...: run a pytest, remember its last line
   [ "$code" -eq 0 ] || status=1
   rm -f "$log"
 }
-run "op suite on CUDA" env DEVICE=CUDA .venv/bin/python -m pytest tests/test_ops.py \
-  tests/test_reduce_accuracy.py tests/test_workgroups.py tests/test_jit_graph.py -q -ra "$@"
+run "op suite on CUDA" env DEVICE=CUDA .venv/bin/python -m pytest tests/api/test_ops.py \
+  tests/numerics/test_reduce_accuracy.py tests/devices/test_workgroups.py \
+  tests/unit/test_jit_graph.py -q -ra "$@"
 run "chapter 07 on CUDA" .venv/bin/python -m pytest chapters/07 -q -ra "$@"
 
 echo

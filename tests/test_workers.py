@@ -15,7 +15,9 @@ def test_every_course_grading_named_is_a_test() -> None:
 
 
 def test_groups_are_the_course_gradings_else_the_module() -> None:
-    assert group_of("tests/test_grading.py::test_stubs_fail_every_test[05_codegen]") == STUBS
-    assert group_of("tests/test_progress.py::test_solutions_complete_every_chapter") == SOLUTIONS
-    assert group_of("tests/test_ops.py::test_add[a[1]-b]") == "tests/test_ops.py"
+    assert group_of("tests/course/test_grading.py::test_stubs_fail_every_test[05_codegen]") \
+        == STUBS
+    assert group_of("tests/course/test_progress.py::test_solutions_complete_every_chapter") \
+        == SOLUTIONS
+    assert group_of("tests/api/test_ops.py::test_add[a[1]-b]") == "tests/api/test_ops.py"
     assert all(isinstance(group, str) for group in FIRST)

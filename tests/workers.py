@@ -24,23 +24,25 @@ SOLUTIONS = "grading on the solutions"
 STUBS = "grading on fresh stubs"
 # The course's gradings, by test (module::function, every parametrization of it).
 COURSE_GROUPS: dict[str, str] = {
-    "tests/test_grading.py::test_solutions_pass_every_test": SOLUTIONS,
-    "tests/test_grading.py::test_every_task_has_a_test": SOLUTIONS,
-    "tests/test_grading.py::test_stubs_fail_every_test": STUBS,
-    "tests/test_progress.py::test_solutions_complete_every_chapter": SOLUTIONS,
-    "tests/test_progress.py::test_stubs_start_every_chapter_at_zero": STUBS,
-    "tests/test_capstone.py::test_with_the_solutions_it_names_the_functions_called": SOLUTIONS,
-    "tests/test_capstone.py::test_smollm2_answers_with_the_learners_chapters": SOLUTIONS,
-    "tests/test_capstone.py::test_data_parallel_runs_chapter_13": SOLUTIONS,
-    "tests/test_capstone.py::test_a_chapter_partly_done_lends_only_its_finished_task": STUBS,
+    "tests/course/test_grading.py::test_solutions_pass_every_test": SOLUTIONS,
+    "tests/course/test_grading.py::test_every_task_has_a_test": SOLUTIONS,
+    "tests/course/test_grading.py::test_stubs_fail_every_test": STUBS,
+    "tests/course/test_progress.py::test_solutions_complete_every_chapter": SOLUTIONS,
+    "tests/course/test_progress.py::test_stubs_start_every_chapter_at_zero": STUBS,
+    "tests/course/test_capstone.py::test_with_the_solutions_it_names_the_functions_called":
+        SOLUTIONS,
+    "tests/course/test_capstone.py::test_smollm2_answers_with_the_learners_chapters": SOLUTIONS,
+    "tests/course/test_capstone.py::test_data_parallel_runs_chapter_13": SOLUTIONS,
+    "tests/course/test_capstone.py::test_a_chapter_partly_done_lends_only_its_finished_task": STUBS,
 }
 # The longest groups, handed out first, longest first (a long group started last would keep
 # one worker busy while the other has nothing left): measured with `pytest tests -n 2
 # --durations=80`, the two gradings about 300-400 s each, the site 150 s to build, the
 # exhaustive movement chains and the llama tests about 120 s each; the server's tests (one
 # server, started and warmed up, for the module) 300 s on a loaded machine.
-FIRST = (SOLUTIONS, STUBS, "tests/test_site.py", "tests/test_movement_exhaustive.py",
-         "tests/test_llama.py", "tests/test_serve.py")
+FIRST = (SOLUTIONS, STUBS, "tests/site/test_site.py",
+         "tests/numerics/test_movement_exhaustive.py", "tests/models/test_llama.py",
+         "tests/models/test_serve.py")
 
 
 def group_of(nodeid: str) -> str:

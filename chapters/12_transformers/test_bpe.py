@@ -55,5 +55,5 @@ def test_smollm2_token_ids() -> None:
                  "bytes.'")
 
 
-# (tinyfw's tokenizer is tested id for id against transformers': tests/test_bpe.py)
+# (tinyfw's tokenizer is tested id for id against transformers': tests/models/test_bpe.py)
 EXPECTED_IDS = [19556, 28, 905, 17, 33135, 7927, 16905, 15590, 30]

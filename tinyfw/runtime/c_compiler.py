@@ -97,8 +97,8 @@ def compile_flags(march: str) -> list[str]:
 # reduction"). tinyfw's lowering emits one update of an accumulator per innermost iteration, so
 # without gcc's unrolling no chain forms. -fno-tree-loop-vectorize avoids the bug too, but makes
 # a 512x512 matmul about 5x slower (gcc vectorizes its output loop around the reduce).
-# tests/test_movement_exhaustive.py runs every small movement chain, made contiguous and reduced
-# over each axis, on every device: it finds 13 wrong values without this.
+# tests/numerics/test_movement_exhaustive.py runs every small movement chain, made contiguous
+# and reduced over each axis, on every device: it finds 13 wrong values without this.
 COMPILE_FLAGS = compile_flags(target_march())
 REDUCE_FLAGS = [*COMPILE_FLAGS, "--param=max-completely-peel-times=1"]
 

@@ -24,7 +24,7 @@ kept as their ids, as the `tokenizers` library does with its added tokens.
 
 Everything is read from the model's tokenizer.json (the file the `tokenizers` library loads:
 the vocabulary and every setting above), and the tests check that the ids are exactly that
-library's on a few hundred strings of every kind (tests/test_wordpiece.py). The Unicode
+library's on a few hundred strings of every kind (tests/models/test_wordpiece.py). The Unicode
 classes are Python's unicodedata's; the library's own tables may be of another Unicode
 version, which could only matter for characters assigned in between.
 """
