@@ -87,3 +87,12 @@ def test_page_names_only_files_that_exist() -> None:
     known = {f.name for f in (ROOT / "tinyfw").rglob("*") if f.is_file()}
     gone += [name for name in re.findall(r"`(\w+\.(?:py|h))`", text) if name not in known]
     assert not gone, f"architecture.md names files that do not exist: {sorted(set(gone))}"
+
+
+def test_only_the_runtimes_use_ctypes() -> None:
+    """ctypes loads and calls compiled kernels, in tinyfw/runtime/ alone: no module elsewhere
+    imports it (the engine reads no interpreter internals, issue 39)."""
+    users = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tinyfw").rglob("*.py")
+                   if re.search(r"^\s*(import ctypes|from ctypes\b)", path.read_text(), re.M)
+                   and "runtime" not in path.relative_to(ROOT / "tinyfw").parts[:1])
+    assert users == [], f"ctypes imported outside tinyfw/runtime/: {users}"

@@ -28,7 +28,7 @@ def print_schedule(items: list[Any]) -> None:
 
 def print_kernel_run(number: int, item: Any, seconds: float, input_bytes: int) -> None:
     """DEBUG>=2: one line per kernel: device, name, time, GFLOP/s and GB/s, and on the CPU the
-    share of this machine's peak of each (tinyfw/engine/peak.py)."""
+    share of this machine's peak of each (tinyfw/runtime/peak.py)."""
     if item.ast is None:
         print(f"*** {item.device:<6} {number:4d} {item.name:<24} tm {seconds * 1e6:9.1f}us")
         return
@@ -37,7 +37,7 @@ def print_kernel_run(number: int, item: Any, seconds: float, input_bytes: int) -
     gbs = moved / max(seconds, 1e-9) / 1e9
     share = ""
     if Device[item.device].renderer.targets_host:  # (other devices' limits are not probed)
-        from tinyfw.engine.peak import cpu_peak
+        from tinyfw.runtime.peak import cpu_peak
         peak = cpu_peak()
         share = f"  of peak: {gflops / peak.gflops:4.0%} FLOP/s {gbs / peak.gbs:4.0%} GB/s"
     print(f"*** {item.device:<6} {number:4d} {item.name:<24} tm {seconds * 1e6:9.1f}us "

@@ -55,7 +55,7 @@ class Renderer:
     # bound both writable and read-only)
     in_place: bool = True
     # whether its kernels are this machine's processor's code, so DEBUG=2 reads their speed
-    # against this processor's peak (tinyfw/engine/peak.py)
+    # against this processor's peak (tinyfw/runtime/peak.py)
     targets_host: bool = False
     max_buffers: int | None = None  # the most buffers (output and inputs) a kernel binds
     max_reduce: int | None = None   # the longest reduce one thread may run (None: no limit)

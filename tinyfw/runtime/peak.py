@@ -18,6 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from tinyfw.renderer.cstyle import target_march
+from tinyfw.runtime.c_compiler import ClangStyleCompiler
+from tinyfw.runtime.c_library import _open_library
+from tinyfw.runtime.disk_cache import cache_dir
+from tinyfw.runtime.ops_cpu import cores
 
 PROBE_C = r"""
 #ifdef __AVX512F__
@@ -60,8 +64,6 @@ def cpu_peak() -> Peak:
     """The CPU's peak, from the disk cache or measured now (about a second, once)."""
     global _peak
     if _peak is None:
-        from tinyfw.runtime.disk_cache import cache_dir
-        from tinyfw.runtime.ops_cpu import cores
         path = cache_dir().parent / "peak.json"
         march = target_march()  # (another level than native: its own peak)
         key = f"{_cpu_model()}|{cores()}" + ("" if march == "native" else f"|{march}")
@@ -89,8 +91,6 @@ def _cpu_model() -> str:
 
 def _probe_gflops(cores: int) -> float:
     """GFLOP/s of the FMA probe run on every core at once (best of 3)."""
-    from tinyfw.runtime.c_compiler import ClangStyleCompiler
-    from tinyfw.runtime.c_library import _open_library
     compiler = ClangStyleCompiler(PROBE_FLAGS)
     path = compiler.compile(PROBE_C)
     lib = _open_library(compiler.library_bytes(path, PROBE_C), path.parent)
