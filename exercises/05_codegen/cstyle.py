@@ -1,7 +1,7 @@
 # Exercises of chapter 05, generated from tinyfw/renderer/cstyle.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/05_codegen
-# generated text id: af6c6565c24827f5 (lets tools.generate tell your edits apart)
+# generated text id: e9e5a0b7b51571ed (lets tools.generate tell your edits apart)
 """Rendering a linear program as C, and the walk every C-like language shares: a language is a
 class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from tinyfw.codegen.lower import WORKGROUP_STEPS, LOps, Program, Step
+from tinyfw.codegen.lower import LOps, Program, Step
 from tinyfw.codegen.fuse import MulAdd, Replace
 from tinyfw.codegen.lower_opts import Broadcast, Lane, Pick
 from tinyfw.renderer.base import NotSupportedError, Renderer
@@ -140,6 +140,24 @@ def render_const(value: float | int | bool, dtype: DType) -> str:
     return f"(({C_TYPES[dtype]}){text})"
 
 
+class Walk:
+    """A program being rendered, step by step: the text that stands for each step's value (its
+    name: data0, v3, acc4, or a literal), the lines written so far, how deep the next is
+    indented, and, per LOOP still open, whether it was written as a loop (a language with
+    threads writes none for a global axis)."""
+
+    def __init__(self, prog: Program) -> None:
+        self.prog = prog
+        self.names: dict[int, str] = {}
+        self.lines: list[str] = []
+        self.depth = 1
+        self.open_loops: list[bool] = []
+
+    def line(self, text: str) -> None:
+        """Adds a line of source, indented to the current depth."""
+        self.lines.append("  " * self.depth + text)
+
+
 class CStyleLanguage(Renderer):
     """C on the CPU, and the base of every C-like language: the tables (types, op templates)
     and the small methods below are what a language changes; render() is the walk they share.
@@ -155,6 +173,17 @@ class CStyleLanguage(Renderer):
     # 64-bit int for a kernel whose indices can pass 2**31 - 1.
     index_dtype: DType = dtypes.int32
     int_type: str = "int"
+    # How each kind of step is written: the name of the method that writes it (render_step looks
+    # it up on the language, so a subclass's own, or one swapped in, is the one used). A new
+    # kind of step is one more entry, and its method.
+    step_methods: ClassVar[dict[LOps, str]] = {
+        LOps.PARAM: "param_step", LOps.LOOP: "loop_step", LOps.ENDLOOP: "endloop_step",
+        LOps.CONST: "const_step", LOps.VALID: "valid_step", LOps.LOAD: "load_step",
+        LOps.ALU: "alu_step", LOps.ACC: "acc_step", LOps.UPDATE: "update_step",
+        LOps.STORE: "store_step",
+        # chapter 11's work-groups (lower_groups.py): thread ids, local memory, a barrier
+        LOps.SPECIAL: "workgroup_step", LOps.LOCAL: "workgroup_step",
+        LOps.BARRIER: "workgroup_step", LOps.IF: "workgroup_step", LOps.ENDIF: "endif_step"}
 
     def type_of(self, dtype: DType) -> str:
         """The type of a value of dtype, or NotSupportedError."""
@@ -178,7 +207,7 @@ class CStyleLanguage(Renderer):
         """The flat index of the running thread (languages with threads only)."""
         raise NotSupportedError(f"{self.name} runs no threads")
 
-    # --- chapter 11's work-groups (GPU languages): the steps lower_groups.py writes ---
+    # --- chapter 11's work-groups (GPU languages): how workgroup_step writes their steps ---
     def workgroup_index(self, which: str, workgroup: tuple[int, int]) -> str:
         """The index of this thread's work-group ("group") or of the thread in its group
         ("local"), as an int, in a launch of workgroup = (groups, threads in each)."""
@@ -192,26 +221,6 @@ class CStyleLanguage(Renderer):
         """The statement where each thread waits until every thread of its group is there (and
         what they wrote to local memory is visible)."""
         raise NotSupportedError(f"{self.name} has no work-groups")
-
-    def workgroup_step(self, prog: Program, i: int, names: dict[int, str]) -> str:
-        """The line of a SPECIAL, LOCAL, BARRIER or IF step (an IF opens a block)."""
-        step = prog.steps[i]
-        assert prog.workgroup is not None, f"{step.op} in a program without work-groups"
-        if step.op is LOps.SPECIAL:
-            var, which, stride, size = step.arg
-            index = self.workgroup_index(which, prog.workgroup)
-            index = f"({index}/{stride})" if stride > 1 else index
-            total = prog.workgroup[0 if which == "group" else 1]
-            index = f"({index}%{size})" if stride * size < total else index  # (not the first)
-            return self.decl(self.int_type, var, index, False)
-        if step.op is LOps.LOCAL:
-            names[i] = step.arg[0]
-            return self.local_array(step.arg[0], self.buffer_type(step.dtype), step.arg[1])
-        if step.op is LOps.BARRIER:
-            return self.barrier()
-        if step.op is LOps.IF:
-            return f"if ({step.arg} == 0) {{"
-        raise NotSupportedError(f"{step.op} is not rendered by {self.name}")
 
     def decl(self, type_: str, name: str, value: str, mutable: bool) -> str:
         """A statement declaring a variable (mutable: it is assigned again later)."""
@@ -250,12 +259,111 @@ class CStyleLanguage(Renderer):
 
     def render(self, prog: Program) -> str:
         """The program as one function (a kernel) of this language: parameters data0 (the
-        output), data1, ...; a loop per LOOP step, except global loops on a language with
-        threads, whose indices come from the thread index; one statement per step."""
+        output), data1, ...; then each step in turn, written by the method step_methods names
+        for its kind (render_step); global loops on a language with threads are no loops, their
+        indices come from the thread index (global_indices)."""
         # TODO 05.render_c: write this part. The chapter explains it:
         #   chapters/05_codegen/README.md#rendering-c
         raise NotImplementedError("not done yet: 05.render_c")
 
+    def render_step(self, walk: Walk, i: int, step: Step) -> None:
+        """Step i written by the method step_methods names for its kind (looked up on this
+        language, so a subclass's own is used); NotSupportedError for a kind without one."""
+        method = self.step_methods.get(step.op)
+        if method is None:
+            raise NotSupportedError(f"{step.op} is not rendered by {self.name}")
+        getattr(self, method)(walk, i, step)
+
+    def global_indices(self, walk: Walk) -> None:
+        """A language with threads: the thread's flat index `gid`, a return for a thread past
+        the last output, and each global loop's variable unraveled from gid (row-major)."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def loop_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A LOOP: its first line, one level deeper after it; none for a global loop on a
+        language with threads (global_indices gave its variable)."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def endloop_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An ENDLOOP: one level less, and the loop's closing brace, if it was written."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def const_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A CONST: no line; its name is the literal."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def valid_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A VALID: a bool v<i> of its condition."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def load_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A LOAD: v<i>, the element read from its buffer, or 0 where its validity is false."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def alu_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An ALU: v<i>, the op's expression of its operands' names."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def acc_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An ACC: acc<i>, a variable assigned again later, of its start value."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def update_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An UPDATE: the accumulator assigned the op of itself and the value."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def store_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A STORE: the value written to its buffer at its index."""
+        # TODO 05.render_c: write this part. The chapter explains it:
+        #   chapters/05_codegen/README.md#rendering-c
+        raise NotImplementedError("not done yet: 05.render_c")
+
+    def param_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A PARAM: nothing to write (render named it data<N> and put it in the header)."""
+
+    # --- chapter 11's work-groups (GPU languages): the steps lower_groups.py writes ---
+    def workgroup_step(self, walk: Walk, i: int, step: Step) -> None:
+        """The line of a SPECIAL, LOCAL, BARRIER or IF step (an IF opens a block)."""
+        prog = walk.prog
+        assert prog.workgroup is not None, f"{step.op} in a program without work-groups"
+        if step.op is LOps.SPECIAL:
+            var, which, stride, size = step.arg
+            index = self.workgroup_index(which, prog.workgroup)
+            index = f"({index}/{stride})" if stride > 1 else index
+            total = prog.workgroup[0 if which == "group" else 1]
+            index = f"({index}%{size})" if stride * size < total else index  # (not the first)
+            walk.line(self.decl(self.int_type, var, index, False))
+        elif step.op is LOps.LOCAL:
+            walk.names[i] = step.arg[0]
+            walk.line(self.local_array(step.arg[0], self.buffer_type(step.dtype), step.arg[1]))
+        elif step.op is LOps.BARRIER:
+            walk.line(self.barrier())
+        else:  # an IF
+            walk.line(f"if ({step.arg} == 0) {{")
+            walk.depth += 1
+
+    def endif_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An ENDIF: one level less, and the IF's closing brace."""
+        walk.depth -= 1
+        walk.line("}")
 
 C = CStyleLanguage()
 

@@ -1,7 +1,7 @@
 # Exercises of chapter 05, generated from tinyfw/codegen/lower.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/05_codegen
-# generated text id: 3583c8703005a0c1 (lets tools.generate tell your edits apart)
+# generated text id: db91d937c1d0ddfb (lets tools.generate tell your edits apart)
 """Lowering: a kernel's AST becomes loops, index arithmetic and a linear program of simple steps."""
 from __future__ import annotations
 
@@ -34,9 +34,6 @@ class LOps(Enum):
     BARRIER = auto()    # every thread of the work-group waits here for the others
     IF = auto()         # arg: a variable; what follows up to ENDIF runs where it is 0
     ENDIF = auto()
-
-
-WORKGROUP_STEPS = frozenset({LOps.SPECIAL, LOps.LOCAL, LOps.BARRIER, LOps.IF})  # (+ ENDIF)
 
 
 @dataclass(frozen=True)

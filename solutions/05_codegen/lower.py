@@ -1,7 +1,7 @@
 # Solutions of chapter 05, generated from tinyfw/codegen/lower.py by `python -m tools.generate`.
 # Edit tinyfw/codegen/lower.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/05_codegen --impl=solutions
-# generated text id: aa4d4cda2c4d6e33 (lets tools.generate tell your edits apart)
+# generated text id: 3083e6857d9f70ce (lets tools.generate tell your edits apart)
 """Lowering: a kernel's AST becomes loops, index arithmetic and a linear program of simple steps."""
 from __future__ import annotations
 
@@ -34,9 +34,6 @@ class LOps(Enum):
     BARRIER = auto()    # every thread of the work-group waits here for the others
     IF = auto()         # arg: a variable; what follows up to ENDIF runs where it is 0
     ENDIF = auto()
-
-
-WORKGROUP_STEPS = frozenset({LOps.SPECIAL, LOps.LOCAL, LOps.BARRIER, LOps.IF})  # (+ ENDIF)
 
 
 @dataclass(frozen=True)

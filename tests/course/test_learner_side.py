@@ -139,8 +139,8 @@ def test_a_wrong_render_shows_its_c_source(generated: Path, tmp_path: Path) -> N
     """A value mismatch of chapter 05 shows the C that computed the values."""
     folder = learner_copy(generated, tmp_path, "05_codegen")
     cstyle = folder / "05_codegen" / "cstyle.py"
-    right = "read = self.load(names[step.src[0]], index.render(), step.dtype)"
-    wrong = 'read = self.load(names[step.src[0]], f"({index.render()}) + 1", step.dtype)'
+    right = "read = self.load(walk.names[step.src[0]], index.render(), step.dtype)"
+    wrong = 'read = self.load(walk.names[step.src[0]], f"({index.render()}) + 1", step.dtype)'
     assert right in cstyle.read_text(encoding="utf-8")
     cstyle.write_text(cstyle.read_text(encoding="utf-8").replace(right, wrong), encoding="utf-8")
     done, _progress = grade("chapters/05/test_render_c.py::test_elementwise_add",

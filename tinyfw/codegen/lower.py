@@ -32,9 +32,6 @@ class LOps(Enum):
     ENDIF = auto()
 
 
-WORKGROUP_STEPS = frozenset({LOps.SPECIAL, LOps.LOCAL, LOps.BARRIER, LOps.IF})  # (+ ENDIF)
-
-
 @dataclass(frozen=True)
 class Step:
     op: LOps

@@ -27,10 +27,9 @@ from tinyfw.codegen.emulate import emulate_dtypes
 from tinyfw.codegen.fuse import fuse_multiply_adds
 from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import Kernel
-from tinyfw.codegen.lower_groups import has_workgroups, lower_workgroups
-from tinyfw.codegen.lower_opts import lower_optimized, vector_axis
+from tinyfw.codegen import lowering
 from tinyfw.codegen.opt import apply_opts
-from tinyfw.codegen.lower import Program, lower
+from tinyfw.codegen.lower import Program
 from tinyfw.device import Device, Runtime
 from tinyfw.engine.debug import debug_level, print_pass
 from tinyfw.engine.schedule import ScheduleItem
@@ -174,20 +173,10 @@ _identities: dict[str, tuple[Any, ...]] = {}
 
 def lower_kernel(build: Build) -> None:
     """build.program: the kernel as a linear program of loops, loads, ALU steps, a store."""
-    # chapter 05's lower; lower_optimized for a kernel with optimizations (chapter 11), with an
-    # UPCAST axis as vectors where the renderer has them; lower_workgroups for one with LOCAL
-    # or GROUP axes
+    # codegen's one lowering path (tinyfw/codegen/lowering.py): chapter 05's loops, or the
+    # steps the optimizations and the renderer's fields switch on (chapter 11)
     assert build.kernel is not None
-    if not build.opts:
-        build.program = lower(build.kernel)
-        return
-    renderer = build.device.renderer
-    if has_workgroups(build.kernel):  # LOCAL and GROUP: a GPU's work-groups
-        build.program = lower_workgroups(build.kernel)
-        return
-    lanes = renderer.vector_lanes  # float32s in a SIMD register
-    vector = vector_axis(build.kernel, lanes, renderer.vector_bytes) if lanes > 1 else None
-    build.program = lower_optimized(build.kernel, vector)
+    build.program = lowering.lower_kernel(build.kernel, build.device.renderer, build.opts)
 
 
 def fuse_multiply_add(build: Build) -> None:

@@ -7,9 +7,9 @@ defaults changed, since it renders nothing. A field says one thing the device ca
 read where that thing is decided:
 
 - `has_threads`, `has_workgroups`, `core_threads`, `vector_lanes`, `vector_bytes`: which
-  optimizations a kernel gets (tinyfw/codegen/heuristic.py, the BEAM search) and how
-  lower_kernel (tinyfw/engine/program.py) lowers it: a thread per output, work-groups with local
-  memory, THREAD loops over the cores, UPCAST axes as SIMD vectors;
+  optimizations a kernel gets (tinyfw/codegen/heuristic.py, the BEAM search) and which steps
+  of the one lowering path (tinyfw/codegen/lowering.py) it goes through: a thread per output,
+  work-groups with local memory, THREAD loops over the cores, UPCAST axes as SIMD vectors;
 - `fuses`: which multiply-adds become one fused instruction (tinyfw/codegen/fuse.py);
 - `max_buffers`: how far the scheduler fuses (tinyfw/engine/schedule.py, split_point);
 - `has_float64`, `has_fmod`, `max_reduce`: what the front end computes another way (tensor.py);

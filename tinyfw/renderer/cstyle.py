@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from tinyfw.codegen.lower import WORKGROUP_STEPS, LOps, Program, Step
+from tinyfw.codegen.lower import LOps, Program, Step
 from tinyfw.codegen.fuse import MulAdd, Replace
 from tinyfw.codegen.lower_opts import Broadcast, Lane, Pick
 from tinyfw.renderer.base import NotSupportedError, Renderer
@@ -136,6 +136,24 @@ def render_const(value: float | int | bool, dtype: DType) -> str:
     return f"(({C_TYPES[dtype]}){text})"
 
 
+class Walk:
+    """A program being rendered, step by step: the text that stands for each step's value (its
+    name: data0, v3, acc4, or a literal), the lines written so far, how deep the next is
+    indented, and, per LOOP still open, whether it was written as a loop (a language with
+    threads writes none for a global axis)."""
+
+    def __init__(self, prog: Program) -> None:
+        self.prog = prog
+        self.names: dict[int, str] = {}
+        self.lines: list[str] = []
+        self.depth = 1
+        self.open_loops: list[bool] = []
+
+    def line(self, text: str) -> None:
+        """Adds a line of source, indented to the current depth."""
+        self.lines.append("  " * self.depth + text)
+
+
 class CStyleLanguage(Renderer):
     """C on the CPU, and the base of every C-like language: the tables (types, op templates)
     and the small methods below are what a language changes; render() is the walk they share.
@@ -151,6 +169,17 @@ class CStyleLanguage(Renderer):
     # 64-bit int for a kernel whose indices can pass 2**31 - 1.
     index_dtype: DType = dtypes.int32
     int_type: str = "int"
+    # How each kind of step is written: the name of the method that writes it (render_step looks
+    # it up on the language, so a subclass's own, or one swapped in, is the one used). A new
+    # kind of step is one more entry, and its method.
+    step_methods: ClassVar[dict[LOps, str]] = {
+        LOps.PARAM: "param_step", LOps.LOOP: "loop_step", LOps.ENDLOOP: "endloop_step",
+        LOps.CONST: "const_step", LOps.VALID: "valid_step", LOps.LOAD: "load_step",
+        LOps.ALU: "alu_step", LOps.ACC: "acc_step", LOps.UPDATE: "update_step",
+        LOps.STORE: "store_step",
+        # chapter 11's work-groups (lower_groups.py): thread ids, local memory, a barrier
+        LOps.SPECIAL: "workgroup_step", LOps.LOCAL: "workgroup_step",
+        LOps.BARRIER: "workgroup_step", LOps.IF: "workgroup_step", LOps.ENDIF: "endif_step"}
 
     def type_of(self, dtype: DType) -> str:
         """The type of a value of dtype, or NotSupportedError."""
@@ -174,7 +203,7 @@ class CStyleLanguage(Renderer):
         """The flat index of the running thread (languages with threads only)."""
         raise NotSupportedError(f"{self.name} runs no threads")
 
-    # --- chapter 11's work-groups (GPU languages): the steps lower_groups.py writes ---
+    # --- chapter 11's work-groups (GPU languages): how workgroup_step writes their steps ---
     def workgroup_index(self, which: str, workgroup: tuple[int, int]) -> str:
         """The index of this thread's work-group ("group") or of the thread in its group
         ("local"), as an int, in a launch of workgroup = (groups, threads in each)."""
@@ -188,26 +217,6 @@ class CStyleLanguage(Renderer):
         """The statement where each thread waits until every thread of its group is there (and
         what they wrote to local memory is visible)."""
         raise NotSupportedError(f"{self.name} has no work-groups")
-
-    def workgroup_step(self, prog: Program, i: int, names: dict[int, str]) -> str:
-        """The line of a SPECIAL, LOCAL, BARRIER or IF step (an IF opens a block)."""
-        step = prog.steps[i]
-        assert prog.workgroup is not None, f"{step.op} in a program without work-groups"
-        if step.op is LOps.SPECIAL:
-            var, which, stride, size = step.arg
-            index = self.workgroup_index(which, prog.workgroup)
-            index = f"({index}/{stride})" if stride > 1 else index
-            total = prog.workgroup[0 if which == "group" else 1]
-            index = f"({index}%{size})" if stride * size < total else index  # (not the first)
-            return self.decl(self.int_type, var, index, False)
-        if step.op is LOps.LOCAL:
-            names[i] = step.arg[0]
-            return self.local_array(step.arg[0], self.buffer_type(step.dtype), step.arg[1])
-        if step.op is LOps.BARRIER:
-            return self.barrier()
-        if step.op is LOps.IF:
-            return f"if ({step.arg} == 0) {{"
-        raise NotSupportedError(f"{step.op} is not rendered by {self.name}")
 
     def decl(self, type_: str, name: str, value: str, mutable: bool) -> str:
         """A statement declaring a variable (mutable: it is assigned again later)."""
@@ -246,82 +255,153 @@ class CStyleLanguage(Renderer):
 
     def render(self, prog: Program) -> str:
         """The program as one function (a kernel) of this language: parameters data0 (the
-        output), data1, ...; a loop per LOOP step, except global loops on a language with
-        threads, whose indices come from the thread index; one statement per step."""
+        output), data1, ...; then each step in turn, written by the method step_methods names
+        for its kind (render_step); global loops on a language with threads are no loops, their
+        indices come from the thread index (global_indices)."""
         # >>> exercise 05.render_c #rendering-c
         if prog.index_dtype != self.index_dtype:  # indices past 2**31 - 1: 64-bit ones
             return self.with_index(prog.index_dtype).render(prog)
-        names: dict[int, str] = {}
+        walk = Walk(prog)
         params = []
         for i in prog.params:
             number, is_output = prog.steps[i].arg
-            names[i] = f"data{number}"
+            walk.names[i] = f"data{number}"
             params.append((number, self.buffer_type(prog.steps[i].dtype), is_output))
-        lines = [self.kernel_header(prog.name, params)]
-        if self.has_threads and prog.workgroup is None:  # (chapter 11's work-groups: below)
-            total = 1
-            for size in prog.global_size:
-                total *= size
-            lines.append("  " + self.decl(self.int_type, "gid", self.thread_index(), False))
-            lines.append(f"  if (gid >= {total}) {{ return; }}")
-            stride = total
-            for step in prog.steps:
-                if step.op is LOps.LOOP and step.arg[0].startswith("gidx"):
-                    var, size = step.arg
-                    stride //= size
-                    lines.append("  " + self.decl(self.int_type, var,
-                                                  f"((gid / {stride}) % {size})", False))
-        open_loops: list[bool] = []  # per open LOOP: whether it was written as a loop
-        depth = 1
+        walk.lines.append(self.kernel_header(prog.name, params))
+        if self.has_threads and prog.workgroup is None:  # (chapter 11's work-groups: their own)
+            self.global_indices(walk)
         for i, step in enumerate(prog.steps):
-            pad = "  " * depth
-            if step.op is LOps.LOOP:
-                written = not (self.has_threads and step.arg[0].startswith("gidx"))
-                open_loops.append(written)
-                if written:
-                    lines.append(pad + self.loop(*step.arg))
-                    depth += 1
-            elif step.op is LOps.ENDLOOP:
-                if open_loops.pop():
-                    depth -= 1
-                    lines.append("  " * depth + "}")
-            elif step.op is LOps.CONST:
-                names[i] = self.const(step.arg, step.dtype)
-            elif step.op is LOps.VALID:
-                names[i] = f"v{i}"
-                lines.append(pad + self.decl(self.type_of(dtypes.bool), names[i],
-                                             step.arg.render(), False))
-            elif step.op is LOps.LOAD:
-                index, valid = step.arg
-                read = self.load(names[step.src[0]], index.render(), step.dtype)
-                if not (valid.is_const and valid.vmin == 1):
-                    read = self.ternary(valid.render(), read, self.const(0, step.dtype))
-                names[i] = f"v{i}"
-                lines.append(pad + self.decl(self.type_of(step.dtype), names[i], read, False))
-            elif step.op is LOps.ALU:
-                expr = self.op(step.arg, step.dtype, [names[s] for s in step.src])
-                names[i] = f"v{i}"
-                lines.append(pad + self.decl(self.type_of(step.dtype), names[i], expr, False))
-            elif step.op is LOps.ACC:
-                names[i] = f"acc{i}"
-                lines.append(pad + self.decl(self.type_of(step.dtype), names[i],
-                                             self.const(step.arg, step.dtype), True))
-            elif step.op is LOps.UPDATE:
-                acc, value = names[step.src[0]], names[step.src[1]]
-                lines.append(f"{pad}{acc} = {self.op(step.arg, step.dtype, [acc, value])};")
-            elif step.op is LOps.STORE:
-                lines.append(pad + self.store(names[step.src[0]], step.arg.render(),
-                                              names[step.src[1]], step.dtype))
-            elif step.op is LOps.ENDIF:
-                depth -= 1
-                lines.append("  " * depth + "}")
-            elif step.op in WORKGROUP_STEPS:  # chapter 11: thread ids, local memory, barrier
-                lines.append(pad + self.workgroup_step(prog, i, names))
-                depth += step.op is LOps.IF
-        lines.append("}")
-        return self.prelude + "\n".join(lines) + "\n"
+            self.render_step(walk, i, step)
+        walk.lines.append("}")
+        return self.prelude + "\n".join(walk.lines) + "\n"
         # <<< exercise
 
+    def render_step(self, walk: Walk, i: int, step: Step) -> None:
+        """Step i written by the method step_methods names for its kind (looked up on this
+        language, so a subclass's own is used); NotSupportedError for a kind without one."""
+        method = self.step_methods.get(step.op)
+        if method is None:
+            raise NotSupportedError(f"{step.op} is not rendered by {self.name}")
+        getattr(self, method)(walk, i, step)
+
+    def global_indices(self, walk: Walk) -> None:
+        """A language with threads: the thread's flat index `gid`, a return for a thread past
+        the last output, and each global loop's variable unraveled from gid (row-major)."""
+        # >>> exercise 05.render_c #rendering-c
+        total = 1
+        for size in walk.prog.global_size:
+            total *= size
+        walk.line(self.decl(self.int_type, "gid", self.thread_index(), False))
+        walk.line(f"if (gid >= {total}) {{ return; }}")
+        stride = total
+        for step in walk.prog.steps:
+            if step.op is LOps.LOOP and step.arg[0].startswith("gidx"):
+                var, size = step.arg
+                stride //= size
+                walk.line(self.decl(self.int_type, var, f"((gid / {stride}) % {size})", False))
+        # <<< exercise
+
+    def loop_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A LOOP: its first line, one level deeper after it; none for a global loop on a
+        language with threads (global_indices gave its variable)."""
+        # >>> exercise 05.render_c #rendering-c
+        written = not (self.has_threads and step.arg[0].startswith("gidx"))
+        walk.open_loops.append(written)
+        if written:
+            walk.line(self.loop(*step.arg))
+            walk.depth += 1
+        # <<< exercise
+
+    def endloop_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An ENDLOOP: one level less, and the loop's closing brace, if it was written."""
+        # >>> exercise 05.render_c #rendering-c
+        if walk.open_loops.pop():
+            walk.depth -= 1
+            walk.line("}")
+        # <<< exercise
+
+    def const_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A CONST: no line; its name is the literal."""
+        # >>> exercise 05.render_c #rendering-c
+        walk.names[i] = self.const(step.arg, step.dtype)
+        # <<< exercise
+
+    def valid_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A VALID: a bool v<i> of its condition."""
+        # >>> exercise 05.render_c #rendering-c
+        walk.names[i] = f"v{i}"
+        walk.line(self.decl(self.type_of(dtypes.bool), walk.names[i], step.arg.render(), False))
+        # <<< exercise
+
+    def load_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A LOAD: v<i>, the element read from its buffer, or 0 where its validity is false."""
+        # >>> exercise 05.render_c #rendering-c
+        index, valid = step.arg
+        read = self.load(walk.names[step.src[0]], index.render(), step.dtype)
+        if not (valid.is_const and valid.vmin == 1):
+            read = self.ternary(valid.render(), read, self.const(0, step.dtype))
+        walk.names[i] = f"v{i}"
+        walk.line(self.decl(self.type_of(step.dtype), walk.names[i], read, False))
+        # <<< exercise
+
+    def alu_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An ALU: v<i>, the op's expression of its operands' names."""
+        # >>> exercise 05.render_c #rendering-c
+        expr = self.op(step.arg, step.dtype, [walk.names[s] for s in step.src])
+        walk.names[i] = f"v{i}"
+        walk.line(self.decl(self.type_of(step.dtype), walk.names[i], expr, False))
+        # <<< exercise
+
+    def acc_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An ACC: acc<i>, a variable assigned again later, of its start value."""
+        # >>> exercise 05.render_c #rendering-c
+        walk.names[i] = f"acc{i}"
+        walk.line(self.decl(self.type_of(step.dtype), walk.names[i],
+                            self.const(step.arg, step.dtype), True))
+        # <<< exercise
+
+    def update_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An UPDATE: the accumulator assigned the op of itself and the value."""
+        # >>> exercise 05.render_c #rendering-c
+        acc, value = walk.names[step.src[0]], walk.names[step.src[1]]
+        walk.line(f"{acc} = {self.op(step.arg, step.dtype, [acc, value])};")
+        # <<< exercise
+
+    def store_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A STORE: the value written to its buffer at its index."""
+        # >>> exercise 05.render_c #rendering-c
+        walk.line(self.store(walk.names[step.src[0]], step.arg.render(),
+                             walk.names[step.src[1]], step.dtype))
+        # <<< exercise
+
+    def param_step(self, walk: Walk, i: int, step: Step) -> None:
+        """A PARAM: nothing to write (render named it data<N> and put it in the header)."""
+
+    # --- chapter 11's work-groups (GPU languages): the steps lower_groups.py writes ---
+    def workgroup_step(self, walk: Walk, i: int, step: Step) -> None:
+        """The line of a SPECIAL, LOCAL, BARRIER or IF step (an IF opens a block)."""
+        prog = walk.prog
+        assert prog.workgroup is not None, f"{step.op} in a program without work-groups"
+        if step.op is LOps.SPECIAL:
+            var, which, stride, size = step.arg
+            index = self.workgroup_index(which, prog.workgroup)
+            index = f"({index}/{stride})" if stride > 1 else index
+            total = prog.workgroup[0 if which == "group" else 1]
+            index = f"({index}%{size})" if stride * size < total else index  # (not the first)
+            walk.line(self.decl(self.int_type, var, index, False))
+        elif step.op is LOps.LOCAL:
+            walk.names[i] = step.arg[0]
+            walk.line(self.local_array(step.arg[0], self.buffer_type(step.dtype), step.arg[1]))
+        elif step.op is LOps.BARRIER:
+            walk.line(self.barrier())
+        else:  # an IF
+            walk.line(f"if ({step.arg} == 0) {{")
+            walk.depth += 1
+
+    def endif_step(self, walk: Walk, i: int, step: Step) -> None:
+        """An ENDIF: one level less, and the IF's closing brace."""
+        walk.depth -= 1
+        walk.line("}")
 
 C = CStyleLanguage()
 

@@ -327,76 +327,124 @@ def wgsl_program(prog: Program, fold: Fold | None = None) -> Program:
       that the template's x != x is always the NaN test on the bits (`is_nan`). (`<` is
       ordered too, which is right: a comparison with NaN is false.)
 
-    Steps of a dtype WGSL lacks are left as they are: rendering them says so."""
-    out = Program(prog.name, global_size=prog.global_size, workgroup=prog.workgroup)
-    new: dict[int, int] = {}  # step of prog -> the step of out that gives its value
+    Each kind of step is rewritten by its function in REWRITES (a kind not there is copied as
+    it is). Steps of a dtype WGSL lacks are left as they are: rendering them says so."""
+    rewrite = Rewrite(Program(prog.name, global_size=prog.global_size, workgroup=prog.workgroup),
+                      fold)
+    empty = 0  # how deep inside a loop that runs no iteration (a reduce of an empty axis)
+    for i, step in enumerate(prog.steps):
+        if empty or (step.op is LOps.LOOP and step.arg[1] == 0):
+            empty += (step.op is LOps.LOOP) - (step.op is LOps.ENDLOOP)
+            if step.op is LOps.UPDATE:  # never runs: the accumulator keeps its first value
+                rewrite.keep_start(rewrite.new[step.src[0]])
+            continue
+        src = tuple(rewrite.new[s] for s in step.src)
+        rewrite.new[i] = REWRITES.get(step.op, copied)(rewrite, step, src)
+    out = rewrite.out
+    out.params = [rewrite.new[p] for p in prog.params]
+    return hide_float_operands(out)
 
-    def const(value: Any, dtype: DType) -> int:
-        return out.add(LOps.CONST, dtype, (), value)
 
-    def is_const(i: int) -> bool:
-        return out.steps[i].op is LOps.CONST
+class Rewrite:
+    """A program being rewritten for WGSL (wgsl_program): the steps written so far (out), the
+    step of out that gives the value of each step of the original (new), and the device's rules
+    for folding constants."""
 
-    def alu(op: Ops, dtype: DType, src: tuple[int, ...]) -> int:
+    def __init__(self, out: Program, fold: Fold | None) -> None:
+        self.out, self.fold = out, fold
+        self.new: dict[int, int] = {}
+
+    def const(self, value: Any, dtype: DType) -> int:
+        """A CONST step of value."""
+        return self.out.add(LOps.CONST, dtype, (), value)
+
+    def is_const(self, i: int) -> bool:
+        """Whether step i of out is a CONST."""
+        return self.out.steps[i].op is LOps.CONST
+
+    def keep_start(self, acc: int) -> None:
+        """The accumulator at step acc of out made a CONST of its start (its loop never runs)."""
+        step = self.out.steps[acc]
+        self.out.steps[acc] = Step(LOps.CONST, step.dtype, (), step.arg)
+
+    def alu(self, op: Ops, dtype: DType, src: tuple[int, ...]) -> int:
         """An ALU step of operands already in out, folded when they are all constants."""
+        out, fold = self.out, self.fold
         srcs = [out.steps[s] for s in src]
         if fold is not None and all(s.op is LOps.CONST for s in srcs) \
                 and all(d in WGSL_TYPES for d in [dtype] + [s.dtype for s in srcs]) \
                 and (value := fold(op, dtype, [(s.arg, s.dtype) for s in srcs])) is not None:
-            return const(value, dtype)
-        if op is Ops.WHERE and is_const(src[0]):
+            return self.const(value, dtype)
+        if op is Ops.WHERE and self.is_const(src[0]):
             return src[1] if out.steps[src[0]].arg else src[2]
         return out.add(LOps.ALU, dtype, src, op)
 
-    def compare(op: Ops, a: int, b: int) -> int:
-        operand = out.steps[a].dtype
+    def compare(self, op: Ops, a: int, b: int) -> int:
+        """a < b or a != b as WGSL computes them the way C does (see wgsl_program)."""
+        operand = self.out.steps[a].dtype
         if op is Ops.CMPLT and operand.is_bool:
-            return alu(Ops.WHERE, dtypes.bool, (a, const(False, dtypes.bool), b))
+            return self.alu(Ops.WHERE, dtypes.bool, (a, self.const(False, dtypes.bool), b))
         if op is Ops.CMPNE and a == b and not operand.is_float:
-            return const(False, dtypes.bool)
+            return self.const(False, dtypes.bool)
         nan_test = op is Ops.CMPNE and a != b and operand.is_float
-        if nan_test and any(is_const(x) and math.isnan(out.steps[x].arg) for x in (a, b)):
-            return const(True, dtypes.bool)
-        result = alu(op, dtypes.bool, (a, b))
+        if nan_test and any(self.is_const(x) and math.isnan(self.out.steps[x].arg)
+                            for x in (a, b)):
+            return self.const(True, dtypes.bool)
+        result = self.alu(op, dtypes.bool, (a, b))
         for x in (a, b) if nan_test else ():
-            if not is_const(x):
-                result = alu(Ops.OR, dtypes.bool, (result, alu(op, dtypes.bool, (x, x))))
+            if not self.is_const(x):
+                result = self.alu(Ops.OR, dtypes.bool,
+                                  (result, self.alu(op, dtypes.bool, (x, x))))
         return result
 
-    def to_int(dtype: DType, x: int) -> int:
+    def to_int(self, dtype: DType, x: int) -> int:
         """A float cast to an integer. One out of int32's range (NaN, the infinities, 2**31 and
         more) has no value in C; WGSL clamps it, x86 (so the CPU, NUMPY and CL devices, and
         torch, on x86) gives -2**31 (wrapped to a narrow dtype: 0), and so does this."""
+        alu, const = self.alu, self.const
         in_range = alu(Ops.AND, dtypes.bool, (
             alu(Ops.CMPLT, dtypes.bool, (x, const(2.0**31, dtypes.float32))),
             alu(Ops.CMPLT, dtypes.bool, (const(-2147483904.0, dtypes.float32), x))))  # >= -2**31
         outside = np.array([-2**31], np.int32).astype(dtype.np)[0].item()
         return alu(Ops.WHERE, dtype, (in_range, alu(Ops.CAST, dtype, (x,)), const(outside, dtype)))
 
-    empty = 0  # how deep inside a loop that runs no iteration (a reduce of an empty axis)
-    for i, step in enumerate(prog.steps):
-        if empty or (step.op is LOps.LOOP and step.arg[1] == 0):
-            empty += (step.op is LOps.LOOP) - (step.op is LOps.ENDLOOP)
-            if step.op is LOps.UPDATE:  # never runs: the accumulator keeps its first value
-                acc = out.steps[new[step.src[0]]]
-                out.steps[new[step.src[0]]] = Step(LOps.CONST, acc.dtype, (), acc.arg)
-            continue
-        src = tuple(new[s] for s in step.src)
-        if step.op is LOps.VALID and step.arg.is_const:
-            new[i] = const(bool(step.arg.vmin), dtypes.bool)
-        elif step.op is LOps.LOAD and step.arg[1].is_const and step.arg[1].vmin == 0:
-            new[i] = const(0, step.dtype)
-        elif step.op is LOps.ALU and step.arg in (Ops.CMPLT, Ops.CMPNE):
-            new[i] = compare(step.arg, *src)
-        elif step.op is LOps.ALU and step.arg is Ops.CAST and step.dtype.is_int \
-                and out.steps[src[0]].dtype == dtypes.float32 and not is_const(src[0]):
-            new[i] = to_int(step.dtype, src[0])
-        elif step.op is LOps.ALU:
-            new[i] = alu(step.arg, step.dtype, src)
-        else:
-            new[i] = out.add(step.op, step.dtype, src, step.arg)
-    out.params = [new[p] for p in prog.params]
-    return hide_float_operands(out)
+
+def copied(rewrite: Rewrite, step: Step, src: tuple[int, ...]) -> int:
+    """The step as it is, its operands those of out."""
+    return rewrite.out.add(step.op, step.dtype, src, step.arg)
+
+
+def rewritten_valid(rewrite: Rewrite, step: Step, src: tuple[int, ...]) -> int:
+    """A VALID: `true` or `false` where it is known in advance (WGSL's bool is not 0 or 1)."""
+    if step.arg.is_const:
+        return rewrite.const(bool(step.arg.vmin), dtypes.bool)
+    return copied(rewrite, step, src)
+
+
+def rewritten_load(rewrite: Rewrite, step: Step, src: tuple[int, ...]) -> int:
+    """A LOAD: its 0 where it is never valid."""
+    valid = step.arg[1]
+    if valid.is_const and valid.vmin == 0:
+        return rewrite.const(0, step.dtype)
+    return copied(rewrite, step, src)
+
+
+def rewritten_alu(rewrite: Rewrite, step: Step, src: tuple[int, ...]) -> int:
+    """An ALU: a comparison as C's (Rewrite.compare), a float32 cast to an integer as x86's
+    (Rewrite.to_int), any other op folded where its operands are constants (Rewrite.alu)."""
+    if step.arg in (Ops.CMPLT, Ops.CMPNE):
+        return rewrite.compare(step.arg, *src)
+    if step.arg is Ops.CAST and step.dtype.is_int and \
+            rewrite.out.steps[src[0]].dtype == dtypes.float32 and not rewrite.is_const(src[0]):
+        return rewrite.to_int(step.dtype, src[0])
+    return rewrite.alu(step.arg, step.dtype, src)
+
+
+# How wgsl_program rewrites each kind of step: a function of the rewrite, the step and its
+# operands' steps in out, giving the step of out that holds its value. A kind not here is
+# copied as it is; a new kind of step that WGSL needs written otherwise is one more entry.
+REWRITES: dict[LOps, Callable[[Rewrite, Step, tuple[int, ...]], int]] = {
+    LOps.VALID: rewritten_valid, LOps.LOAD: rewritten_load, LOps.ALU: rewritten_alu}
 
 
 def hide_float_operands(prog: Program) -> Program:
