@@ -1,7 +1,7 @@
 # Solutions of chapter 13, generated from tinyfw/multi.py by `python -m tools.generate`.
 # Edit tinyfw/multi.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/13_many_devices --impl=solutions
-# generated text id: 0f1780bbb2fe8351 (lets tools.generate tell your edits apart)
+# generated text id: 86e08411ae57378b (lets tools.generate tell your edits apart)
 """Many devices (chapter 13): a tensor's value spread over several devices, and all-reduce.
 
 A value over several devices is a node of the graph like any other, whose `device` is a tuple of
@@ -64,7 +64,7 @@ from tinyfw.helpers import prod
 from tinyfw.dtype import dtypes
 from tinyfw.uop import ops
 from tinyfw.uop.gradient import GradientOverride, with_gradient
-from tinyfw.uop.ops import ALU, Ops, UOp, device_node
+from tinyfw.uop.ops import ALU, Ops, UOp, const, device_node
 
 # elements of one part from which a ring all-reduce is used (with more than 2 devices):
 # bench/allreduce.py on this project's 2-core machine, 4 devices, 2**20 float32: ring 17 ms,
@@ -131,9 +131,18 @@ def to_axis(value: UOp, axis: int | None, cuts: list[tuple[int, int]] | None = N
     for part, (start, end) in zip(whole.src, cuts):
         cut = [(0, s) for s in part.shape]
         cut[axis] = (start, end)
-        parts.append(part.shrink(tuple(cut)))
+        parts.append(_cut(part, tuple(cut)))
     return multi(parts, axis)
 
+
+def _cut(part: UOp, cut: tuple[tuple[int, int], ...]) -> UOp:
+    """part.shrink(cut); a constant broadcast to part's shape is made at the cut's shape
+    instead (the same value in fewer nodes: constants meet every sharded operand)."""
+    below = part.src[0] if part.op is Ops.EXPAND else part
+    below = below.src[0] if below.op is Ops.RESHAPE else below
+    if below.op is Ops.CONST:
+        return const(below.arg, part.dtype, part.device, tuple(e - s for s, e in cut))
+    return part.shrink(cut)
 
 
 def gathered_everywhere(value: UOp) -> UOp:
