@@ -1,23 +1,32 @@
 """Many devices (chapter 13): a tensor's value spread over several devices, and all-reduce.
 
-A sharded tensor is an ordinary Tensor whose `.uop` is a MultiUOp instead of a UOp: one plain
-lazy graph per device (its *parts*, in device order) and the axis they split (`axis`), or None
-when every device holds the whole value (*replicated*). Nothing below the Tensor knows of it:
-each part is a graph of one device like any other, scheduled, compiled and run as today, and
-what moves between devices is a COPY node in those graphs (so a TinyJit captures it as a copy).
+A value over several devices is a node of the graph like any other, whose `device` is a tuple of
+device names. The Tensor builds its ops on such nodes as it builds them on any (elementwise,
+movement, reduce, of the whole value's shape) and never asks where a value lives. Where the
+value's layout is known, the node is a MULTI: its sources are its *parts*, one plain lazy graph
+per device (in device order), and its argument the axis they split, or None when every device
+holds the whole value (*replicated*). Constants on a tuple of devices and copies to one are the
+other leaves of such graphs.
 
-How each op of the Tensor's vocabulary runs on parts (the MultiUOp methods below):
+Before it schedules a graph, the engine hands it to `lowered`, the rewrite pass here: sources
+first, each node over many devices is rewritten by the rule of its op (`rewrite`) into a MULTI
+whose parts do the work on each device, from its sources' MULTIs. What the scheduler sees is
+then graphs of one device each, scheduled, compiled and run as any other; what moves between
+devices is a COPY node in them (so a TinyJit captures it as a copy). The rules:
 
-* elementwise: part by part. A replicated operand meets a sharded one by cutting, on its own
-  device, the slice each part needs (a SHRINK: no copy); two operands sharded on different axes
-  are refused.
+* elementwise (`alu_multi`): part by part. A replicated operand meets a sharded one by cutting,
+  on its own device, the slice each part needs (a SHRINK: no copy); two operands sharded on
+  different axes are refused.
+* reduce (`reduce_multi`): over other axes, part by part; over the sharded axis, each part
+  reduces its rows and an all-reduce combines the partial results, so that every device holds
+  the total (replicated).
 * movement: part by part, with the sharded axis followed: a permute moves it, a reshape keeps
   it when the split still falls on whole rows of an axis of the new shape; expand, pad, shrink
   and flip work on the other axes. Anything that would cut across parts is refused with an
-  error that says so, never computed wrongly.
-* reduce: over other axes, part by part; over the sharded axis, each part reduces its rows and
-  an all-reduce combines the partial results, so that every device holds the total
-  (replicated).
+  error that says so (raised when the graph is realized), never computed wrongly.
+* copies: to a tuple of devices, a whole copy on each; from many devices to one, the parts
+  copied there and put side by side (gathered).
+* constants, CONTIGUOUS and DETACH: one per part.
 
 All-reduce (every device starts with a partial value of one shape and ends with the sum of all
 of them) is written in two ways, both of COPY and ADD (or MAX) nodes:
@@ -34,21 +43,24 @@ of them) is written in two ways, both of COPY and ADD (or MAX) nodes:
 elements (2**20, measured: bench/README.md; tinygrad's rule has the same shape), else the naive
 one; ALLREDUCE=naive or ALLREDUCE=ring in the environment forces one.
 
-Gradients: the parts are plain graphs, so the backward pass runs on them as it is
-(tinyfw/uop/gradient.py: a COPY's gradient is a COPY back). Tensor.backward of a multi tensor
-seeds each part (a replicated scalar loss: only the first part, which already depends on every
-shard through the all-reduce); a replicated parameter's gradient is the all-reduce of its parts'
-gradients (each device saw only its own shard of the batch), a sharded one's is its parts'.
+Gradients need nothing of their own: the backward pass (tinyfw/uop/gradient.py) runs on the
+graph the Tensor built, of whole values, before any rewrite, and its result is rewritten like
+any graph. A replicated weight's gradient in data-parallel training is a sum over the batch the
+devices split: the reduce rule makes it each device's partial sum and an all-reduce. Sharding a
+value moves it without changing it, so its gradient goes back unchanged to where it came from
+(`placed`: a gradient override).
 """
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Sequence
-from typing import Any
 
-from tinyfw.dtype import DType, dtypes
 from tinyfw.helpers import prod
-from tinyfw.uop.ops import ALU, COMPARISON, Ops, UOp, const
+from tinyfw.dtype import dtypes
+from tinyfw.uop import ops
+from tinyfw.uop.gradient import GradientOverride, with_gradient
+from tinyfw.uop.ops import ALU, Ops, UOp, const, device_node
 
 # elements of one part from which a ring all-reduce is used (with more than 2 devices):
 # bench/allreduce.py on this project's 2-core machine, 4 devices, 2**20 float32: ring 17 ms,
@@ -57,7 +69,7 @@ RING_THRESHOLD = 1 << 20
 
 
 class MultiError(RuntimeError):
-    """An op a sharded tensor does not support (rather than a wrong answer)."""
+    """An op a value over many devices does not support (rather than a wrong answer)."""
 
 
 def split_sizes(size: int, n: int) -> list[int]:
@@ -68,254 +80,8 @@ def split_sizes(size: int, n: int) -> list[int]:
     return [size // n + (1 if i < size % n else 0) for i in range(n)]
 
 
-class MultiUOp:
-    """A value over several devices: `parts[i]` lives on `devices[i]`; `axis` is the axis the
-    parts split (in order), or None when each part is the whole value (replicated)."""
-    __slots__ = ("parts", "axis")
-
-    def __init__(self, parts: Sequence[UOp], axis: int | None):
-        self.parts, self.axis = tuple(parts), axis
-        assert len(self.parts) >= 1 and len({p.dtype for p in self.parts}) == 1
-        if axis is None:
-            assert len({p.shape for p in self.parts}) == 1, "replicated parts of many shapes"
-        else:
-            rest = {p.shape[:axis] + p.shape[axis + 1:] for p in self.parts}
-            assert len(rest) == 1, "parts differ off their sharded axis"
-
-    def __repr__(self) -> str:
-        return f"<MultiUOp {self.shape} {self.dtype.name} axis={self.axis} on {self.device}>"
-
-    # --- what it is ---
-    @property
-    def device(self) -> tuple[str, ...]:
-        return tuple(p.device for p in self.parts)
-
-    @property
-    def dtype(self) -> DType:
-        return self.parts[0].dtype
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        shape = self.parts[0].shape
-        if self.axis is None:
-            return shape
-        return shape[:self.axis] + (self.sizes(),) + shape[self.axis + 1:]
-
-    def sizes(self) -> int:
-        """The length of the whole sharded axis."""
-        assert self.axis is not None
-        return sum(p.shape[self.axis] for p in self.parts)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def numel(self) -> int:
-        return prod(self.shape)
-
-    def bounds(self) -> list[tuple[int, int]]:
-        """(start, end) of each part along the sharded axis."""
-        assert self.axis is not None
-        out, start = [], 0
-        for p in self.parts:
-            out.append((start, start + p.shape[self.axis]))
-            start += p.shape[self.axis]
-        return out
-
-    def _map(self, fn: Any, axis: int | None = -1) -> MultiUOp:
-        return MultiUOp([fn(p) for p in self.parts], self.axis if axis == -1 else axis)
-
-    # --- placing a value ---
-    def to_axis(self, axis: int | None, bounds: list[tuple[int, int]] | None = None) -> MultiUOp:
-        """The same value split on `axis` (with these bounds), or replicated (None). A
-        replicated value is cut locally; a sharded one is gathered to every device first."""
-        if axis == self.axis and (axis is None or bounds is None or bounds == self.bounds()):
-            return self
-        whole = self if self.axis is None else self.gathered_everywhere()
-        if axis is None:
-            return whole
-        bounds = bounds or _even_bounds(self.shape[axis], len(self.parts))
-        parts = []
-        for part, (start, end) in zip(whole.parts, bounds):
-            cut = [(0, s) for s in part.shape]
-            cut[axis] = (start, end)
-            parts.append(part.shrink(tuple(cut)))
-        return MultiUOp(parts, axis)
-
-    def gathered_everywhere(self) -> MultiUOp:
-        """Replicated: every device gets every part (an all-gather)."""
-        if self.axis is None:
-            return self
-        return MultiUOp([self.gather(d) for d in self.device], None)
-
-    def gather(self, device: str) -> UOp:
-        """The whole value on one device: the parts copied there and put side by side."""
-        if self.axis is None:
-            return next((p for p in self.parts if p.device == device), self.parts[0]) \
-                .copy_to(device)
-        return concat([p.copy_to(device) for p in self.parts], self.axis)
-
-    def copy_to(self, device: str | tuple[str, ...]) -> UOp | MultiUOp:
-        if isinstance(device, tuple):
-            if device != self.device:
-                raise MultiError(f"cannot move a tensor on {self.device} to {device}: gather it "
-                                 "to one device (.to(device)) and shard that")
-            return self
-        return self.gather(device)
-
-    # --- elementwise ---
-    def alu(self, op: Ops, *others: MultiUOp | UOp) -> MultiUOp:
-        operands: list[MultiUOp] = []
-        for o in (self, *others):
-            if not isinstance(o, MultiUOp) or o.device != self.device:
-                raise MultiError(f"{op} of a tensor on {self.device} with one on "
-                                 f"{getattr(o, 'device', '?')}: shard both on the same devices")
-            operands.append(o)
-        axes = {o.axis for o in operands if isinstance(o, MultiUOp) and o.axis is not None}
-        if len(axes) > 1:
-            raise MultiError(f"{op} of tensors sharded on different axes {sorted(axes)}: "
-                             "not supported (reshard one of them first)")
-        axis = axes.pop() if axes else None
-        bounds = next((o.bounds() for o in operands if o.axis is not None), None)
-        dtype = dtypes.bool if op in COMPARISON else (operands[-1].dtype if op is Ops.WHERE
-                                                      else self.dtype)
-        # >>> exercise 13.per_shard #ops-on-shards
-        placed = [o.to_axis(axis, bounds) for o in operands]
-        return MultiUOp([UOp(op, dtype, tuple(o.parts[i] for o in placed))
-                         for i in range(len(self.parts))], axis)
-        # <<< exercise
-
-    def const_like(self, value: float | int | bool, dtype: DType | None = None) -> MultiUOp:
-        """value in this value's layout (each part's shape on its device)."""
-        dtype = dtype or self.dtype
-        return self._map(lambda p: const(value, dtype, p.device, p.shape))
-
-    def _lift(self, x: MultiUOp | float) -> MultiUOp:
-        return x if isinstance(x, MultiUOp) else self.const_like(x)
-
-    # the small vocabulary UOp offers the math written on nodes (tinyfw/uop/elementwise_math)
-    def _bin(self, op: Ops, x: MultiUOp | float, swap: bool = False) -> MultiUOp:
-        return self._lift(x).alu(op, self) if swap else self.alu(op, self._lift(x))
-
-    def __add__(self, x: MultiUOp | float) -> MultiUOp: return self._bin(Ops.ADD, x)
-    def __radd__(self, x: float) -> MultiUOp: return self._bin(Ops.ADD, x, True)
-    def __mul__(self, x: MultiUOp | float) -> MultiUOp: return self._bin(Ops.MUL, x)
-    def __rmul__(self, x: float) -> MultiUOp: return self._bin(Ops.MUL, x, True)
-    def __neg__(self) -> MultiUOp: return self.alu(Ops.NEG)
-    def __sub__(self, x: MultiUOp | float) -> MultiUOp: return self + (-self._lift(x))
-    def __rsub__(self, x: float) -> MultiUOp: return self._lift(x) + (-self)
-    def __truediv__(self, x: MultiUOp | float) -> MultiUOp: return self._bin(Ops.FDIV, x)
-    def __rtruediv__(self, x: float) -> MultiUOp: return self._bin(Ops.FDIV, x, True)
-    def __lt__(self, x: MultiUOp | float) -> MultiUOp: return self._bin(Ops.CMPLT, x)
-    def __gt__(self, x: MultiUOp | float) -> MultiUOp: return self._bin(Ops.CMPLT, x, True)
-    def ne(self, x: MultiUOp | float) -> MultiUOp: return self._bin(Ops.CMPNE, x)
-    def eq(self, x: MultiUOp | float) -> MultiUOp:
-        return self.ne(x).alu(Ops.XOR, self.const_like(True, dtypes.bool))
-    def maximum(self, x: MultiUOp | float) -> MultiUOp: return self._bin(Ops.MAX, x)
-    def sqrt(self) -> MultiUOp: return self.alu(Ops.SQRT)
-    def reciprocal(self) -> MultiUOp: return self.alu(Ops.RECIPROCAL)
-    def sin(self) -> MultiUOp: return self.alu(Ops.SIN)
-    def exp2(self) -> MultiUOp: return self.alu(Ops.EXP2)
-    def log2(self) -> MultiUOp: return self.alu(Ops.LOG2)
-
-    @staticmethod
-    def true_like(x: MultiUOp) -> MultiUOp:
-        return x.const_like(True, dtypes.bool)
-
-    def where(self, x: MultiUOp | float, y: MultiUOp | float) -> MultiUOp:
-        ref = x if isinstance(x, MultiUOp) else y
-        assert isinstance(ref, MultiUOp), "where needs at least one node among its branches"
-        return self.alu(Ops.WHERE, ref._lift(x), ref._lift(y))
-
-    def cast(self, dtype: DType) -> MultiUOp: return self._map(lambda p: p.cast(dtype))
-    def bitcast(self, dtype: DType) -> MultiUOp: return self._map(lambda p: p.bitcast(dtype))
-    def detach(self) -> MultiUOp: return self._map(lambda p: p.detach())
-    def contiguous(self) -> MultiUOp: return self._map(lambda p: p.contiguous())
-
-    # --- reduce ---
-    def reduce(self, op: Ops, axes: tuple[int, ...]) -> MultiUOp:
-        """op (ADD or MAX) over axes: each part reduces its own rows; over the sharded axis an
-        all-reduce then combines the partial results, so every device holds the total."""
-        # >>> exercise 13.per_shard #ops-on-shards
-        partial = self._map(lambda p: p.reduce(op, axes))
-        if self.axis is None or self.axis not in axes:
-            return partial
-        return MultiUOp(all_reduce(op, list(partial.parts)), None)
-        # <<< exercise
-
-    def sum(self, axes: tuple[int, ...]) -> MultiUOp:
-        return self.reduce(Ops.ADD, axes)
-
-    # --- movement ---
-    def permute(self, order: tuple[int, ...]) -> MultiUOp:
-        order = tuple(order)
-        axis = None if self.axis is None else order.index(self.axis)
-        return self._map(lambda p: p.permute(order), axis)
-
-    def reshape(self, shape: tuple[int, ...]) -> MultiUOp:
-        shape = tuple(shape)
-        if self.axis is None:
-            return self._map(lambda p: p.reshape(shape))
-        if prod(shape) != self.numel:
-            raise MultiError(f"reshape {self.shape} -> {shape} changes the size")
-        new = _reshaped_axis(self.shape, self.axis, shape, self.bounds())
-        if new is None:
-            raise MultiError(f"reshape {self.shape} -> {shape} of a tensor sharded on axis "
-                             f"{self.axis}: the split would not fall on whole rows of one "
-                             "axis of the new shape; not supported")
-        total = self.shape[self.axis]
-
-        def part_shape(p: UOp) -> tuple[int, ...]:
-            size = shape[new] * p.shape[self.axis] // total  # type: ignore[index]
-            return shape[:new] + (size,) + shape[new + 1:]
-        return MultiUOp([p.reshape(part_shape(p)) for p in self.parts], new)
-
-    def expand(self, shape: tuple[int, ...]) -> MultiUOp:
-        shape = tuple(shape)
-        if self.axis is None:
-            return self._map(lambda p: p.expand(shape))
-        if shape[self.axis] != self.shape[self.axis]:
-            raise MultiError(f"expand {self.shape} -> {shape} grows the sharded axis "
-                             f"{self.axis}: not supported")
-        axis = self.axis
-        return self._map(lambda p: p.expand(shape[:axis] + (p.shape[axis],) + shape[axis + 1:]))
-
-    def _off_axis(self, name: str, arg: tuple, untouched: Any) -> None:
-        if self.axis is not None and arg[self.axis] != untouched(self.shape[self.axis]):
-            raise MultiError(f"{name} {arg} of a tensor sharded on axis {self.axis} touches "
-                             "the sharded axis: not supported (gather it first)")
-
-    def pad(self, padding: tuple[tuple[int, int], ...]) -> MultiUOp:
-        padding = tuple((int(b), int(a)) for b, a in padding)
-        self._off_axis("pad", padding, lambda s: (0, 0))
-        return self._map(lambda p: p.pad(padding))
-
-    def shrink(self, bounds: tuple[tuple[int, int], ...]) -> MultiUOp:
-        bounds = tuple((int(s), int(e)) for s, e in bounds)
-        self._off_axis("shrink", bounds, lambda s: (0, s))
-        if self.axis is None:
-            return self._map(lambda p: p.shrink(bounds))
-        axis = self.axis
-        return self._map(lambda p: p.shrink(bounds[:axis] + ((0, p.shape[axis]),)
-                                            + bounds[axis + 1:]))
-
-    def flip(self, axes_mask: tuple[bool, ...]) -> MultiUOp:
-        self._off_axis("flip", tuple(bool(m) for m in axes_mask), lambda s: False)
-        return self._map(lambda p: p.flip(axes_mask))
-
-    # --- realizing and assigning ---
-    def assigned(self, number: int) -> MultiUOp:
-        """Each part a node of its own (Tensor.assign's DETACH numbered `number`)."""
-        return self._map(lambda p: UOp(Ops.DETACH, p.dtype, (p,), number))
-
-    def toposort(self, stop: Any = None) -> list[UOp]:
-        """The nodes of every part's graph, each once."""
-        seen: set[UOp] = set()
-        return [n for p in self.parts for n in p.toposort(stop, seen)]
-
-
 def _even_bounds(size: int, n: int) -> list[tuple[int, int]]:
+    """(start, end) of each of n parts of an axis of `size` (split_sizes)."""
     out, start = [], 0
     for s in split_sizes(size, n):
         out.append((start, start + s))
@@ -323,20 +89,71 @@ def _even_bounds(size: int, n: int) -> list[tuple[int, int]]:
     return out
 
 
-def _reshaped_axis(old: tuple[int, ...], axis: int, new: tuple[int, ...],
-                   bounds: list[tuple[int, int]]) -> int | None:
-    """The axis of `new` that the split of `old` along `axis` falls on, or None. The parts are
-    runs of whole rows (of prod(old[axis+1:]) elements) in memory order: the new axis is one
-    with the same number of elements before it, whose own rows each part's run covers whole."""
-    before, total = prod(old[:axis]), old[axis]
-    for j in range(len(new)):
-        if prod(new[:j]) != before or prod(new[j:]) != prod(old[axis:]):
-            continue
-        if new[j] == 1 and total != 1:
-            continue
-        if all((s * new[j]) % total == 0 and (e * new[j]) % total == 0 for s, e in bounds):
-            return j
-    return None
+# --- a value over many devices whose layout is known: a MULTI node ---
+def multi(parts: Sequence[UOp], axis: int | None) -> UOp:
+    """The MULTI node of parts (one graph per device, in device order) that split axis, or
+    that each hold the whole value (axis None: replicated)."""
+    return UOp(Ops.MULTI, parts[0].dtype, tuple(parts), axis)
+
+
+def devices_of(node: UOp) -> tuple[str, ...]:
+    """The devices node's value is on, as a tuple (one device: a tuple of one)."""
+    device: str | tuple[str, ...] = node.device
+    return device if isinstance(device, tuple) else (device,)
+
+
+def bounds(value: UOp) -> list[tuple[int, int]]:
+    """(start, end) of each part of a MULTI along its sharded axis."""
+    axis = value.arg
+    assert value.op is Ops.MULTI and axis is not None
+    out, start = [], 0
+    for p in value.src:
+        out.append((start, start + p.shape[axis]))
+        start += p.shape[axis]
+    return out
+
+
+def to_axis(value: UOp, axis: int | None, cuts: list[tuple[int, int]] | None = None) -> UOp:
+    """A MULTI's value split on `axis` (with these bounds, else as even as it goes), or
+    replicated (None). A replicated value is cut locally; a sharded one is gathered to every
+    device first."""
+    if axis == value.arg and (axis is None or cuts is None or cuts == bounds(value)):
+        return value
+    whole = value if value.arg is None else gathered_everywhere(value)
+    if axis is None:
+        return whole
+    cuts = cuts or _even_bounds(value.shape[axis], len(value.src))
+    parts = []
+    for part, (start, end) in zip(whole.src, cuts):
+        cut = [(0, s) for s in part.shape]
+        cut[axis] = (start, end)
+        parts.append(_cut(part, tuple(cut)))
+    return multi(parts, axis)
+
+
+def _cut(part: UOp, cut: tuple[tuple[int, int], ...]) -> UOp:
+    """part.shrink(cut); a constant broadcast to part's shape is made at the cut's shape
+    instead (the same value in fewer nodes: constants meet every sharded operand)."""
+    below = part.src[0] if part.op is Ops.EXPAND else part
+    below = below.src[0] if below.op is Ops.RESHAPE else below
+    if below.op is Ops.CONST:
+        return const(below.arg, part.dtype, part.device, tuple(e - s for s, e in cut))
+    return part.shrink(cut)
+
+
+def gathered_everywhere(value: UOp) -> UOp:
+    """A MULTI's value replicated: every device gets every part (an all-gather)."""
+    if value.arg is None:
+        return value
+    return multi([gather(value, d) for d in devices_of(value)], None)
+
+
+def gather(value: UOp, device: str) -> UOp:
+    """A MULTI's whole value on one device: the parts copied there and put side by side (a
+    replicated value: its part there, else its first, copied)."""
+    if value.arg is None:
+        return next((p for p in value.src if p.device == device), value.src[0]).copy_to(device)
+    return concat([p.copy_to(device) for p in value.src], value.arg)
 
 
 def concat(parts: list[UOp], axis: int) -> UOp:
@@ -355,6 +172,297 @@ def concat(parts: list[UOp], axis: int) -> UOp:
         out = placed if out is None else out + placed
     assert out is not None
     return out.cast(dtypes.bool) if dtype.is_bool else out
+
+
+# --- sharding: a value of one device put on many ---
+def shard(node: UOp, devices: tuple[str, ...], axis: int | None) -> UOp:
+    """node's value on devices, as a MULTI: a copy of the whole on each (axis None), or split
+    along axis as evenly as it goes (split_sizes: the first devices one row longer), each
+    device copying only its own slice. A value over many devices already is laid out anew on
+    its own devices, or gathered to its first and sharded from there."""
+    node = lowered(node)  # (graphs of one device each: what the parts are made of)
+    if node.op is Ops.MULTI:
+        if node.device == devices:
+            return to_axis(node, axis)
+        node = gather(node, devices_of(node)[0])
+    # >>> exercise 13.shard #sharding-a-tensor
+    if axis is None:
+        return multi([node.copy_to(d) for d in devices], None)
+    parts = []
+    for d, (start, end) in zip(devices, _even_bounds(node.shape[axis], len(devices))):
+        cut = [(0, s) for s in node.shape]
+        cut[axis] = (start, end)
+        parts.append(node.shrink(tuple(cut)).copy_to(d))
+    return multi(parts, axis)
+    # <<< exercise
+
+
+def placed(node: UOp, devices: tuple[str, ...], axis: int | None) -> UOp:
+    """shard(node, devices, axis) as a node of the graph the backward pass differentiates
+    (Tensor.shard): the same value, moved, so its gradient goes back to where node is (a
+    gradient override: the parts' own graphs are no business of the whole value's)."""
+    return with_gradient(shard(node, devices, axis), (node,), GradientOverride(_moved_back))
+
+
+def placed_like(node: UOp, like: UOp) -> UOp:
+    """node's value placed as like's is: sharded on like's devices and axis, or on its device."""
+    device: str | tuple[str, ...] = like.device
+    if isinstance(device, str):
+        return node.copy_to(device)
+    return placed(node, device, axis_of(like))
+
+
+def _moved_back(grad: UOp, value: UOp, source: UOp) -> tuple[UOp]:
+    """The gradient of a value moved from source (placed): grad, where source is."""
+    return (grad.copy_to(source.device),)
+
+
+# --- the rewrite: each node over many devices as a MULTI of per-device work ---
+def alu_multi(node: UOp, sources: list[UOp]) -> UOp:
+    """An elementwise node of sources (each rewritten: a MULTI) part by part: every operand laid
+    out as the sharded ones are (a replicated one cut on each device), then the op on each
+    device's parts."""
+    for s in sources:
+        if s.device != node.device:
+            raise MultiError(f"{node.op} of a tensor on {node.device} with one on {s.device}: "
+                             "shard both on the same devices")
+    axes = {s.arg for s in sources if s.arg is not None}
+    if len(axes) > 1:
+        raise MultiError(f"{node.op} of tensors sharded on different axes {sorted(axes)}: "
+                         "not supported (reshard one of them first)")
+    axis = axes.pop() if axes else None
+    cuts = next((bounds(s) for s in sources if s.arg is not None), None)
+    # >>> exercise 13.per_shard #ops-on-shards
+    placed_sources = [to_axis(s, axis, cuts) for s in sources]
+    return multi([UOp(node.op, node.dtype, tuple(s.src[i] for s in placed_sources), node.arg)
+                  for i in range(len(sources[0].src))], axis)
+    # <<< exercise
+
+
+def reduce_multi(node: UOp, source: UOp) -> UOp:
+    """A REDUCE (ADD or MAX) of source (a MULTI): each part reduces its own rows; over the
+    sharded axis an all-reduce then combines the partial results, so every device holds the
+    total."""
+    op, axes = node.arg
+    # >>> exercise 13.per_shard #ops-on-shards
+    partial = [p.reduce(op, axes) for p in source.src]
+    if source.arg is None or source.arg not in axes:
+        return multi(partial, source.arg)
+    return multi(all_reduce(op, partial), None)
+    # <<< exercise
+
+
+def permute_multi(node: UOp, source: UOp) -> UOp:
+    """A PERMUTE part by part; the sharded axis moves with it."""
+    order = node.arg
+    axis = None if source.arg is None else order.index(source.arg)
+    return multi([p.permute(order) for p in source.src], axis)
+
+
+def reshape_multi(node: UOp, source: UOp) -> UOp:
+    """A RESHAPE part by part, where the split still falls on whole rows of one axis of the new
+    shape (that axis is the new sharded one)."""
+    shape, axis = node.arg, source.arg
+    if axis is None:
+        return multi([p.reshape(shape) for p in source.src], None)
+    new = _reshaped_axis(source.shape, axis, shape, bounds(source))
+    if new is None:
+        raise MultiError(f"reshape {source.shape} -> {shape} of a tensor sharded on axis "
+                         f"{axis}: the split would not fall on whole rows of one axis of the new "
+                         "shape; not supported")
+    total = source.shape[axis]
+    return multi([p.reshape(shape[:new] + (shape[new] * p.shape[axis] // total,)
+                            + shape[new + 1:]) for p in source.src], new)
+
+
+def _reshaped_axis(old: tuple[int, ...], axis: int, new: tuple[int, ...],
+                   cuts: list[tuple[int, int]]) -> int | None:
+    """The axis of `new` that the split of `old` along `axis` falls on, or None. The parts are
+    runs of whole rows (of prod(old[axis+1:]) elements) in memory order: the new axis is one
+    with the same number of elements before it, whose own rows each part's run covers whole."""
+    before, total = prod(old[:axis]), old[axis]
+    for j in range(len(new)):
+        if prod(new[:j]) != before or prod(new[j:]) != prod(old[axis:]):
+            continue
+        if new[j] == 1 and total != 1:
+            continue
+        if all((s * new[j]) % total == 0 and (e * new[j]) % total == 0 for s, e in cuts):
+            return j
+    return None
+
+
+def expand_multi(node: UOp, source: UOp) -> UOp:
+    """An EXPAND part by part, of the axes other than the sharded one."""
+    shape, axis = node.arg, source.arg
+    if axis is None:
+        return multi([p.expand(shape) for p in source.src], None)
+    if shape[axis] != source.shape[axis]:
+        raise MultiError(f"expand {source.shape} -> {shape} grows the sharded axis {axis}: "
+                         "not supported")
+    return multi([p.expand(shape[:axis] + (p.shape[axis],) + shape[axis + 1:])
+                  for p in source.src], axis)
+
+
+def _off_axis(name: str, arg: tuple, source: UOp, untouched: object) -> None:
+    """MultiError if a movement op's per-axis arg does something (is not `untouched`) to the
+    sharded axis of source."""
+    axis = source.arg
+    if axis is not None and arg[axis] != untouched:
+        raise MultiError(f"{name} {arg} of a tensor sharded on axis {axis} touches the sharded "
+                         "axis: not supported (gather it first)")
+
+
+def pad_multi(node: UOp, source: UOp) -> UOp:
+    """A PAD part by part, of the axes other than the sharded one."""
+    _off_axis("pad", node.arg, source, (0, 0))
+    return multi([p.pad(node.arg) for p in source.src], source.arg)
+
+
+def shrink_multi(node: UOp, source: UOp) -> UOp:
+    """A SHRINK part by part, of the axes other than the sharded one."""
+    cut, axis = node.arg, source.arg
+    _off_axis("shrink", cut, source, None if axis is None else (0, source.shape[axis]))
+    if axis is None:
+        return multi([p.shrink(cut) for p in source.src], None)
+    return multi([p.shrink(cut[:axis] + ((0, p.shape[axis]),) + cut[axis + 1:])
+                  for p in source.src], axis)
+
+
+def flip_multi(node: UOp, source: UOp) -> UOp:
+    """A FLIP part by part, of the axes other than the sharded one."""
+    _off_axis("flip", node.arg, source, False)
+    return multi([p.flip(node.arg) for p in source.src], source.arg)
+
+
+def copy_multi(node: UOp, source: UOp) -> UOp:
+    """A COPY: from one device to a tuple of them, a whole copy on each; from many to one, the
+    value gathered there; between two tuples, only to the same (nothing to do)."""
+    target = node.arg
+    if source.op is not Ops.MULTI:  # from one device (a COPY above a gather, or to many)
+        return shard(source, target, None) if isinstance(target, tuple) else \
+            source.copy_to(target)
+    if not isinstance(target, tuple):
+        return gather(source, target)
+    if target != source.device:
+        raise MultiError(f"cannot move a tensor on {source.device} to {target}: gather it to "
+                         "one device (.to(device)) and shard that")
+    return source
+
+
+def const_multi(node: UOp) -> UOp:
+    """A CONST on a tuple of devices: the same constant on each (replicated)."""
+    return multi([UOp(Ops.CONST, node.dtype, (device_node(d),), node.arg)
+                  for d in devices_of(node)], None)
+
+
+def part_by_part(node: UOp, source: UOp) -> UOp:
+    """A node of one source and no change of layout (CONTIGUOUS, DETACH) on each part."""
+    return multi([UOp(node.op, node.dtype, (p,), node.arg) for p in source.src], source.arg)
+
+
+def rewrite(node: UOp, sources: list[UOp]) -> UOp:
+    """node, whose value is over many devices or computed from one that is, as graphs of one
+    device each: a MULTI of them, or (a node on one device above a gather) the node itself
+    made of its rewritten sources. sources: node's sources rewritten (a MULTI for a value over
+    many devices), in order."""
+    op = node.op
+    if op is Ops.DETACH and isinstance(node.arg, GradientOverride):
+        return sources[0]  # the value (the override is the backward pass's, done by now)
+    if op is Ops.COPY:
+        return copy_multi(node, sources[0])
+    if not isinstance(node.device, tuple):  # on one device, above a gather
+        return UOp(op, node.dtype, tuple(sources), node.arg)
+    if op is Ops.CONST:
+        return const_multi(node)
+    if op in ALU:
+        return alu_multi(node, sources)
+    if op is Ops.REDUCE:
+        return reduce_multi(node, sources[0])
+    if op is Ops.RESHAPE:
+        return reshape_multi(node, sources[0])
+    if op is Ops.PERMUTE:
+        return permute_multi(node, sources[0])
+    if op is Ops.EXPAND:
+        return expand_multi(node, sources[0])
+    if op is Ops.PAD:
+        return pad_multi(node, sources[0])
+    if op is Ops.SHRINK:
+        return shrink_multi(node, sources[0])
+    if op is Ops.FLIP:
+        return flip_multi(node, sources[0])
+    if op in (Ops.CONTIGUOUS, Ops.DETACH):
+        return part_by_part(node, sources[0])
+    raise MultiError(f"{op} of a value over many devices: no rule to run it per device")
+
+
+# --- the pass ---
+# Each node rewritten, kept while the node lives: a value is computed once per part however
+# often it is asked for (a tensor read after a realize finds its parts computed), and a graph
+# rewritten again costs only its new nodes.
+_lowered: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+# node -> whether a node over many devices is below it, for nodes on one device (worked out
+# only once a gather was made: ops.gathers_made)
+_over_many: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+
+
+def lowered(node: UOp) -> UOp:
+    """node's graph rewritten into graphs of one device each: for a value over many devices a
+    MULTI of them (the parts), for a value on one device the node itself, or the node made
+    anew above the gathers it reads. Sources first: each node left to rewrite (not `settled`)
+    gets rewrite()'s result, from its sources' results (a source that is settled is its own
+    result)."""
+    if node.op is Ops.MULTI or not over_many(node):
+        return node
+    if node not in _lowered:
+        # >>> exercise 13.rewrite #the-rewrite-pass
+        for n in node.toposort(stop=settled):
+            if not settled(n):
+                _lowered[n] = rewrite(n, [_lowered.get(s, s) for s in n.src])
+        # <<< exercise
+    return _lowered[node]
+
+
+def settled(node: UOp) -> bool:
+    """Whether nothing is left to rewrite at node: a MULTI (its parts are of one device each),
+    a device's name, a node of one device with none over many below, or one rewritten
+    already."""
+    return node.op is Ops.MULTI or node.op is Ops.DEVICE or not over_many(node) or \
+        node in _lowered
+
+
+def over_many(node: UOp) -> bool:
+    """Whether node's value, or one it is computed from, is over many devices."""
+    if isinstance(node.device, tuple):
+        return True
+    if not ops.gathers_made:  # (then a value of one device has none over many below it)
+        return False
+    if (known := _over_many.get(node)) is not None:
+        return known
+    for n in node.toposort(stop=lambda m: m in _over_many or isinstance(m.device, tuple)):
+        if n not in _over_many and not isinstance(n.device, tuple):
+            _over_many[n] = any(over_many(s) for s in n.src)
+    return _over_many[node]
+
+
+def parts_of(node: UOp) -> tuple[UOp, ...]:
+    """The graphs of one device each that compute node's value: its parts, or itself."""
+    value = lowered(node)
+    return value.src if value.op is Ops.MULTI else (value,)
+
+
+def axis_of(node: UOp) -> int | None:
+    """The axis node's value is split on over its devices (None: replicated, or one device)."""
+    value = lowered(node)
+    return value.arg if value.op is Ops.MULTI else None
+
+
+def one_device(node: UOp) -> UOp:
+    """A value as a plain graph of one device: itself, a replicated value's first part, or a
+    sharded one gathered on its first device."""
+    value = lowered(node)
+    if value.op is not Ops.MULTI:
+        return value
+    return value.src[0] if value.arg is None else gather(value, devices_of(value)[0])
 
 
 # --- all-reduce ---
@@ -413,78 +521,3 @@ def all_reduce(op: Ops, parts: list[UOp], kind: str | None = None) -> list[UOp]:
     if kind not in ("naive", "ring"):
         raise ValueError(f"all-reduce kind {kind!r}: say naive or ring")
     return (ring_all_reduce if kind == "ring" else naive_all_reduce)(op, parts)
-
-
-def shard(node: UOp | MultiUOp, devices: tuple[str, ...], axis: int | None) -> MultiUOp:
-    """node's value on devices: a copy of the whole on each (axis None), or split along axis
-    as evenly as it goes (split_sizes: the first devices one row longer), each device copying
-    only its own slice."""
-    if isinstance(node, MultiUOp):
-        if node.device != devices:
-            node = node.gather(node.device[0])
-        else:
-            return node.to_axis(axis)
-    assert isinstance(node, UOp)
-    # >>> exercise 13.shard #sharding-a-tensor
-    if axis is None:
-        return MultiUOp([node.copy_to(d) for d in devices], None)
-    parts = []
-    for d, (start, end) in zip(devices, _even_bounds(node.shape[axis], len(devices))):
-        cut = [(0, s) for s in node.shape]
-        cut[axis] = (start, end)
-        parts.append(node.shrink(tuple(cut)).copy_to(d))
-    return MultiUOp(parts, axis)
-    # <<< exercise
-
-
-def data_parallel_gradient(target: MultiUOp, grads: dict[UOp, UOp]) -> MultiUOp | None:
-    """The gradient of a tensor over many devices from those the backward pass found for its
-    parts (`grads`, by part; a part no gradient reached is missing): None when none was
-    reached. A replicated tensor (a parameter in data-parallel training) was used by every
-    device on its own shard of the batch, so its gradient is the all-reduced sum of its parts'
-    (a part that got none counts zero); a sharded tensor's parts keep their own gradients."""
-    # >>> exercise 13.gradients #data-parallel-gradients
-    if not any(p in grads for p in target.parts):
-        return None
-    parts = [grads[p] if p in grads else p.const_like(0.0) for p in target.parts]
-    if target.axis is None:
-        return MultiUOp(all_reduce(Ops.ADD, parts), None)
-    return MultiUOp(parts, target.axis)
-    # <<< exercise
-
-
-def with_gradient_parts(value: MultiUOp, inputs: list[Any], override: Any) -> MultiUOp:
-    """tinyfw/uop/gradient.py's with_gradient part by part: each part of value gets the
-    override, with the inputs' parts on its device (placed as value is)."""
-    from tinyfw.uop.gradient import with_gradient
-    placed = []
-    for x in inputs:
-        if not isinstance(x, MultiUOp) or x.device != value.device:
-            raise MultiError(f"a gradient override of a tensor on {value.device} with an input "
-                             f"on {getattr(x, 'device', '?')}: not supported")
-        if x.axis is not None and x.shape != value.shape:
-            # an input of another shape (a loss's logits (N, C) for its values (N,)) is taken
-            # part by part where it is cut alike: on the value's axis, into parts as long
-            if value.axis != x.axis or [q.shape[x.axis] for q in x.parts] != \
-                    [q.shape[x.axis] for q in value.parts]:
-                raise MultiError(f"a gradient override with a sharded input of shape {x.shape} "
-                                 f"for a value of shape {value.shape}: not supported")
-            placed.append(x)
-            continue
-        placed.append(x if x.axis is None and x.shape != value.shape else
-                      x.to_axis(value.axis, value.bounds() if value.axis is not None else None))
-    return MultiUOp([with_gradient(p, tuple(x.parts[i] for x in placed), override)
-                     for i, p in enumerate(value.parts)], value.axis)
-
-
-def one_device(node: Any) -> UOp:
-    """A value as a plain graph of one device: itself, a replicated value's first part, or a
-    sharded one gathered on its first device."""
-    if isinstance(node, UOp):
-        return node
-    return node.parts[0] if node.axis is None else node.gather(node.device[0])
-
-
-def parts_of(node: UOp | MultiUOp) -> tuple[UOp, ...]:
-    """The plain graphs of a tensor's value: its parts, or itself."""
-    return node.parts if isinstance(node, MultiUOp) else (node,)

@@ -8,7 +8,7 @@ import operator
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +32,6 @@ from tinyfw.mixin.torch_names import TorchNames
 from tinyfw.uop.gradient import GradientOverride, compute_gradient, with_gradient
 from tinyfw.uop.ops import Ops, UOp, const
 from tinyfw import multi
-from tinyfw.multi import MultiUOp
 
 Scalar = bool | int | float
 Sizes = int | Sequence[int]  # a shape: its sizes one by one, or one tuple or list of them
@@ -83,29 +82,16 @@ def _ints_as(data: Any, dt: DType) -> np.ndarray:
     return np.array(wrapped, dtype=dt.np).reshape(values.shape)
 
 
-def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
-    """A fresh buffer on device holding data, viewed in data's shape."""
+def _buffer_node(data: np.ndarray, device: str | tuple[str, ...], dtype: DType) -> UOp:
+    """A fresh buffer on device holding data, viewed in data's shape; on a tuple of devices,
+    one on each (a replicated value: tinyfw/multi.py)."""
     # No conversion here: Buffer.copyin casts and lays data out as it copies it in, and a
     # converted copy made here first would be a whole extra array in memory at once.
     data = np.asarray(data)
+    if isinstance(device, tuple):
+        return multi.multi([_buffer_node(data, d, dtype) for d in device], None)
     buf = Buffer(device, data.size, dtype, data)
     return UOp(Ops.BUFFER, dtype, (), buf).reshape(data.shape)
-
-
-def _fresh(node: UOp) -> UOp:
-    """A multi tensor's value in new buffers of its own, part by part (a parameter's)."""
-    assert isinstance(node, MultiUOp)
-    parts = [_buffer_node(Tensor(p).numpy(), p.device, p.dtype) for p in node.parts]
-    return cast(UOp, MultiUOp(parts, node.axis))
-
-
-def _const(value: Scalar, dtype: DType, device: str | tuple[str, ...],
-           shape: tuple[int, ...]) -> UOp:
-    """A constant on a device, or on each of a tuple of devices (replicated: tinyfw/multi.py;
-    typed as a UOp, which a MultiUOp stands in for)."""
-    if isinstance(device, tuple):
-        return cast(UOp, MultiUOp([const(value, dtype, d, shape) for d in device], None))
-    return const(value, dtype, device, shape)
 
 
 def _canonical(device: str | tuple[str, ...] | list[str] | None) -> str | tuple[str, ...]:
@@ -176,8 +162,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         # the view writes through to the base, as in torch (MovementOps._view_result)
         self._view: tuple[Tensor, tuple] | None = None
         self._views: weakref.WeakSet | None = None  # its live views, told of its writes
-        if isinstance(data, (UOp, MultiUOp)):
-            self.uop = cast(UOp, data if dt is None else data.cast(dt))
+        if isinstance(data, UOp):
+            self.uop = data if dt is None else data.cast(dt)
         elif isinstance(data, Tensor):
             self.uop = data.uop.detach() if dt is None else data.uop.detach().cast(dt)
             if device is not None:
@@ -194,8 +180,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 arr = _ints_as(data, dt) if dt.is_int else np.array(data)
             else:
                 raise TypeError(f"can't make a Tensor from {type(data).__name__}")
-            self.uop = _buffer_node(arr, where, dt) if isinstance(where, str) else \
-                cast(UOp, MultiUOp([_buffer_node(arr, d, dt) for d in where], None))
+            self.uop = _buffer_node(arr, where, dt)
         if requires_grad is not None:
             self.requires_grad = requires_grad
 
@@ -251,8 +236,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if value and not self.dtype.is_float:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if value and not self._requires_grad:  # a parameter gets a buffer of its own, so no
-            self.uop = _fresh(self.uop) if isinstance(self.uop, MultiUOp) else \
-                _buffer_node(self.numpy(), self.device, self.dtype)  # node is shared
+            realize.note_read(self)                 # node is shared (one per device it is on)
+            self.uop = realize.own_buffers(self.uop)
             self._view = None  # a parameter is storage of its own, not a view of its source
             Tensor._grad_leaves[id(self)] = self
         elif not value:
@@ -306,17 +291,11 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         `Tensor.realize(a, b)`: work they share is done once); returns self. Tensors that need a
         graph for backward keep it."""
         tensors = (self, *others)
-        nodes = multi.parts_of(self.uop) if not others else \
-            [p for t in tensors for p in multi.parts_of(t.uop)]
-        items = realize.schedule(*nodes)
+        items = realize.schedule(*(t.uop for t in tensors))
         if items:  # (all computed before: nothing to run)
             realize.run_schedule(items)
         for t in tensors:
-            # computed above: a buffer view, nothing more to run
-            if type(t.uop) is MultiUOp:
-                node = cast(UOp, MultiUOp([realize.realize(p) for p in t.uop.parts], t.uop.axis))
-            else:
-                node = realize.realize(t.uop)
+            node = realize.realize(t.uop)  # computed above: a buffer view, nothing more to run
             # (a view keeps its node, computed now: it reads its base, whose buffer a
             # TinyJit's replay may write in place; realize.forget_readers then forgets it)
             if (not t._requires_grad or t._is_leaf) and t._view is None:
@@ -339,7 +318,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
 
     def schedule(self, *others: Tensor) -> list:
         """The kernels realize() would run for this tensor (and others), without running them."""
-        return realize.schedule(*(p for t in (self, *others) for p in multi.parts_of(t.uop)))
+        return realize.schedule(*(t.uop for t in (self, *others)))
 
     @staticmethod
     def realize_all(*tensors: Tensor) -> None:
@@ -364,16 +343,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         one only to read, with no copy where the device's memory is a numpy array. Every read of
         data goes through here, so a TinyJit capturing is told of it (and refuses it)."""
         realize.note_read(self)  # tinyfw/jit/jit.py
-        if isinstance(self.uop, MultiUOp):  # gathered on the host: each part read, put together
-            self.realize()
-            arrays = [Tensor(p)._read(copy) for p in self.uop.parts]
-            if self.uop.axis is None:
-                return arrays[0]
-            return np.concatenate(arrays, axis=self.uop.axis)
-        buffer = realize.buffer_of(realize.realize(self.uop))
-        # Buffer.numpy is already a new array of the caller's own: a copy more would be a second
-        # pass over the memory and a second array at once.
-        return (buffer.numpy() if copy else buffer.host_view()).reshape(self.shape)
+        return realize.read(self.uop, copy)
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
@@ -391,19 +361,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if x.shape != self.shape:
             raise RuntimeError(f"assign of shape {shape_str(x.shape)} to a tensor of shape "
                                f"{shape_str(self.shape)}")
-        if isinstance(self.uop, MultiUOp):  # placed as self is: each part on its device
-            if self._view is not None:
-                raise multi.MultiError("assign to a view of a tensor over many devices is not "
-                                       "supported: it would not write through to the base")
-            realize.note_assign(self)
-            placed = multi.shard(x.uop, self.uop.device, None) if isinstance(x.uop, UOp) else \
-                x.uop
-            value = placed.detach().cast(self.dtype).to_axis(self.uop.axis, self.uop.bounds()
-                                                              if self.uop.axis is not None
-                                                              else None)
-            self.uop = cast(UOp, value.assigned(next(_assign_numbers)))
-            self._refresh_views()
-            return self
         value = x.uop.detach().cast(self.dtype).copy_to(self.device)
         if self._view is not None:
             self._assign_through(value)  # the base changes (a TinyJit follows it, not the view)
@@ -456,10 +413,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         target = _canonical(device)
         if target == self.device:  # itself, as torch's (a write to either is seen by both)
             return self
-        if isinstance(target, tuple) and isinstance(self.uop, UOp):
-            return self.shard(target)
-        moved: Any = self.uop  # a UOp, or a MultiUOp typed as one
-        return self._result(cast(UOp, moved.copy_to(target)), self)
+        return self._result(self.uop.copy_to(target), self)
 
     def shard(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
         """This tensor over several devices (chapter 13, tinyfw/multi.py): split along axis,
@@ -469,20 +423,18 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if len(set(names)) != len(names):
             raise RuntimeError(f"shard over {names}: a device twice")
         axis = None if axis is None else normalize_axis(axis, self.ndim)
-        return self._result(cast(UOp, multi.shard(self.uop, names, axis)), self)
+        return self._result(multi.placed(self.uop, names, axis), self)
 
     def shard_like(self, y: Tensor) -> Tensor:
         """This tensor placed as y is: sharded on y's devices and axis, or on y's device."""
-        if isinstance(y.uop, MultiUOp):
-            return self.shard(y.uop.device, y.uop.axis)
-        return self.to(y.device)
+        return self._result(multi.placed_like(self.uop, y.uop), self)
 
     def shard_(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
         """shard in place: this tensor now lives on devices (a parameter stays a parameter,
         with buffers of its own on each device)."""
         sharded = self.shard(devices, axis)
         if self.requires_grad and self.is_leaf:
-            self.uop = _fresh(sharded.uop)
+            self.uop = realize.own_buffers(sharded.uop)
         else:
             self.uop = sharded.uop
         self._view = None
@@ -503,12 +455,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
         """The gradients of this tensor with respect to targets, as new (lazy) tensors."""
         root_grad = self._root_grad(gradient)
-        if isinstance(self.uop, MultiUOp) or any(isinstance(t.uop, MultiUOp) for t in targets):
-            found = self._multi_gradients(root_grad, [t.uop for t in targets])
-            if any(g is None for g in found):
-                raise RuntimeError("a target was not used to compute this tensor, so it has no "
-                                   "gradient")
-            return [Tensor(cast(UOp, g)) for g in found]
         wanted = {t.uop for t in targets}
         grads = compute_gradient(self.uop, root_grad.uop, wanted)
         connected = self._connected()
@@ -534,18 +480,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                                "grad_fn")
         root_grad = self._root_grad(gradient)
         leaves = list(Tensor._grad_leaves.values())
-        if isinstance(self.uop, MultiUOp) or any(isinstance(t.uop, MultiUOp) for t in leaves):
-            in_graph = set(self.uop.toposort())
-            leaves = [t for t in leaves if any(p in in_graph for p in multi.parts_of(t.uop))]
-        if isinstance(self.uop, MultiUOp) or any(isinstance(t.uop, MultiUOp) for t in leaves):
-            connected = self._connected()
-            for t, g in zip(leaves, self._multi_gradients(root_grad, [t.uop for t in leaves])):
-                if g is not None:
-                    t.grad = Tensor(cast(UOp, g)) if t.grad is None else t.grad + \
-                        Tensor(cast(UOp, g))
-                elif t.grad is None and any(p in connected for p in multi.parts_of(t.uop)):
-                    t.grad = t.zeros_like()  # reached, but no gradient flows (as above)
-            return self
         # (every leaf is a target: compute_gradient's walk finds the ones in this graph; those
         # it does not reach get zeros if connected, a walk made only when one is left)
         grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in leaves})
@@ -560,36 +494,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 t.grad = t.zeros_like()
         return self
 
-    def _multi_gradients(self, root_grad: Tensor, targets: list[UOp]) -> list[Any]:
-        """The gradients of targets where this tensor or a target is over many devices
-        (tinyfw/multi.py): the backward pass runs on the plain graphs of the parts; a
-        replicated root seeds its first part only (each part is the whole value); a replicated
-        target's gradient is the all-reduce of its parts' (each device saw only its shard)."""
-        roots = multi.parts_of(self.uop)
-        seeds = multi.parts_of(root_grad.uop)
-        if isinstance(self.uop, MultiUOp):
-            seed = root_grad.uop
-            if isinstance(seed, UOp):
-                seed = multi.shard(seed, self.uop.device, None)
-            placed = seed.to_axis(self.uop.axis, self.uop.bounds() if self.uop.axis is not None
-                                  else None)
-            seeds = placed.parts
-            if self.uop.axis is None:
-                roots, seeds = roots[:1], seeds[:1]
-        wanted = {p for t in targets for p in multi.parts_of(t)}
-        grads: dict[UOp, UOp] = {}
-        for root, seed_part in zip(roots, seeds):
-            for node, g in compute_gradient(root, seed_part, wanted).items():
-                grads[node] = grads[node] + g if node in grads else g
-        return [multi.data_parallel_gradient(t, grads) if isinstance(t, MultiUOp)
-                else grads.get(t) for t in targets]
-
     def _root_grad(self, grad: Tensor | None) -> Tensor:
         if grad is None:
             if self.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if isinstance(self.uop, MultiUOp):
-                return Tensor(self.uop.const_like(1.0))
             return Tensor(const(1.0, self.dtype, self.device, self.shape))
         if grad.shape != self.shape:
             raise RuntimeError(f"gradient of shape {shape_str(grad.shape)} for a tensor of "
@@ -603,7 +511,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """A tensor of shape filled with one value: a constant, expanded (no memory is filled)."""
         shape = Tensor._new_shape(shape)  # ints (else TypeError), none negative
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
-        out = Tensor(_const(fill_value, dt, _canonical(device), shape))
+        out = Tensor(const(fill_value, dt, _canonical(device), shape))
         if requires_grad is not None:
             out.requires_grad = requires_grad
         return out
@@ -928,11 +836,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
     def full_like(self, fill_value: Scalar, dtype: DType | str | None = None,
                   device: str | None = None, requires_grad: bool | None = None) -> Tensor:
         """A tensor of self's shape (and dtype and device, unless given) filled with one value."""
-        if isinstance(self.uop, MultiUOp) and device is None:  # in self's layout
-            out = Tensor(self.uop.const_like(fill_value, to_dtype(dtype or self.dtype)))
-            if requires_grad is not None:
-                out.requires_grad = requires_grad
-            return out
         return Tensor.full(self.shape, fill_value, dtype or self.dtype, device or self.device,
                            requires_grad)
 
@@ -1010,9 +913,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 other = _past_int64(self.dtype, other)
             out_dt = dtype or scalar_result_type(self.dtype, other)
             # made at self's shape at once (the graph is the same as broadcasting it after)
-            uop = self.uop
-            y = Tensor._of(uop.const_like(other, out_dt) if type(uop) is MultiUOp
-                           else const(other, out_dt, uop.device, uop.shape))
+            y = Tensor._of(const(other, out_dt, self.uop.device, self.uop.shape))
             x = self if self.dtype is out_dt else self.cast(out_dt)
             return (y, x) if reverse else (x, y)
         else:
@@ -1182,9 +1083,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         differentiating the ops that made it (a GradientOverride); ints keep their graph."""
         if not self.dtype.is_float:
             return self
-        if isinstance(self.uop, MultiUOp):  # part by part, each input in self's layout
-            return self._result(cast(UOp, multi.with_gradient_parts(
-                self.uop, [t.uop for t in inputs], GradientOverride(rule, params))), *inputs)
         node = with_gradient(self.uop, tuple(t.uop for t in inputs),
                              GradientOverride(rule, params))
         return self._result(node, *inputs)
@@ -1277,7 +1175,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             yt, xt = y._operands(x)
         else:
             dt = promote_types(dtypes.from_py(x), dtypes.from_py(y))
-            xt, yt = Tensor(_const(x, dt, self.device, ())), Tensor(_const(y, dt, self.device, ()))
+            xt, yt = Tensor(const(x, dt, self.device, ())), Tensor(const(y, dt, self.device, ()))
         cond = self if self.dtype.is_bool else self != 0
         shape = broadcast_shape(cond.shape, xt.shape)
         cond, xt, yt = (t._broadcast_to(shape) for t in (cond, xt, yt))
@@ -1440,7 +1338,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         root = self._view[0] if self._view is not None else self
         grads = (root._requires_grad or value._requires_grad) and not Tensor.no_grad and \
             self.dtype.is_float
-        if not grads or isinstance(self.uop, MultiUOp):
+        if not grads:
             return self.assign(value)
         if value.shape != self.shape:
             raise RuntimeError(f"assign of shape {shape_str(value.shape)} to a tensor of shape "

@@ -1,7 +1,7 @@
 # Exercises of chapter 09, generated from tinyfw/jit/jit.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/09_jit
-# generated text id: 65ec69ed2633310d (lets tools.generate tell your edits apart)
+# generated text id: 3f9208b133b6c281 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -103,7 +103,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -116,6 +116,7 @@ from tinyfw.device import Buffer, Device
 from tinyfw.renderer.base import NotSupportedError
 from tinyfw.dtype import DType
 from tinyfw.helpers import shape_str
+from tinyfw import multi
 from tinyfw.engine.graph import graph_steps, graphs_enabled
 from tinyfw.jit.places import Place, find_places, replaced
 from tinyfw.engine.schedule import ScheduleItem
@@ -177,7 +178,7 @@ class TinyJit:
                            "call the inner function undecorated.")
         _copy_back_moved()
         tensors, others = _arguments(self.name, self.positional, args, kwargs)
-        if any(not isinstance(t.uop, UOp) for t in tensors.values()):
+        if any(isinstance(t.device, tuple) for t in tensors.values()):
             raise JitError(f"TinyJit({self.name}): an argument is a tensor over many devices "
                            "(tinyfw/multi.py); pass it on one device and shard it inside")
         for t in tensors.values():
@@ -544,8 +545,8 @@ class _Recorder(realize.Listener):
         return buffer.constant or (buffer.serial > self.since and buffer not in self.written)
 
     def assigning(self, tensor: Any) -> None:
-        if not isinstance(tensor.uop, UOp):  # over many devices: each part is state of its own
-            for i in range(len(tensor.uop.parts)):
+        if isinstance(tensor.uop.device, tuple):  # over many devices: each part is state
+            for i in range(len(multi.parts_of(tensor.uop))):
                 if not any(isinstance(t, _Part) and t.tensor is tensor and t.index == i
                            for t, _ in self.assigned):
                     self.assigning(_Part(tensor, i))
@@ -575,7 +576,7 @@ class _Recorder(realize.Listener):
         kernel wrote it, so a read of it would read the same at every call, as Python's own
         constants are (an ONNX model's shapes, folded on the host). Inputs, state, and values
         computed from them are not."""
-        if not isinstance(tensor.uop, UOp):
+        if isinstance(tensor.device, tuple):
             return False
         node = tensor.uop
         buffers = set(realize.buffers_read(node))
@@ -593,14 +594,13 @@ class _Guard(realize.Listener):
     def assigning(self, tensor: Any) -> None:
         if _capture_in_this_thread() is not None:  # this thread's capture follows it itself
             return
-        nodes = [tensor.uop] if isinstance(tensor.uop, UOp) else list(tensor.uop.parts)
-        for index, node in enumerate(nodes):
+        whole = not isinstance(tensor.device, tuple)
+        for index, node in enumerate(multi.parts_of(tensor.uop)):
             if not realize.is_realized(node):
                 continue
             buf = realize.buffer_of(node)
             if any(buf in jit.pinned for jit in list(_jits)):
-                _moved.append((weakref.ref(tensor), buf,
-                               None if isinstance(tensor.uop, UOp) else index))
+                _moved.append((weakref.ref(tensor), buf, None if whole else index))
 
 
 _this_thread = threading.local()  # .watched: what watch() adds to, during a capture
@@ -669,15 +669,14 @@ class _Part:
 
     @property
     def uop(self) -> UOp:
-        return self.tensor.uop.parts[self.index]  # type: ignore[attr-defined]
+        return multi.parts_of(self.tensor.uop)[self.index]
 
     @uop.setter
     def uop(self, node: UOp) -> None:
-        from tinyfw.multi import MultiUOp
-        whole: Any = self.tensor.uop
-        parts = list(whole.parts)
+        whole = multi.lowered(self.tensor.uop)
+        parts = list(whole.src)
         parts[self.index] = node
-        self.tensor.uop = cast(UOp, MultiUOp(parts, whole.axis))
+        self.tensor.uop = multi.multi(parts, whole.arg)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -763,7 +762,7 @@ def _output_tensors(ret: Any, name: str) -> list[Tensor]:
     if ret is None:
         return []
     if isinstance(ret, Tensor):
-        if not isinstance(ret.uop, UOp):
+        if isinstance(ret.device, tuple):
             raise JitError(f"TinyJit({name}): the function returned a tensor over many devices "
                            "(tinyfw/multi.py): return it gathered on one, .to(device)")
         return [ret]
@@ -798,7 +797,7 @@ def _leftover_grads() -> set[Buffer]:
         Tensor.realize_all(*grads)
     except NotSupportedError:  # one its device cannot compute (float64 on WEBGPU): no kernel
         grads = [g for g in grads if _realized_if_possible(g)]  # there reads it, nor adds to it
-    return {realize.buffer_of(p) for g in grads for p in getattr(g.uop, "parts", (g.uop,))}
+    return {realize.buffer_of(p) for g in grads for p in multi.parts_of(realize.realize(g.uop))}
 
 
 def _realized_if_possible(t: Tensor) -> bool:

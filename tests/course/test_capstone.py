@@ -116,11 +116,11 @@ def test_smollm2_answers_with_the_learners_chapters() -> None:
 
 def test_data_parallel_runs_chapter_13() -> None:
     """--devices CPU:0,CPU:1: the MLP trains data parallel, and chapter 13's sharding, ops on
-    shards, ring all-reduce and gradients are among the code that ran (a few steps)."""
+    shards, ring all-reduce and rewrite pass are among the code that ran (a few steps)."""
     out = capstone("--impl", "solutions", "--devices", "CPU:0,CPU:1", "--steps", "6")
     assert "data parallel on CPU:0, CPU:1" in out, out
     called = section(out, CALLED)
-    for function in ("shard", "MultiUOp.alu", "ring_all_reduce", "data_parallel_gradient"):
+    for function in ("shard", "alu_multi", "ring_all_reduce", "lowered"):
         assert f"{function} (" in called.get(TITLES["13"], ""), out
     assert TITLES["13"] not in section(out, NOT_REACHED), out
 

@@ -51,7 +51,8 @@ def test_the_front_end_emits_every_primitive_op() -> None:
     graphs = [x.exp2() + x.log2() + x.sin() + x.sqrt() + x.reciprocal() + x.trunc() - x,
               (x * x / x).max(), x.maximum(x), i % 2 + i // 2 + (i & 1) + (i | 1) + (i ^ 1),
               (x < x).where(x, x), x != x, moved.shrink(((0, 1), (0, 2))).flip(0),
-              (x + 1).contiguous(), x.detach(), x.to("NUMPY"), x.bitcast("int32"), x.cast("int32")]
+              (x + 1).contiguous(), x.detach(), x.to("NUMPY"), x.bitcast("int32"), x.cast("int32"),
+              x.shard(("CPU", "CPU:1"))]
     emitted, primitive = ops_in(*graphs), set(PRIMITIVE)
     assert emitted <= primitive, f"kernel ops in a front-end graph: {emitted - primitive}"
     assert primitive <= emitted, f"never emitted: {sorted(o.name for o in primitive - emitted)}"

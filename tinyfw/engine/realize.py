@@ -8,12 +8,15 @@ from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
 from tinyfw.device import Buffer, Device
 from tinyfw.engine.program import CompiledKernel, build_programs, get_program
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.engine.const_args import with_const_args
 from tinyfw.engine.schedule_cache import Walk, cached_schedule, recent_schedule, remember_recent
+from tinyfw import multi
 from tinyfw.uop.ops import Ops, UOp
 
 # A lazy node already computed holds the buffer of its value in its `realized` field (and the
@@ -81,11 +84,10 @@ checks_made = False  # (until the first: no realize looks for any)
 
 def attach_check(node: UOp, check: Check) -> None:
     """Make every realize of a graph containing node verify check (see Check)."""
-    if not isinstance(node, UOp):  # over many devices (tinyfw/multi.py): each part checks
-        from tinyfw.multi import one_device
-        value = None if check.value is None else one_device(check.value)
-        check = Check(one_device(check.violated), check.error, check.message, value)
-        for part in node.parts:
+    if multi.over_many(node):  # (tinyfw/multi.py): each part checks, on one device
+        value = None if check.value is None else multi.one_device(check.value)
+        check = Check(multi.one_device(check.violated), check.error, check.message, value)
+        for part in multi.parts_of(node):
             attach_check(part, check)
         return
     global checks_made
@@ -288,7 +290,9 @@ def note_read(tensor: Any) -> None:
 
 
 def schedule(*nodes: UOp) -> list[ScheduleItem]:
-    """The kernels that realizing nodes would run, in order."""
+    """The kernels that realizing nodes would run, in order (a value over many devices: its
+    parts', each a graph of one device, rewritten so by tinyfw/multi.py)."""
+    nodes = tuple(part for node in nodes for part in multi.parts_of(node))
     # One walk of the graph: it finds the deferred checks under the nodes (and under the
     # checks' own nodes), which are computed with them, and makes the schedule cache's key.
     if len(nodes) == 1 and not (checks_made and _checks) and not is_realized(nodes[0]):
@@ -372,10 +376,47 @@ def share_program(item: ScheduleItem, like: ScheduleItem) -> None:
 
 
 def realize(node: UOp) -> UOp:
-    """A buffer view holding node's value, computing it (and remembering it) if needed."""
+    """A buffer view holding node's value, computing it (and remembering it) if needed; for a
+    value over many devices, a MULTI of one for each part (tinyfw/multi.py)."""
     if node.op is _BUFFER or is_buffer_view(node):
         return node
+    rewritten = multi.lowered(node)
+    if rewritten.op is Ops.MULTI:
+        pending = [p for p in rewritten.src if not is_realized(p)]
+        if pending:  # (in one schedule: the parts share work, an all-reduce's)
+            run_schedule(schedule(*pending))
+        return multi.multi([realize(p) for p in rewritten.src], rewritten.arg)
+    if rewritten is not node:  # a node above a gather: its value is its rewritten node's
+        value = realize(rewritten)
+        if node.realized is None:
+            _remember(node, buffer_of(value))
+        return value
     if node.realized is None:
         run_schedule(schedule(node))
     view = UOp(_BUFFER, node.dtype, (), node.realized)
     return view if view.shape == node.shape else UOp(_RESHAPE, node.dtype, (view,), node.shape)
+
+
+def read(node: UOp, copy: bool) -> np.ndarray:
+    """node's value on the host, in its shape: an array of the caller's own (copy), or one only
+    to read, with no copy where the device's memory is a numpy array. A value over many
+    devices is read part by part and put together (a replicated one: its first part)."""
+    value = realize(node)
+    if value.op is Ops.MULTI:
+        arrays = [read(p, copy) for p in value.src]
+        return arrays[0] if value.arg is None else np.concatenate(arrays, axis=value.arg)
+    buffer = buffer_of(value)
+    # Buffer.numpy is already a new array of the caller's own: a copy more would be a second
+    # pass over the memory and a second array at once.
+    return (buffer.numpy() if copy else buffer.host_view()).reshape(node.shape)
+
+
+def own_buffers(node: UOp) -> UOp:
+    """node's value computed and copied into new buffers of its own (a parameter's, which no
+    other node shares), laid out as it is: one per part over many devices."""
+    value = realize(node)
+    if value.op is Ops.MULTI:
+        return multi.multi([own_buffers(p) for p in value.src], value.arg)
+    old = buffer_of(value)
+    buffer = Buffer(value.device, old.size, old.dtype, old.numpy())
+    return UOp(_BUFFER, value.dtype, (), buffer).reshape(value.shape)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinyfw.device import Buffer
+from tinyfw import multi
 from tinyfw.engine import realize
 from tinyfw.tensor import Tensor
 
@@ -54,7 +55,7 @@ def find_places(fn: Callable[..., Any], arguments: dict[str, Any],
     for name, root in _roots(fn, arguments):
         for place in _walk(root, name, 0, seen):
             # (a tensor over many devices, tinyfw/multi.py: any of its parts' buffers)
-            nodes = getattr(place.tensor.uop, "parts", (place.tensor.uop,))
+            nodes = multi.parts_of(place.tensor.uop)
             if any(realize.is_realized(n) and realize.buffer_of(n) in buffers for n in nodes):
                 places.append(place)
     return places

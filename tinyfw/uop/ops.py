@@ -56,7 +56,10 @@ class Ops(Enum):
     CONTIGUOUS = auto()  # materialize its source
     DETACH = auto()      # same value, no gradient flows through it (arg: maybe a
                          # GradientOverride, for the further sources: gradient.py)
-    COPY = auto()        # arg: target device name
+    COPY = auto()        # arg: target device name, or a tuple of names (a whole copy on each)
+    MULTI = auto()       # a value over many devices (tinyfw/multi.py): src its parts, one graph
+                         # of one device each, in device order; arg the axis they split, or
+                         # None when each is the whole value (replicated)
     # kernel ops: only the scheduler makes these, inside a kernel's AST
     VIEW = auto()        # arg: a ShapeTracker; the view a LOAD, CONST or STORE goes through
     LOAD = auto()        # arg: which input buffer; src: (VIEW,)
@@ -74,7 +77,7 @@ class Ops(Enum):
 # Python 3.11 looks a member up on an Enum class through EnumType.__getattr__, three times
 # slower than a plain name: the functions run for every node made compare with these.
 _VIEW, _DEVICE, _BUFFER, _COPY, _DETACH = Ops.VIEW, Ops.DEVICE, Ops.BUFFER, Ops.COPY, Ops.DETACH
-_WHERE = Ops.WHERE
+_WHERE, _MULTI = Ops.WHERE, Ops.MULTI
 _SEEN_THROUGH_A_VIEW = frozenset({Ops.CONST, Ops.LOAD, Ops.STORE})
 
 UNARY = frozenset({Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC,
@@ -146,7 +149,11 @@ class UOp(metaclass=_HashConsed):
     dtype: DType
     src: tuple[UOp, ...]
     arg: Any
-    device: str  # where its value lives (worked out once: graphs can be very deep)
+    # where its value lives (worked out once: graphs can be very deep): a device's name, or a
+    # tuple of names for a value over many devices (tinyfw/multi.py), which the engine rewrites
+    # into graphs of one device each before it schedules them (typed as a name, as everything
+    # from the scheduler down sees; the Tensor's `device` is typed so too)
+    device: str
     shape: tuple[int, ...]
     # what tells this node apart in a graph's structure, besides its sources (the schedule
     # cache's key, tinyfw/engine/schedule_cache.py): its op, dtype and argument, a buffer as its
@@ -247,8 +254,6 @@ class UOp(metaclass=_HashConsed):
 
     @staticmethod
     def true_like(x: UOp) -> UOp:
-        if not isinstance(x, UOp):  # a value over many devices (tinyfw/multi.py) makes its own
-            return type(x).true_like(x)
         return const(True, dtypes.bool, x.device, x.shape)
 
     def where(self, x: UOp | float, y: UOp | float) -> UOp:
@@ -308,8 +313,14 @@ class UOp(metaclass=_HashConsed):
     def contiguous(self) -> UOp:
         return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
 
-    def copy_to(self, device: str) -> UOp:
-        return self if device == self.device else UOp(Ops.COPY, self.dtype, (self,), device)
+    def copy_to(self, device: str | tuple[str, ...]) -> UOp:
+        """This value on device; on a tuple of devices, a whole copy on each; a value over many
+        devices copied to one is gathered there (the rewrite of tinyfw/multi.py does both)."""
+        if device == self.device:
+            return self
+        if isinstance(self.device, tuple) and isinstance(device, str):
+            _note_gather()
+        return UOp(Ops.COPY, self.dtype, (self,), device)
 
 
 def find_reduce(ast: UOp) -> UOp | None:
@@ -322,18 +333,32 @@ def find_reduce(ast: UOp) -> UOp | None:
 _reduce_of: weakref.WeakKeyDictionary[UOp, UOp | None] = weakref.WeakKeyDictionary()
 
 
-def device_node(device: str) -> UOp:
+# Whether a COPY from many devices to one (a gather: tinyfw/multi.py) was ever made. Until then
+# no graph of one device has a value over many devices below it, and the rewrite that lowers
+# those (tinyfw/multi.py's lowered) need not look under one.
+gathers_made = False
+
+
+def _note_gather() -> None:
+    """A gather was made (see gathers_made)."""
+    global gathers_made
+    gathers_made = True
+
+
+def device_node(device: str | tuple[str, ...]) -> UOp:
     """The leaf naming a device (kept: every constant made on the device points at it)."""
     if (node := _device_nodes.get(device)) is None:
         node = _device_nodes[device] = UOp(Ops.DEVICE, dtypes.bool, (), device)
     return node
 
 
-_device_nodes: dict[str, UOp] = {}
+_device_nodes: dict[str | tuple[str, ...], UOp] = {}
 
 
-def const(value: float | int | bool, dtype: DType, device: str, shape: tuple[int, ...] = ()) -> UOp:
-    """A constant, broadcast to shape by a reshape and an expand (no memory is filled). The
+def const(value: float | int | bool, dtype: DType, device: str | tuple[str, ...],
+          shape: tuple[int, ...] = ()) -> UOp:
+    """A constant, broadcast to shape by a reshape and an expand (no memory is filled); on a
+    tuple of devices, the same on each (tinyfw/multi.py lowers it to one per device). The
     last CONST_MEMO constants made are remembered: a step of training makes the same hundred
     again each time (an optimizer's betas, a loss's scale), three nodes each."""
     if type(value) not in (float, int, bool):  # (numpy's scalars: -0.0 == 0.0 would match)
@@ -352,7 +377,7 @@ CONST_MEMO = 4096
 _consts: dict[tuple[Any, ...], UOp] = {}
 
 
-def _make_const(value: float | int | bool, dtype: DType, device: str,
+def _make_const(value: float | int | bool, dtype: DType, device: str | tuple[str, ...],
                 shape: tuple[int, ...]) -> UOp:
     """const's node, made."""
     if dtype.is_bool:
@@ -377,14 +402,37 @@ def _made(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, keyed_arg: Any)
     """A new node (_HashConsed makes each distinct one once, through here)."""
     node = object.__new__(_NewUOp)
     node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
-    node.device = (arg if op is _DEVICE or op is _COPY else
-                   arg.device if op is _BUFFER else src[0].device if src else "")
+    node.device = (arg if op is _DEVICE or op is _COPY else arg.device if op is _BUFFER else
+                   _devices(src) if op is _MULTI else src[0].device if src else "")
     node.part = (op, dtype, (arg.device, arg.dtype, arg.size) if op is _BUFFER
                  else None if op is _DETACH else keyed_arg)
     node.shape = infer_shape(op, src, arg)
     node.realized = None
     node.__class__ = UOp  # type: ignore[assignment]
     return node
+
+
+def _devices(parts: tuple[UOp, ...]) -> Any:
+    """The devices of a MULTI node: its parts', in order (each of one device, none twice)."""
+    devices = tuple([p.device for p in parts])
+    assert len(set(devices)) == len(devices) and all(type(d) is str for d in devices), \
+        f"a MULTI's parts need one device each: {devices}"
+    return devices
+
+
+def multi_shape(parts: tuple[UOp, ...], axis: int | None) -> tuple[int, ...]:
+    """The shape of the whole value of a MULTI node: its parts' (replicated, axis None), or
+    theirs with the sizes along axis added up (checked: one dtype, alike off the axis)."""
+    shape, dtype = parts[0].shape, parts[0].dtype
+    assert all(p.dtype == dtype for p in parts), "a MULTI's parts need one dtype"
+    if axis is None:
+        assert all(p.shape == shape for p in parts), \
+            f"replicated parts of several shapes: {[p.shape for p in parts]}"
+        return shape
+    rest = shape[:axis] + shape[axis + 1:]
+    assert all(p.shape[:axis] + p.shape[axis + 1:] == rest for p in parts), \
+        f"parts that differ off their axis {axis}: {[p.shape for p in parts]}"
+    return shape[:axis] + (sum([p.shape[axis] for p in parts]),) + shape[axis + 1:]
 
 
 def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
@@ -403,6 +451,8 @@ def infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[int, ...]:
         return src[0].shape if src and src[0].op is _VIEW else ()
     if op is _DEVICE:
         return ()
+    if op is _MULTI:
+        return multi_shape(src, arg)
     x = src[0].shape
     if op is Ops.REDUCE:
         return tuple(1 if i in arg[1] else s for i, s in enumerate(x))
