@@ -1,7 +1,7 @@
 # Exercises of chapter 07, generated from tinyfw/runtime/ops_cuda.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/07_cuda
-# generated text id: 2c76f62454cafb24 (lets tools.generate tell your edits apart)
+# generated text id: 676087e3480af7c2 (lets tools.generate tell your edits apart)
 """The CUDA device: NVRTC compiles the rendered CUDA C, the driver API loads and launches it.
 Without a GPU, CUDAEMU compiles the same source with NVRTC (to prove it compiles) and runs it
 on the CPU, as C++ against a small header that provides CUDA's built-ins and runs the grid."""
@@ -263,7 +263,7 @@ class CUDAEmulatorRuntime(Runtime):
     def __init__(self) -> None:
         super().__init__("CUDAEMU", NumpyAllocator(), renderer=CUDA,
                          compiler=EmulatorCompiler(), program=EmulatedCUDAProgram)
-        from tinyfw.runtime.graph_cpu import CUDAEmulatorGraph  # (it imports this module)
+        from tinyfw.runtime.graph_cuda_emu import CUDAEmulatorGraph  # (it imports this module)
         self.graph = CUDAEmulatorGraph
 
     def run(self, program: EmulatedCUDAProgram, item: Any, out: Buffer,

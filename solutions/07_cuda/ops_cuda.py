@@ -1,7 +1,7 @@
 # Solutions of chapter 07, generated from tinyfw/runtime/ops_cuda.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/ops_cuda.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/07_cuda --impl=solutions
-# generated text id: 7c8488e587a251ad (lets tools.generate tell your edits apart)
+# generated text id: dc5258e41d0a251e (lets tools.generate tell your edits apart)
 """The CUDA device: NVRTC compiles the rendered CUDA C, the driver API loads and launches it.
 Without a GPU, CUDAEMU compiles the same source with NVRTC (to prove it compiles) and runs it
 on the CPU, as C++ against a small header that provides CUDA's built-ins and runs the grid."""
@@ -291,7 +291,7 @@ class CUDAEmulatorRuntime(Runtime):
     def __init__(self) -> None:
         super().__init__("CUDAEMU", NumpyAllocator(), renderer=CUDA,
                          compiler=EmulatorCompiler(), program=EmulatedCUDAProgram)
-        from tinyfw.runtime.graph_cpu import CUDAEmulatorGraph  # (it imports this module)
+        from tinyfw.runtime.graph_cuda_emu import CUDAEmulatorGraph  # (it imports this module)
         self.graph = CUDAEmulatorGraph
 
     def run(self, program: EmulatedCUDAProgram, item: Any, out: Buffer,

@@ -1,7 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/runtime/graph_cpu.py by `python -m tools.generate`.
 # Edit tinyfw/runtime/graph_cpu.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
-# generated text id: a857a2d3ea0b37b4 (lets tools.generate tell your edits apart)
+# generated text id: dc26860b8499e752 (lets tools.generate tell your edits apart)
 """The CPU's graph: one generated C function calls every captured kernel, one ctypes call a step.
 
 Each kernel is already a C function in a loaded library. The graph's function gets two arrays
@@ -25,8 +25,7 @@ other core at each launch was no faster on an idle machine and much slower on a 
 a new thread waits for a core; so those kernels ran alone, through Python's pool, until a
 decode step of a hundred of them showed what that hand-off cost.)
 
-CUDAEMU's graph is the same function calling each kernel's grid launcher (cuda_emu.h) with its
-arguments, grid and block.
+CUDAEMU's graph (graph_cuda_emu.py) is this one, calling each kernel's grid launcher instead.
 """
 from __future__ import annotations
 
@@ -35,7 +34,6 @@ import weakref
 from typing import Any
 
 from tinyfw.device import Buffer, Runtime
-from tinyfw.renderer.base import launch_size, workgroup_of
 from tinyfw.runtime.graph import DeviceGraph, GraphKernel
 from tinyfw.runtime.cpu_workers import parts_entry
 from tinyfw.runtime.c_compiler import COMPILE_FLAGS, ClangStyleCompiler
@@ -60,7 +58,7 @@ def render_graph(arities: list[int]) -> str:
     # <<< exercise
 
 
-def _address(memory: Any) -> int:
+def buffer_address(memory: Any) -> int:
     """The address of a buffer's memory (a numpy array on CPU and CUDAEMU)."""
     return int(memory.ctypes.data)
 
@@ -109,7 +107,8 @@ class CPUGraph(DeviceGraph):
         arities = self.arities()
         self.offsets = [sum(arities[:i]) for i in range(len(self.kernels))]
         return [value for i, k in enumerate(self.kernels)
-                for value in [_address(b.ensure_allocated()) for b in k.buffers] + self.extra(i)]
+                for value in [buffer_address(b.ensure_allocated()) for b in k.buffers]
+                + self.extra(i)]
 
     def arities(self) -> list[int]:
         """How many arguments tf_graph passes each kernel's function."""
@@ -123,7 +122,7 @@ class CPUGraph(DeviceGraph):
         # (a buffer's places are bound one after another: a decode step's position is an
         # argument of 270 kernels, and its address is looked up once)
         if self._last_bound[0] is not buf:
-            self._last_bound = (buf, _address(buf.ensure_allocated()))
+            self._last_bound = (buf, buffer_address(buf.ensure_allocated()))
         self.arg[self.offsets[kernel] + argument] = self._last_bound[1]
 
     def launch(self) -> None:
@@ -135,35 +134,3 @@ def _release(programs: list[CPUProgram]) -> None:
     """The graph is gone: its kernels' libraries may be unloaded again."""
     for program in programs:
         program.unhold()
-
-
-class CUDAEmulatorGraph(CPUGraph):
-    """CUDAEMU's graph: tf_graph calls each kernel's grid launcher (EmulatedCUDAProgram), whose
-    arguments are an array of its buffers' addresses, the grid, the block and whether the
-    block's threads run as real threads."""
-
-    def function_of(self, kernel: GraphKernel) -> CPUProgram:
-        return kernel.program.program  # (tf_launch_<name>: it runs the grid)
-
-    def arguments(self) -> list[int]:
-        """One argument per kernel: its own array of buffer addresses, which bind changes."""
-        self.pointers = [(ctypes.c_void_p * len(k.buffers))(
-            *[_address(b.ensure_allocated()) for b in k.buffers]) for k in self.kernels]
-        return [ctypes.addressof(p) for p in self.pointers]
-
-    def source(self) -> str:
-        calls = []
-        for i, kernel in enumerate(self.kernels):
-            grid, block = workgroup_of(kernel.program) or _launch_dims(kernel.item)
-            calls.append(f"  ((void (*)(void **, int, int, int))fn[{i}])((void **)arg[{i}], "
-                         f"{grid}, {block}, {kernel.program.threads});")
-        return "void tf_graph(void **fn, void **arg) {\n" + "\n".join(calls) + "\n}\n"
-
-    def bind(self, kernel: int, argument: int, buf: Buffer) -> None:
-        self.pointers[kernel][argument] = _address(buf.ensure_allocated())
-
-
-def _launch_dims(item: Any) -> tuple[int, int]:
-    """A grid of one thread per output element (the CUDA device's launch_dims)."""
-    from tinyfw.runtime.ops_cuda import launch_dims
-    return launch_dims(launch_size(item))

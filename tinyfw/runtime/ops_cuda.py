@@ -287,7 +287,7 @@ class CUDAEmulatorRuntime(Runtime):
     def __init__(self) -> None:
         super().__init__("CUDAEMU", NumpyAllocator(), renderer=CUDA,
                          compiler=EmulatorCompiler(), program=EmulatedCUDAProgram)
-        from tinyfw.runtime.graph_cpu import CUDAEmulatorGraph  # (it imports this module)
+        from tinyfw.runtime.graph_cuda_emu import CUDAEmulatorGraph  # (it imports this module)
         self.graph = CUDAEmulatorGraph
 
     def run(self, program: EmulatedCUDAProgram, item: Any, out: Buffer,
