@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
           (", OPENBLAS_CORETYPE=Haswell for CPU_MARCH=x86-64-v3"
            if os.environ.get("OPENBLAS_CORETYPE") else ""))
     print(tg_line)
-    from tinyfw.engine.program import optimizing
+    from tinyfw.engine.settings import optimizing
     from tinyfw.runtime.ops_cpu import cores
     print(f"tinyfw: device CPU (C compiled by the system cc, -march="
           f"{os.environ.get('CPU_MARCH') or 'native'}), kernel optimizations "

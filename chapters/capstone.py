@@ -135,7 +135,7 @@ def _row(title: str, width: int, items: list[str]) -> list[str]:
 
 def how_to_reach(task_id: str, args: argparse.Namespace) -> str:
     """Why a run like this one does not reach a task's code, and how to reach it."""
-    from tinyfw.engine.program import beam_width
+    from tinyfw.engine.settings import beam_width
     from tinyfw.runtime.ops_cpu import workers_enabled
 
     chapter = task_id[:2]

@@ -26,7 +26,8 @@ from tinyfw.codegen.search import beam_search
 from tinyfw.device import Buffer, Runtime
 from tinyfw.renderer.base import NotSupportedError
 from tinyfw.engine.schedule import ScheduleItem
-from tinyfw.engine.program import beam_width
+from tinyfw.engine.buffers import buffer_of, is_realized
+from tinyfw.engine.settings import beam_width
 
 SHORT_S = 0.05       # a candidate that ran for less is run again (up to 3 times, the best kept)
 BUDGET_S = 30.0      # a search's time limit ($BEAM_BUDGET overrides)
@@ -97,7 +98,6 @@ def searched_opts(kernel: Kernel, item: ScheduleItem, device: Runtime,
 def _buffers(item: ScheduleItem) -> tuple[Buffer, list[Buffer]]:
     """An output buffer and the inputs: those computed already as they are, zeros for the
     others (computed later in the schedule)."""
-    from tinyfw.engine.realize import buffer_of, is_realized  # (realize imports this module)
     out = Buffer(item.device, item.output.numel, item.output.dtype)
     inputs = [buffer_of(node) if is_realized(node) else
               Buffer(item.device, node.numel, node.dtype, np.zeros(node.numel, node.dtype.np))

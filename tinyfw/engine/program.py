@@ -16,7 +16,6 @@ this cache and every other the engine keeps (chapters/learner.py calls it at eac
 """
 from __future__ import annotations
 
-import os
 import time
 import weakref
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from tinyfw.codegen.lower import Program
 from tinyfw.device import Device, Runtime
 from tinyfw.engine.debug import debug_level, print_pass
 from tinyfw.engine.schedule import ScheduleItem
+from tinyfw.engine.settings import beam_width, fusing, optimizing
 from tinyfw.uop.ops import UOp
 
 @dataclass(eq=False)
@@ -74,12 +74,6 @@ class Build:
 cache: dict[tuple[Any, ...], CompiledKernel] = {}
 built = 0  # programs built (loaded) in this process: a counter for tests and DEBUG
 MAX_PROGRAMS = 4096
-
-
-def beam_width() -> int:
-    """$BEAM: the width of the search (0: no search, the hand-coded optimizations). The search
-    (engine/beam.py) is imported only when it runs."""
-    return int(os.getenv("BEAM", "0") or 0)
 
 
 # The kernel of each AST (and name), kept as long as the AST lives: a kernel run again (a
@@ -125,16 +119,6 @@ def optimize(build: Build) -> None:
                                             build.device.cores)
         chosen[key] = (apply_opts(build.kernel, opts), opts)
     build.kernel, build.opts = chosen[key]
-
-
-def fusing() -> bool:
-    """Whether optimized kernels get fused multiply-adds: not with FMA=0."""
-    return os.getenv("FMA", "1") not in ("", "0")
-
-
-def optimizing() -> bool:
-    """Whether kernels get optimizations: not with NOOPT=1 (chapters 01 to 10 grade without)."""
-    return os.getenv("NOOPT", "0") in ("", "0")
 
 
 def _built(item: ScheduleItem, kernel: Kernel, opts: tuple[Any, ...]) -> CompiledKernel:

@@ -14,6 +14,7 @@ from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_
 from tinyfw.device import Buffer, Device
 from tinyfw.engine.program import CompiledKernel, build_programs, get_program
 from tinyfw.engine.schedule import ScheduleItem
+from tinyfw.engine.buffers import buffer_of, is_buffer_view, is_realized
 from tinyfw.engine.const_args import with_const_args
 from tinyfw.engine.schedule_cache import Walk, cached_schedule, recent_schedule, remember_recent
 from tinyfw import multi
@@ -154,23 +155,6 @@ def _verify(items: list[ScheduleItem]) -> None:
 _BUFFER, _RESHAPE = Ops.BUFFER, Ops.RESHAPE
 
 
-def _below_reshapes(node: UOp) -> UOp:
-    while node.op is _RESHAPE:
-        node = node.src[0]
-    return node
-
-
-def is_buffer_view(node: UOp) -> bool:
-    """True for a buffer, or a buffer reshaped (any number of times): nothing to compute."""
-    return _below_reshapes(node).op is _BUFFER
-
-
-def is_realized(node: UOp) -> bool:
-    """True when node's value is in a buffer already: a buffer view, or a node computed before
-    (else it is still lazy, and buffer_of has nothing to give)."""
-    return is_buffer_view(node) or node.realized is not None
-
-
 def is_loaded(node: UOp) -> bool:
     """True for a node the scheduler loads from memory rather than computes: a buffer in its own
     shape (one reshape of a BUFFER) or a node computed before from buffers. Reshapes stacked on
@@ -180,16 +164,6 @@ def is_loaded(node: UOp) -> bool:
     builds the same constant would otherwise read it from that buffer, not inline it."""
     direct = node.op is _BUFFER or (node.op is _RESHAPE and node.src[0].op is _BUFFER)
     return direct or (node.realized is not None and reads_a_buffer(node))
-
-
-def buffer_of(node: UOp) -> Buffer:
-    """The buffer holding node's value; node must be realized (see is_realized)."""
-    if (below := _below_reshapes(node)).op is _BUFFER:  # (a buffer view)
-        return below.arg
-    if (buffer := node.realized) is None:
-        raise RuntimeError(f"a {node.op.name} node of shape {node.shape} has no buffer yet: "
-                           "realize it first")
-    return buffer
 
 
 def forget(buffers: set[Buffer]) -> None:
