@@ -1,7 +1,7 @@
 # Solutions of chapter 14, generated from tinyfw/onnx/runner.py by `python -m tools.generate`.
 # Edit tinyfw/onnx/runner.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/14_importing_models --impl=solutions
-# generated text id: 09ad6f4d207f2ec2 (lets tools.generate tell your edits apart)
+# generated text id: 29288482174baf3e (lets tools.generate tell your edits apart)
 """OnnxRunner: loads an ONNX model (path, bytes or ModelProto), checks at load time that tinyfw
 can run every node and dtype, and runs the graph node by node on Tensors."""
 from __future__ import annotations
@@ -21,20 +21,9 @@ from tinyfw.onnx import (ops_attention, ops_image, ops_math, ops_more, ops_nn,  
                          ops_shape)
 from tinyfw.onnx.lowbit import CARRIED, carried_array, carried_results
 from tinyfw.onnx.registry import OPS, Call, Known, NodeInfo, OpDef
+from tinyfw.onnx.types import dtype_of
 from tinyfw.tensor import Tensor
 
-# ONNX's element types that tinyfw has. float8, float4, int4/uint4 and int2/uint2 values are
-# carried in a wider dtype (tinyfw/onnx/lowbit.py); the others (strings, complex numbers,
-# float8e8m0) are refused when a model using them is loaded.
-ONNX_DTYPES: dict[int, DType] = {
-    TensorProto.FLOAT: dtypes.float32, TensorProto.DOUBLE: dtypes.float64,
-    TensorProto.FLOAT16: dtypes.float16, TensorProto.BFLOAT16: dtypes.bfloat16,
-    TensorProto.INT8: dtypes.int8, TensorProto.INT16: dtypes.int16,
-    TensorProto.INT32: dtypes.int32, TensorProto.INT64: dtypes.int64,
-    TensorProto.UINT8: dtypes.uint8, TensorProto.UINT16: dtypes.uint16,
-    TensorProto.UINT32: dtypes.uint32, TensorProto.UINT64: dtypes.uint64,
-    TensorProto.BOOL: dtypes.bool,
-}
 # Values at most this large that depend only on constants are folded when the graph runs (on
 # the NUMPY device, without compiling a kernel): shapes and the arithmetic on them.
 FOLD_LIMIT = 1 << 12
@@ -43,15 +32,6 @@ FOLD_LIMIT = 1 << 12
 def supported_ops() -> list[str]:
     """The ONNX operators (default domain) tinyfw runs."""
     return sorted(OPS)
-
-
-def dtype_of(elem_type: int, where: str) -> DType:
-    """tinyfw's dtype for an ONNX element type; NotImplementedError naming `where` if none."""
-    if elem_type in ONNX_DTYPES:
-        return ONNX_DTYPES[elem_type]
-    name = TensorProto.DataType.Name(elem_type) if elem_type in TensorProto.DataType.values() \
-        else str(elem_type)
-    raise NotImplementedError(f"{where}: tinyfw has no dtype {name}")
 
 
 def _check_type(tp: onnx.TypeProto, where: str) -> None:

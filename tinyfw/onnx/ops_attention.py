@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from tinyfw.dtype import dtypes
+from tinyfw.onnx.types import dtype_of
 from tinyfw.onnx.registry import Call, op
 from tinyfw.tensor import Tensor
 
@@ -76,7 +77,6 @@ def attention(n: Call, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = No
     precision = n.attr("softmax_precision", None)
     work = with_bias
     if precision is not None:
-        from tinyfw.onnx.runner import dtype_of
         work = work.cast(dtype_of(precision, "Attention softmax_precision"))
     top = work.max(-1, keepdim=True)
     masked_row = top.isinf() & (top < 0)

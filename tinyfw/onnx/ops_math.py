@@ -6,6 +6,7 @@ import math
 
 from tinyfw.dtype import DType, dtypes
 from tinyfw.onnx import lowbit, rules
+from tinyfw.onnx.types import dtype_of
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
 
@@ -211,7 +212,6 @@ def where(n: Call, cond: Tensor, a: Tensor, b: Tensor) -> Tensor:
 
 # --- casts ---
 def _check_cast(info: NodeInfo) -> str | None:
-    from tinyfw.onnx.runner import dtype_of
     if "to" in info.attrs and info.attrs["to"] not in lowbit.CARRIED:
         try:
             dtype_of(info.attrs["to"], "Cast")
@@ -228,7 +228,6 @@ def _cast(x: Tensor, dtype: DType) -> Tensor:
 
 @op("Cast", check=_check_cast)
 def cast(n: Call, x: Tensor) -> Tensor:
-    from tinyfw.onnx.runner import dtype_of
     to = n.attr("to")
     if to in lowbit.CARRIED:  # float8, int4...: rounded or wrapped to it, in its carrier
         return lowbit.cast_to(x, to, bool(n.attr("saturate", 1)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from tinyfw.dtype import dtypes
+from tinyfw.onnx.types import dtype_of
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
 
@@ -29,7 +30,6 @@ def cumprod(n: Call, x: Tensor, axis_t: Tensor) -> Tensor:
 
 
 def _bitcast_check(info: NodeInfo) -> str | None:
-    from tinyfw.onnx.runner import dtype_of
     try:
         dtype_of(info.attrs.get("to", 0), "BitCast")
     except NotImplementedError as e:
@@ -39,7 +39,6 @@ def _bitcast_check(info: NodeInfo) -> str | None:
 
 @op("BitCast", check=_bitcast_check)
 def bitcast(n: Call, x: Tensor) -> Tensor:
-    from tinyfw.onnx.runner import dtype_of
     return x.bitcast(dtype_of(n.attr("to"), "BitCast"))
 
 
@@ -263,7 +262,6 @@ def scan(n: Call, *inputs: Tensor) -> list[Tensor]:
 # --- signal windows ---
 def _window(terms: tuple[float, ...]):
     def run(n: Call, size_t: Tensor) -> Tensor:
-        from tinyfw.onnx.runner import dtype_of
         size = n.ints(size_t)[0]
         periodic = n.attr("periodic", 1)
         span = size if periodic else size - 1

@@ -8,6 +8,7 @@ import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.onnx import lowbit, rules
+from tinyfw.onnx.types import dtype_of
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
 
@@ -618,7 +619,6 @@ def quantize_linear(n: Call, x: Tensor, scale: Tensor, zero: Tensor | None = Non
     out_dtype = zero.dtype if zero is not None else dtypes.uint8
     narrow = n.attr("output_dtype", 0) or (n.carried[2] if len(n.carried) > 2 else None)
     if narrow and narrow not in lowbit.CARRIED:
-        from tinyfw.onnx.runner import dtype_of
         out_dtype, narrow = dtype_of(narrow, "QuantizeLinear"), None
     if scale.ndim == 1 and scale.shape[0] > 1:
         shape = [scale.shape[0] if i == axis else 1 for i in range(x.ndim)]

@@ -9,6 +9,7 @@ import numpy as np
 
 from tinyfw.dtype import dtypes
 from tinyfw.onnx import rules
+from tinyfw.onnx.types import dtype_of
 from tinyfw.onnx.registry import Call, NodeInfo, op
 from tinyfw.tensor import Tensor
 
@@ -65,7 +66,6 @@ def range_(n: Call, start: Tensor, limit: Tensor, delta: Tensor) -> Tensor:
 
 @op("EyeLike")
 def eye_like(n: Call, x: Tensor) -> Tensor:
-    from tinyfw.onnx.runner import dtype_of
     dtype = dtype_of(n.attr("dtype"), "EyeLike") if n.attr("dtype") is not None else x.dtype
     rows, cols = x.shape
     k = n.attr("k", 0)
