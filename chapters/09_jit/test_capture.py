@@ -11,12 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-import tinyfw.jit.jit
 from chapters.grading import expect_close, expect_equal
 from chapters.learner import reference
 from tinyfw import Tensor, dtypes
 from tinyfw.engine import realize
-from tinyfw.jit.jit import JitError, Launch, TinyJit
+from tinyfw.engine.capture import Launch, capture_in_this_thread
+from tinyfw.jit.capture import Recorder
+from tinyfw.jit.jit import JitError, TinyJit
 
 pytestmark = pytest.mark.task("09.capture")
 
@@ -71,13 +72,13 @@ def test_the_captured_call_returns_what_the_function_computes() -> None:
     kept = jit.ret
     assert isinstance(kept, tuple) and isinstance(kept[1], dict) and kept is not got and \
         kept[0] is not got[0] and kept[1]["total"] is not got[1]["total"], \
-        "jit.ret: the returned structure with tensors of the JIT's own, _rebuilt(ret, {})"
+        "jit.ret: the returned structure with tensors of the JIT's own, rebuilt(ret, {})"
     assert realize.buffer_of(kept[0].uop) is realize.buffer_of(got[0].uop), \
         "jit.ret's tensors are on the returned tensors' buffers (replays rebuild from them)"
     z, total = got[0], got[1]["total"]
     for name, t in (("z", z), ("total", total)):
         assert realize.is_buffer_view(t.uop), \
-            f"the returned tensor {name} should hold just its buffer: t.uop = _view(...)"
+            f"the returned tensor {name} should hold just its buffer: t.uop = view(...)"
     xs, ys = x.numpy(), y.numpy()
     want = np.maximum(xs @ ys, 0) * 2
     expect_close(z, want, rtol=1e-5, what="z returned by the captured call")
@@ -188,7 +189,7 @@ def test_the_capture_listens_only_while_the_function_runs() -> None:
     with pytest.raises(ValueError, match="the function failed"):
         failing(data(3, seed=1))
     assert realize.listeners == before, "the recorder must stop listening, even on an error"
-    assert tinyfw.jit.jit._capture_in_this_thread() is None, \
+    assert capture_in_this_thread() is None, \
         "no capture is under way once capture() returns"
     expect_equal((data(3, seed=2) * 3).numpy(), data(3, seed=2).numpy() * 3,
                  what="reading data after a failed capture")
@@ -307,7 +308,7 @@ def test_a_captured_training_step_replays_like_the_plain_one() -> None:
 
 def test_a_tensor_assigned_outside_is_seen_by_replays() -> None:
     """A pinned tensor (the learning rate) assigned between steps: its new value is copied into
-    the buffer the cache reads, which needs this TinyJit registered (_jits) with its pins."""
+    the buffer the cache reads, which needs this TinyJit registered (live_jits) with its pins."""
     lr = Tensor([0.5]).realize()
     w = data(3, seed=2).realize()
 
@@ -404,8 +405,9 @@ def test_a_capture_refuses_what_it_cannot_replay(case: str) -> None:
     jit(*arguments(data(3, seed=0)))  # call 1 runs as usual
     with pytest.raises(JitError, match=message):
         jit(*arguments(data(3, seed=1)))
-    assert tinyfw.jit.jit._capture_in_this_thread() is None and not any(
-        isinstance(listener, tinyfw.jit.jit._Recorder) for listener in realize.listeners), \
+    assert capture_in_this_thread() is None and not any(
+        isinstance(listener, Recorder)
+        for listener in realize.listeners + realize.thread_listeners()), \
         "after a refused capture nothing is listening"
 
 

@@ -231,7 +231,7 @@ def test_outputs_fed_back_as_inputs() -> None:
 def test_an_input_the_cache_writes_is_copied_first() -> None:
     """An input whose buffer the cache itself writes (here a tensor the function realized and
     the caller kept): a kernel would read it while writing it, so the replay reads a copy (the
-    given _input_buffer makes one)."""
+    given input_buffer makes one)."""
     w = data(4, 4, seed=7)
     kept: dict[str, Tensor] = {}
 

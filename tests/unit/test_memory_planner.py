@@ -11,7 +11,9 @@ import pytest
 from tinyfw import Tensor, dtypes, nn
 from tinyfw.device import Buffer
 from tinyfw.probe import probe
-from tinyfw.jit.jit import Launch, TinyJit
+from tinyfw.engine.capture import Launch
+from tinyfw.jit import plan as jit_plan
+from tinyfw.jit.jit import TinyJit
 from tinyfw.engine.memory import lifetimes, memory_bytes, plan_memory
 
 DEVICES = ["CPU", "NUMPY"] + [d for d in ("CL", "WEBGPU") if probe(d)[0]]
@@ -172,7 +174,7 @@ def test_a_kept_intermediate_is_never_shared(monkeypatch: pytest.MonkeyPatch) ->
     w = np.arange(16, dtype=np.float32).reshape(4, 4) / 10
     for check in (True, False):
         if not check:
-            monkeypatch.setattr(TinyJit, "_held_elsewhere", lambda self, keep: set())
+            monkeypatch.setattr(jit_plan, "held_elsewhere", lambda cache, keep: set())
         keeper = Keeper()
         jit = TinyJit(chain(keeper))
         hidden = []

@@ -1,6 +1,6 @@
 """What the layers below TinyJit need of a capture, in one place: whether one is under way in
 the calling thread, the record of a captured launch, and a way to run a step that a method
-repeats under a TinyJit of its own. TinyJit (tinyfw/jit/jit.py) sits above Tensor and sets
+repeats under a TinyJit of its own. TinyJit (tinyfw/jit/) sits above Tensor and sets
 what is here; nothing here imports it, so Tensor and its mixins never import the JIT.
 
 The hooks of realize (realize.Listener: launched, assigning, reading) are how a capture hears

@@ -20,7 +20,7 @@ from tinyfw.runtime.graph import DeviceGraph, GraphKernel, NotSupportedError
 
 
 class Captured(Protocol):
-    """A captured launch (tinyfw.jit.jit.Launch)."""
+    """A captured launch (tinyfw.engine.capture.Launch)."""
     item: ScheduleItem
     out: Buffer
     inputs: list[Buffer]
