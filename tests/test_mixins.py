@@ -15,11 +15,12 @@ from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
-MIXINS = [TensorCore, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
-          HashingOps]
+MIXINS = [TensorCore, ReduceOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps,
+          LinalgOps, HashingOps]
 
 
 def _only_raises(fn: Any) -> bool:

@@ -26,6 +26,7 @@ from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.sampling import SamplingOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.mixin.torch_names import TorchNames
@@ -40,12 +41,6 @@ TensorLike = "Tensor | Scalar"
 
 
 _assign_numbers = itertools.count()
-
-# Float sums longer than SUM_SPLIT values are computed in two levels (Tensor._reduce_chunk),
-# unless that would keep more than SUM_PARTIALS_MAX partial sums (64 MiB of float32).
-SUM_SPLIT = 4096
-SUM_CHUNK = 256
-SUM_PARTIALS_MAX = 2**24
 
 
 def _infer_list_dtype(data: Any) -> DType:
@@ -152,8 +147,8 @@ def _past_int64(dtype: DType, value: int) -> int | float:
     return float(value) if dtype.is_float else value - 2 ** 64
 
 
-class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps,
-             SamplingOps, TorchNames):
+class Tensor(ReduceOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
+             HashingOps, SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "_views",
@@ -1816,7 +1811,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             return low if abs(weight) < 0.5 else high
         return (weight.abs() < 0.5).where(low, high)
 
-    # --- reductions ---
+    # --- axes (the reductions are in tinyfw/mixin/reduce.py) ---
     def _axes(self, axis: AxisArg | Sequence[int]) -> tuple[int, ...]:
         """An axis argument (an int, a tuple, or None for all) as sorted positive axes."""
         if axis is None:
@@ -1827,139 +1822,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             if normalized.count(a) > 1 and self.ndim:
                 raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
         return tuple(sorted(set(normalized))) if self.ndim else ()
-
-    def _reduce(self, op: Ops, axis: AxisArg, keepdim: bool) -> Tensor:
-        axes = self._axes(axis)
-        chunk = self._reduce_chunk(op, prod(self.shape[i] for i in axes))
-        if chunk is not None:
-            return self._reduce_in_chunks(op, axes, keepdim, chunk)
-        out = self._result(self.uop.reduce(op, axes), self)
-        if keepdim:
-            return out
-        return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-
-    def _reduce_chunk(self, op: Ops, n: int) -> int | None:
-        """How many values each partial reduce takes when a reduce of n values is split in
-        two levels (None: it is not). A float sum in one accumulator is off by about one
-        rounding per value (the sum of 2e7 ones stops at 2**24), so a long float sum is
-        made of partial sums of SUM_CHUNK values, recursively: each value then meets about
-        log(n)/log(SUM_CHUNK) roundings. A device may also limit how long one thread loops."""
-        if (op is Ops.ADD and self.dtype.is_float and n > SUM_SPLIT
-                and self.numel() // n * -(-n // SUM_CHUNK) <= SUM_PARTIALS_MAX):
-            return SUM_CHUNK
-        limit = Device[self.device].max_reduce
-        if limit is not None and n > limit:  # WEBGPU on lavapipe stops a shader at 65535
-            return min(limit, math.isqrt(n - 1) + 1)
-        return None
-
-    def _reduce_in_chunks(self, op: Ops, axes: tuple[int, ...], keepdim: bool,
-                          chunk: int) -> Tensor:
-        """A reduce over axes in levels: over groups of chunk values (the last group padded
-        with the reduce's identity), then over the groups' results in groups of chunk again,
-        until at most chunk are left, then over those."""
-        kept = tuple(self.shape[i] for i in range(self.ndim) if i not in axes)
-        n = prod(self.shape[i] for i in axes)
-        order = tuple(i for i in range(self.ndim) if i not in axes) + axes
-        values = self.permute(order).reshape(kept + (n,))
-        identity = 0 if op is Ops.ADD else dtypes.min(self.dtype)
-        while n > chunk:
-            groups = -(-n // chunk)
-            padded = values.pad([(0, 0)] * len(kept) + [(0, groups * chunk - n)], value=identity)
-            values = padded.reshape(kept + (groups, chunk))._reduce_whole(op)
-            n = groups
-        out = values._reduce_whole(op)
-        if keepdim:
-            out = out.reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape)))
-        return out
-
-    def _reduce_whole(self, op: Ops) -> Tensor:
-        """The reduce over the last axis in one kernel loop, never split (a level of
-        _reduce_in_chunks)."""
-        out = self._result(self.uop.reduce(op, (self.ndim - 1,)), self)
-        return out.reshape(self.shape[:-1])
-
-    def sum(self, axis: AxisArg = None, keepdim: bool = False,
-            dtype: DType | str | None = None) -> Tensor:
-        """The sum over axis (all axes when None), as torch: ints and bools sum into int64,
-        float16 accumulates in float32; dtype casts the input first (as torch's dtype=). No axes
-        (an empty tuple) means all of them, as torch's."""
-        axis = _all_if_none_given(axis)
-        if dtype is not None:
-            x = self.cast(to_dtype(dtype))
-        elif not self.dtype.is_float:
-            x = self.cast(dtypes.int64)
-        elif self.dtype.itemsize < 4:  # partial sums stay float32 between the two levels
-            return self.float().sum(axis, keepdim).cast(self.dtype)
-        else:
-            x = self
-        return x._reduce(Ops.ADD, axis, keepdim)
-
-    def max(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """The largest value over axis (ties share the gradient, as torch.amax; NaN wins); no
-        axes (an empty tuple) means all of them, as torch.amax's."""
-        axis = _all_if_none_given(axis)
-        self._check_reducible("max", axis)
-        return self._reduce(Ops.MAX, axis, keepdim)
-
-    def _check_reducible(self, name: str, axis: AxisArg, error: type = RuntimeError) -> None:
-        """torch's errors for a max, min, argmax or argmin over nothing (an empty axis has no
-        largest value; an empty kept axis is fine: the result is empty too)."""
-        if self.numel() == 0 and axis is None:
-            raise error(f"{name}(): Expected reduction dim to be specified for input.numel() "
-                        "== 0. Specify the reduction dim with the 'dim' argument.")
-        for i in self._axes(axis):
-            if self.shape[i] == 0:
-                raise IndexError(f"{name}(): Expected reduction dim {i} to have non-zero size. "
-                                 f"(input of shape {shape_str(self.shape)})")
-
-    def min(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """The smallest value over axis: a max of the values turned upside down."""
-        axis = _all_if_none_given(axis)
-        self._check_reducible("min", axis)
-        if self.dtype.is_bool:
-            return self.logical_not().max(axis, keepdim).logical_not()
-        if not self.dtype.is_float:  # ~x = -x - 1 reverses the order without overflowing
-            return ~((~self).max(axis, keepdim))
-        return -((-self).max(axis, keepdim))
-
-    def any(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """Whether any value is nonzero over axis: False over nothing (an empty axis), as
-        torch's; no axes (an empty tuple) reduces none, as torch's."""
-        return self.bool()._reduce(Ops.MAX, axis, keepdim)
-
-    def all(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """Whether every value is nonzero over axis: True over nothing, as torch's."""
-        return self.logical_not().any(axis, keepdim).logical_not()
-
-    def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        """The index of the first largest value along axis (of the flattened tensor if None);
-        a NaN counts as the largest, as in torch."""
-        return self._arg_extreme("argmax", axis, keepdim)
-
-    def _arg_extreme(self, name: str, axis: int | None, keepdim: bool) -> Tensor:
-        """argmax (or, for argmin, the argmax of the values turned upside down)."""
-        self._check_reducible(name, axis, IndexError)
-        if axis is None:
-            return self.flatten()._arg_extreme(name, 0, False)
-        if self.ndim == 0:  # a scalar is its own extreme, at index 0 (axis 0 or -1, as torch)
-            return Tensor.zeros((), dtype=index_dtype(self.device), device=self.device)
-        if name == "argmin":
-            flipped = self.logical_not() if self.dtype.is_bool else \
-                -self if self.dtype.is_float else ~self  # ~x = -x - 1: no overflow
-            return flipped._arg_extreme("argmax", axis, keepdim)
-        axis = normalize_axis(axis, self.ndim)
-        n = self.shape[axis]
-        countdown = Tensor.arange(n, 0, -1, device=self.device).reshape(
-            (n,) + (1,) * (self.ndim - axis - 1))
-        is_max = self == self.max(axis, keepdim=True)
-        if self.dtype.is_float:  # the max is NaN where there is one: then the NaNs are its place
-            is_max = is_max | self.isnan()
-        first = n - (is_max.cast(dtypes.default_int) * countdown).max(axis, keepdim)
-        return first.cast(index_dtype(self.device))  # int64, as torch (int32 on WEBGPU)
-
-    def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        """The index of the first smallest value along axis (NaN counts as the smallest)."""
-        return self._arg_extreme("argmin", axis, keepdim)
 
     # --- dtype facts ---
     def element_size(self) -> int:
@@ -2107,12 +1969,6 @@ def _erf_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
     """d erf(x)/dx = 2/sqrt(pi) e**-x**2."""
     g, a = Tensor(grad), Tensor(x)
     return ((g * ((-(a * a)).exp() * (2 / math.sqrt(math.pi)))).uop,)
-
-
-def _all_if_none_given(axis: Any) -> Any:
-    """A reduction's axis argument, with no axes (an empty tuple or list) meaning all of them,
-    as torch's sum, mean, amax, amin, var and std take it."""
-    return None if isinstance(axis, (tuple, list)) and len(axis) == 0 else axis
 
 
 def _slope_gradient(grad: UOp, node: UOp, x: UOp, slope: Callable[[Tensor], Tensor]
