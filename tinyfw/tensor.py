@@ -15,7 +15,8 @@ import numpy as np
 from tinyfw.mixin import threefry
 from tinyfw.uop import elementwise_math
 from tinyfw.engine import realize
-from tinyfw.mixin.core import float32_inside, index_dtype
+from tinyfw.mixin.activations import ActivationOps
+from tinyfw.mixin.core import index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import (DType, category, dtypes, promote_types, round_float, scalar_result_type,
@@ -147,8 +148,8 @@ def _past_int64(dtype: DType, value: int) -> int | float:
     return float(value) if dtype.is_float else value - 2 ** 64
 
 
-class Tensor(ReduceOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
-             HashingOps, SamplingOps, TorchNames):
+class Tensor(ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps,
+             LinalgOps, HashingOps, SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "_views",
@@ -1682,105 +1683,6 @@ class Tensor(ReduceOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, Li
         """True where the value is inf (when detect_positive) or -inf (when detect_negative)."""
         positive = (self == math.inf) & detect_positive
         return positive | ((self == -math.inf) & detect_negative)
-
-    # activations
-    def relu(self) -> Tensor:
-        """max(x, 0) as torch: relu(-0.0) is -0.0, NaN stays NaN; the gradient at 0 is 0 and at
-        NaN 1 (torch's: none where x <= 0)."""
-        return (self <= 0).where((self < 0).where(0, self.detach()), self)
-
-    def sigmoid(self) -> Tensor:
-        """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""
-        return self._math(elementwise_math.sigmoid)
-
-    def tanh(self) -> Tensor: return self._math(elementwise_math.tanh)
-    @float32_inside
-    def silu(self) -> Tensor: return self * self.sigmoid()
-    def swish(self) -> Tensor: return self.silu()
-    def relu6(self) -> Tensor: return self.hardtanh(0, 6)  # torch's: relu6(inf) is 6
-    def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
-        return (self > 0).where(self, self * neg_slope)
-
-    @float32_inside
-    def elu(self, alpha: float = 1.0) -> Tensor:
-        below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
-        return (self > 0).where(self, alpha * (below.exp() - 1))
-
-    @float32_inside
-    def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-        """log(1 + exp(beta x)) / beta, linear past threshold like torch's."""
-        bx = self * beta
-        stable = (bx.maximum(0) + (-bx.abs()).exp().log1p()) / beta
-        return (bx > threshold).where(self, stable)
-
-    @float32_inside
-    def gelu(self, approximate: str = "none") -> Tensor:
-        """GELU: x Phi(x) from erf, or its tanh approximation (approximate="tanh"), as torch;
-        floats only, as torch (the tanh form cubed an int32 2000 past its range: gelu was 0)."""
-        self._float_only("gelu")
-        if approximate == "tanh":
-            inner = math.sqrt(2 / math.pi) * (self + 0.044715 * self ** 3)
-            return 0.5 * self * (1 + inner.tanh())
-        if approximate != "none":
-            raise RuntimeError("approximate argument must be either none or tanh.")
-        return 0.5 * self * (1 + (self * math.sqrt(0.5)).erf())
-
-    def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
-    @float32_inside
-    def mish(self) -> Tensor: return self * self.softplus().tanh()
-    def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor:
-        """x clipped to [min_val, max_val]; torch's gradient: only strictly inside (none at the
-        bounds, none at NaN, as torch's vectorized kernel, which a tensor of more than a few
-        elements takes; its scalar loop passes NaN's)."""
-        inside = (self > min_val) & (self < max_val)
-        return inside.where(self, self.detach().clip(min_val, max_val))
-
-    def _float_only(self, name: str) -> None:
-        """torch's NotImplementedError for an activation of an integer or bool tensor."""
-        if not self.dtype.is_float:
-            raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
-
-    @float32_inside
-    def celu(self, alpha: float = 1.0) -> Tensor:
-        """max(0, x) + min(0, alpha (e**(x / alpha) - 1))."""
-        self._float_only("celu")
-        below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
-        return (self > 0).where(self, alpha * (below / alpha).expm1())
-
-    @float32_inside
-    def selu(self) -> Tensor:
-        """scale * elu(x, alpha) with the constants of self-normalizing networks."""
-        self._float_only("selu")
-        alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-        below = (self > 0).where(0.0, self)
-        return scale * (self > 0).where(self, alpha * below.expm1())
-
-    def softsign(self) -> Tensor:
-        """x / (1 + |x|)."""
-        return self / (1 + self.abs())
-
-    def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
-        """alpha x + beta clipped to [0, 1] (torch's hardsigmoid for the defaults)."""
-        self._float_only("hardsigmoid")
-        v = alpha * self + beta
-        # torch's gradient: alpha strictly inside (0, 1), none at the bounds and at NaN
-        return ((v > 0) & (v < 1)).where(v, (v <= 0).where(0.0, (v >= 1).where(1.0, v.detach())))
-
-    @float32_inside
-    def hardswish(self) -> Tensor:
-        """x * min(max(x + 3, 0), 6) / 6, as torch computes it, and torch's gradient (of its
-        vectorized kernel): 0 up to -3, 1 from 3, x / 3 + 0.5 between (NaN at NaN)."""
-        self._float_only("hardswish")
-        low, high = self <= -3, self >= 3
-        mid = (low | high).where(0.0, self)  # the inner formula's input, finite where unused
-        return low.where(self.detach() * 0.0 / 6, high.where(self * 6.0 / 6,
-                                                             mid * (mid + 3) / 6))
-
-    @float32_inside
-    def logsigmoid(self) -> Tensor:
-        """log(sigmoid(x)) = -softplus(-x), without the log of a tiny number."""
-        self._float_only("log_sigmoid")
-        return -(-self).softplus()
 
     def clip(self, min_: Scalar | None = None, max_: Scalar | None = None) -> Tensor:
         """Values limited to [min_, max_]."""
