@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tinyfw.mixin.activations import ActivationOps
+from tinyfw.mixin.arithmetic import ArithmeticOps
 from tinyfw.mixin.core import TensorCore
 from tinyfw.mixin.derived import DerivedOps
 from tinyfw.mixin.hashing import HashingOps
@@ -20,8 +21,8 @@ from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
-MIXINS = [TensorCore, ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps, ScanOps,
-          IndexingOps, LinalgOps, HashingOps]
+MIXINS = [TensorCore, ArithmeticOps, ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps,
+          ScanOps, IndexingOps, LinalgOps, HashingOps]
 
 
 def _only_raises(fn: Any) -> bool:

@@ -1,7 +1,6 @@
 """The Tensor: a PyTorch-shaped front end that records a lazy graph of primitive ops."""
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import operator
@@ -16,6 +15,7 @@ from tinyfw.mixin import threefry
 from tinyfw.uop import elementwise_math
 from tinyfw.engine import realize
 from tinyfw.mixin.activations import ActivationOps
+from tinyfw.mixin.arithmetic import ArithmeticOps, scalar_first
 from tinyfw.mixin.core import index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
@@ -27,6 +27,7 @@ from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.promotion import _past_int64, _promote_tensors, broadcast_shape
 from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.sampling import SamplingOps
 from tinyfw.mixin.scan import ScanOps
@@ -111,45 +112,13 @@ def _canonical(device: str | tuple[str, ...] | list[str] | None) -> str | tuple[
     return Device.canonicalize(device)
 
 
-def scalar_first(swaps: bool) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
-    """For a binary method called as Tensor.f(2, t), as torch.f(2, t) can be: computed as
-    t.f(2, reverse=True) where torch computes it (swaps), else torch's TypeError."""
-    def wrap(method: Callable[..., Tensor]) -> Callable[..., Tensor]:
-        @functools.wraps(method)
-        def call(self: Any, x: Any, *args: Any, **kwargs: Any) -> Tensor:
-            if isinstance(self, Tensor):
-                return method(self, x, *args, **kwargs)
-            if swaps and isinstance(x, Tensor) and isinstance(self, (bool, int, float)) \
-                    and not args and not kwargs.pop("reverse", False):
-                return method(x, self, True, **kwargs)
-            raise TypeError(f"{method.__name__}(): argument 'input' (position 1) must be "
-                            f"Tensor, not {type(self).__name__}")
-        return call
-    return wrap
-
-
 # Random bits per sample of each float dtype: its significand's (a sample of that many bits is
 # exact in it, and below 1); float64's from one 32-bit word.
 RANDOM_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 32}
 
 
-def _past_int64(dtype: DType, value: int) -> int | float:
-    """A Python int operand past int64, as torch takes it: one of uint64 (2**63 to 2**64 - 1)
-    is its float value to a float tensor and its bits to an int tensor (wrapped into the
-    tensor's dtype, as every int operand is); a bool tensor cannot be promoted with uint64
-    (RuntimeError), and any other int is torch's OverflowError."""
-    if value < -2 ** 63:
-        raise OverflowError("can't convert negative int to unsigned")
-    if value >= 2 ** 64:
-        raise OverflowError(f"int too big to convert: {value}")
-    if dtype.is_bool:
-        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
-                           "attempted to promote Bool and UInt64")
-    return float(value) if dtype.is_float else value - 2 ** 64
-
-
-class Tensor(ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps,
-             LinalgOps, HashingOps, SamplingOps, TorchNames):
+class Tensor(ArithmeticOps, ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps, ScanOps,
+             IndexingOps, LinalgOps, HashingOps, SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "_views",
@@ -1040,97 +1009,6 @@ class Tensor(ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps, ScanOps, 
         return self if self.dtype.is_float else self.cast(dtypes.default_float)
 
     @scalar_first(swaps=True)
-    def add(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        return self._binary(Ops.ADD, x, reverse)
-
-    @scalar_first(swaps=True)
-    def mul(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        return self._binary(Ops.MUL, x, reverse)
-
-    @scalar_first(swaps=True)
-    def sub(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        a, b = self._operands(x, reverse)
-        if a.dtype.is_bool:
-            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                               "supported. Use the `^` or `logical_xor()` operator instead.")
-        return a.add(b.neg())
-
-    @scalar_first(swaps=True)
-    def div(self, x: Tensor | Scalar, reverse: bool = False,
-            rounding_mode: str | None = None) -> Tensor:
-        """True division (ints and bools divide as floats), or rounded toward zero ("trunc") or
-        down ("floor"), which keep an integer dtype, as torch.div. A Python number divides an
-        int tensor as its own value, not wrapped into the tensor's dtype (as torch: a uint8
-        tensor / 300 is a third of a hundredth)."""
-        if rounding_mode is None and not self.dtype.is_float and not isinstance(x, Tensor):
-            x = x.item() if isinstance(x, np.generic) else x
-            if not reverse and type(x) is int and not -2 ** 63 <= x < 2 ** 63:
-                _past_int64(self.dtype, x)  # (torch's errors: a bool tensor, past uint64)
-            return self._floating().div(x, reverse)
-        a, b = self._operands(x, reverse)
-        if rounding_mode == "trunc":
-            return a.div(b).trunc() if a.dtype.is_float else a.idiv(b)
-        if rounding_mode == "floor":
-            return a.floordiv(b)
-        if rounding_mode is not None:
-            raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                               f"but found '{rounding_mode}'")
-        a, b = a._floating(), b._floating()
-        return a._binary(Ops.FDIV, b)
-
-    def idiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """Integer division rounding toward zero (C)."""
-        a, b = self._operands(x, reverse)
-        return a._divided(b, a._result(a.uop.alu(Ops.IDIV, b.uop), b))
-
-    def _divided(self, divisor: Tensor, out: Tensor) -> Tensor:
-        """out, a division of self by divisor, raising torch's error for an integer division by
-        zero: at once for a constant divisor, else when out is computed (a deferred check)."""
-        if self.dtype.is_float:
-            return out
-        below = divisor.uop
-        while below.op in (Ops.RESHAPE, Ops.EXPAND):
-            below = below.src[0]
-        if below.op is Ops.CONST:  # a Python number
-            if below.arg == 0:
-                raise RuntimeError("ZeroDivisionError: integer division (// or %) by the number 0")
-            return out
-        realize.attach_check(out.uop, realize.Check(
-            (divisor == 0).any().uop, RuntimeError,
-            f"ZeroDivisionError: integer division (// or %) of tensors of shape "
-            f"{shape_str(out.shape)} by a divisor holding 0"))
-        return out
-
-    @scalar_first(swaps=True)
-    def floordiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """Division rounding down, as Python's // (and torch's)."""
-        a, b = self._operands(x, reverse)
-        if a.dtype.is_float:
-            return a.div(b).floor()
-        q = a.idiv(b)
-        inexact = (a._binary(Ops.MOD, b) != 0) & ((a < 0) != (b < 0))
-        return a._divided(b, q - inexact.cast(q.dtype))
-
-    @scalar_first(swaps=True)
-    def mod(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """Remainder with the sign of the divisor, as Python's % (and torch's), as torch
-        computes it: C's fmod (exact), plus the divisor where the two signs differ, so that
-        1 % inf is 1 and -1 % inf is inf. On a device without an exact fmod (WEBGPU),
-        a - floor(a / b) * b, which rounds (a large quotient loses the remainder), with torch's
-        signs of zero and values by an infinite divisor."""
-        a, b = self._operands(x, reverse)
-        if a.dtype.is_bool:
-            raise NotImplementedError('"remainder_cpu" not implemented for \'Bool\'')
-        devices = a.device if isinstance(a.device, tuple) else (a.device,)
-        if not a.dtype.is_float or all(Device[d].has_fmod for d in devices):
-            r = a.fmod(b)  # (ints too: r + b cannot overflow where a - (a // b) * b can)
-            return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
-        r = a - a.floordiv(b) * b
-        r = (r == 0).where(a * 0, r)  # a zero with the dividend's sign, as fmod's
-        by_inf = ((a == 0) | ((a < 0) == (b < 0))).where(a, b)
-        return (b.isinf() & a.isfinite()).where(by_inf, r)
-
-    @scalar_first(swaps=True)
     def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
         """self ** x, with torch's values at the edges, which are C's pow's: 1 ** nan and
         (-1) ** inf are 1, (-inf) ** 1.5 is inf, (-0.0) ** -1 is -inf. Integer powers square and
@@ -1250,17 +1128,6 @@ class Tensor(ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps, ScanOps, 
         negative, odd = exponent < 0, (exponent % 2) != 0
         of_negative = (self == 1).where(1, (self == -1).where(odd.where(-1, 1), 0))
         return negative.where(of_negative.cast(out.dtype), out)
-
-    @scalar_first(swaps=False)
-    def maximum(self, x: Tensor | Scalar) -> Tensor:
-        return self._binary(Ops.MAX, x)
-
-    @scalar_first(swaps=False)
-    def minimum(self, x: Tensor | Scalar) -> Tensor:
-        a, b = self._operands(x)
-        if not a.dtype.is_float:
-            return (a < b).where(a, b)
-        return -((-a).maximum(-b))  # ties share the gradient, as torch.minimum
 
     def where(self, x: Tensor | Scalar, y: Tensor | Scalar) -> Tensor:
         """x where this tensor (the condition) is true, else y, all broadcast together."""
@@ -1518,24 +1385,6 @@ class Tensor(ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps, ScanOps, 
     def __rlshift__(self, x: int) -> Tensor: return self._shifted_scalar(x, True)
     def __rrshift__(self, x: int) -> Tensor: return self._shifted_scalar(x, False)
 
-    # arithmetic operators
-    def __add__(self, x: Tensor | Scalar) -> Tensor: return self.add(x)
-    def __radd__(self, x: Scalar) -> Tensor: return self.add(x, True)
-    def __sub__(self, x: Tensor | Scalar) -> Tensor: return self.sub(x)
-    def __rsub__(self, x: Scalar) -> Tensor: return self.sub(x, True)
-    def __mul__(self, x: Tensor | Scalar) -> Tensor: return self.mul(x)
-    def __rmul__(self, x: Scalar) -> Tensor: return self.mul(x, True)
-    def __truediv__(self, x: Tensor | Scalar) -> Tensor: return self.div(x)
-    def __rtruediv__(self, x: Scalar) -> Tensor: return self.div(x, True)
-    def __floordiv__(self, x: Tensor | Scalar) -> Tensor: return self.floordiv(x)
-    def __rfloordiv__(self, x: Scalar) -> Tensor: return self.floordiv(x, True)
-    def __mod__(self, x: Tensor | Scalar) -> Tensor: return self.mod(x)
-    def __rmod__(self, x: Scalar) -> Tensor: return self.mod(x, True)
-    def __pow__(self, x: Tensor | Scalar) -> Tensor: return self.pow(x)
-    def __rpow__(self, x: Scalar) -> Tensor: return self.pow(x, True)
-    def __neg__(self) -> Tensor: return self.neg()
-    def __abs__(self) -> Tensor: return self.abs()
-
     # unary math
     def _math(self, fn: Callable[[UOp], UOp]) -> Tensor:
         """fn (a function of graph nodes, from tinyfw/uop/elementwise_math.py) of this tensor,
@@ -1784,20 +1633,6 @@ class Tensor(ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps, ScanOps, 
             else self.dtype
         return Tensor(x, device=self.device, dtype=dt)
 
-    def usum(self, *others: Tensor | Scalar) -> Tensor:
-        """self + each of others (| for bool), left to right."""
-        out = self
-        for x in others:
-            out = out | x if self.dtype.is_bool else out + x
-        return out
-
-    def uprod(self, *others: Tensor | Scalar) -> Tensor:
-        """self * each of others (& for bool), left to right."""
-        out = self
-        for x in others:
-            out = out & x if self.dtype.is_bool else out * x
-        return out
-
     # casts to a dtype, last in the class: a method named float, int or bool would stand for
     # the builtin type in the annotations of every method after it (as mypy reads them)
     def float(self) -> Tensor: return self.cast(dtypes.float32)
@@ -1813,33 +1648,6 @@ class Tensor(ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps, ScanOps, 
 
 
 _UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
-
-
-def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape two shapes broadcast to, or PyTorch's RuntimeError naming the mismatch."""
-    if a == b:  # (most operands: nothing to work out)
-        return a
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    out = []
-    for i, (x, y) in enumerate(zip(pa, pb)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y})"
-                               f" at non-singleton dimension {i}")
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
-def _promote_tensors(a: Tensor, b: Tensor) -> DType:
-    """PyTorch's rule: a 0-d tensor only sets the dtype when it is of a higher category."""
-    if a.dtype == b.dtype:  # (most operands: either rule gives that dtype)
-        return a.dtype
-    from tinyfw.dtype import category
-    if (a.ndim == 0) != (b.ndim == 0):
-        dim_t, zero_t = (a, b) if b.ndim == 0 else (b, a)
-        if category(zero_t.dtype) <= category(dim_t.dtype):
-            return dim_t.dtype
-    return promote_types(a.dtype, b.dtype)
 
 
 # torch's gradients of pow (its derivatives.yaml), as GradientOverride rules: each is computed

@@ -1,0 +1,198 @@
+"""Arithmetic (mixed into Tensor): +, -, *, /, //, % and their methods (add, sub, mul, div,
+floordiv, mod, idiv), maximum and minimum, with PyTorch's type promotion and broadcasting
+(Tensor._operands), its integer division by zero and its values at the edges. pow is Tensor's
+own (tinyfw/tensor.py): it carries gradient rules of its own."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tinyfw.device import Device
+from tinyfw.dtype import DType
+from tinyfw.engine import realize
+from tinyfw.helpers import shape_str
+from tinyfw.mixin.core import TensorCore
+from tinyfw.mixin.promotion import _past_int64
+from tinyfw.uop.ops import Ops
+
+if TYPE_CHECKING:
+    from tinyfw.tensor import Scalar, Tensor
+
+
+def scalar_first(swaps: bool) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
+    """For a binary method called as Tensor.f(2, t), as torch.f(2, t) can be: computed as
+    t.f(2, reverse=True) where torch computes it (swaps), else torch's TypeError."""
+    def wrap(method: Callable[..., Tensor]) -> Callable[..., Tensor]:
+        @functools.wraps(method)
+        def call(self: Any, x: Any, *args: Any, **kwargs: Any) -> Tensor:
+            if isinstance(self, TensorCore):  # (a Tensor)
+                return method(self, x, *args, **kwargs)
+            if swaps and isinstance(x, TensorCore) and isinstance(self, (bool, int, float)) \
+                    and not args and not kwargs.pop("reverse", False):
+                return method(x, self, True, **kwargs)
+            raise TypeError(f"{method.__name__}(): argument 'input' (position 1) must be "
+                            f"Tensor, not {type(self).__name__}")
+        return call
+    return wrap
+
+
+class ArithmeticOps(TensorCore):
+    """The arithmetic operators and their methods."""
+    __slots__ = ()
+
+    # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
+    # Besides what is below: the comparisons and logic (<, ==, !=, &, |, where), the math
+    # (neg, abs, trunc, floor, fmod, isinf, isfinite) and pow.
+
+    def _operands(self, other: Tensor | Scalar, reverse: bool = False,
+                  dtype: DType | None = None) -> tuple[Tensor, Tensor]:
+        """Both operands as tensors of one dtype (PyTorch promotion) and one shape (broadcast)."""
+        raise NotImplementedError
+
+    def _binary(self, op: Ops, other: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """op of this tensor and other, promoted and broadcast (reverse: other op self)."""
+        raise NotImplementedError
+
+    def _floating(self) -> Tensor:
+        """Self, cast to the default float if it is an int or bool."""
+        raise NotImplementedError
+
+    # --- the arithmetic ---
+
+    @scalar_first(swaps=True)
+    def add(self: Tensor, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        return self._binary(Ops.ADD, x, reverse)
+
+    @scalar_first(swaps=True)
+    def mul(self: Tensor, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        return self._binary(Ops.MUL, x, reverse)
+
+    @scalar_first(swaps=True)
+    def sub(self: Tensor, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        a, b = self._operands(x, reverse)
+        if a.dtype.is_bool:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        return a.add(b.neg())
+
+    @scalar_first(swaps=True)
+    def div(self: Tensor, x: Tensor | Scalar, reverse: bool = False,
+            rounding_mode: str | None = None) -> Tensor:
+        """True division (ints and bools divide as floats), or rounded toward zero ("trunc") or
+        down ("floor"), which keep an integer dtype, as torch.div. A Python number divides an
+        int tensor as its own value, not wrapped into the tensor's dtype (as torch: a uint8
+        tensor / 300 is a third of a hundredth)."""
+        if rounding_mode is None and not self.dtype.is_float and not isinstance(x, TensorCore):
+            x = x.item() if isinstance(x, np.generic) else x
+            if not reverse and type(x) is int and not -2 ** 63 <= x < 2 ** 63:
+                _past_int64(self.dtype, x)  # (torch's errors: a bool tensor, past uint64)
+            return self._floating().div(x, reverse)
+        a, b = self._operands(x, reverse)
+        if rounding_mode == "trunc":
+            return a.div(b).trunc() if a.dtype.is_float else a.idiv(b)
+        if rounding_mode == "floor":
+            return a.floordiv(b)
+        if rounding_mode is not None:
+            raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                               f"but found '{rounding_mode}'")
+        a, b = a._floating(), b._floating()
+        return a._binary(Ops.FDIV, b)
+
+    def idiv(self: Tensor, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """Integer division rounding toward zero (C)."""
+        a, b = self._operands(x, reverse)
+        return a._divided(b, a._result(a.uop.alu(Ops.IDIV, b.uop), b))
+
+    def _divided(self: Tensor, divisor: Tensor, out: Tensor) -> Tensor:
+        """out, a division of self by divisor, raising torch's error for an integer division by
+        zero: at once for a constant divisor, else when out is computed (a deferred check)."""
+        if self.dtype.is_float:
+            return out
+        below = divisor.uop
+        while below.op in (Ops.RESHAPE, Ops.EXPAND):
+            below = below.src[0]
+        if below.op is Ops.CONST:  # a Python number
+            if below.arg == 0:
+                raise RuntimeError("ZeroDivisionError: integer division (// or %) by the number 0")
+            return out
+        realize.attach_check(out.uop, realize.Check(
+            (divisor == 0).any().uop, RuntimeError,
+            f"ZeroDivisionError: integer division (// or %) of tensors of shape "
+            f"{shape_str(out.shape)} by a divisor holding 0"))
+        return out
+
+    @scalar_first(swaps=True)
+    def floordiv(self: Tensor, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """Division rounding down, as Python's // (and torch's)."""
+        a, b = self._operands(x, reverse)
+        if a.dtype.is_float:
+            return a.div(b).floor()
+        q = a.idiv(b)
+        inexact = (a._binary(Ops.MOD, b) != 0) & ((a < 0) != (b < 0))
+        return a._divided(b, q - inexact.cast(q.dtype))
+
+    @scalar_first(swaps=True)
+    def mod(self: Tensor, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """Remainder with the sign of the divisor, as Python's % (and torch's), as torch
+        computes it: C's fmod (exact), plus the divisor where the two signs differ, so that
+        1 % inf is 1 and -1 % inf is inf. On a device without an exact fmod (WEBGPU),
+        a - floor(a / b) * b, which rounds (a large quotient loses the remainder), with torch's
+        signs of zero and values by an infinite divisor."""
+        a, b = self._operands(x, reverse)
+        if a.dtype.is_bool:
+            raise NotImplementedError('"remainder_cpu" not implemented for \'Bool\'')
+        devices = a.device if isinstance(a.device, tuple) else (a.device,)
+        if not a.dtype.is_float or all(Device[d].has_fmod for d in devices):
+            r = a.fmod(b)  # (ints too: r + b cannot overflow where a - (a // b) * b can)
+            return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
+        r = a - a.floordiv(b) * b
+        r = (r == 0).where(a * 0, r)  # a zero with the dividend's sign, as fmod's
+        by_inf = ((a == 0) | ((a < 0) == (b < 0))).where(a, b)
+        return (b.isinf() & a.isfinite()).where(by_inf, r)
+
+    @scalar_first(swaps=False)
+    def maximum(self: Tensor, x: Tensor | Scalar) -> Tensor:
+        return self._binary(Ops.MAX, x)
+
+    @scalar_first(swaps=False)
+    def minimum(self: Tensor, x: Tensor | Scalar) -> Tensor:
+        a, b = self._operands(x)
+        if not a.dtype.is_float:
+            return (a < b).where(a, b)
+        return -((-a).maximum(-b))  # ties share the gradient, as torch.minimum
+
+    # arithmetic operators
+    def __add__(self: Tensor, x: Tensor | Scalar) -> Tensor: return self.add(x)
+    def __radd__(self: Tensor, x: Scalar) -> Tensor: return self.add(x, True)
+    def __sub__(self: Tensor, x: Tensor | Scalar) -> Tensor: return self.sub(x)
+    def __rsub__(self: Tensor, x: Scalar) -> Tensor: return self.sub(x, True)
+    def __mul__(self: Tensor, x: Tensor | Scalar) -> Tensor: return self.mul(x)
+    def __rmul__(self: Tensor, x: Scalar) -> Tensor: return self.mul(x, True)
+    def __truediv__(self: Tensor, x: Tensor | Scalar) -> Tensor: return self.div(x)
+    def __rtruediv__(self: Tensor, x: Scalar) -> Tensor: return self.div(x, True)
+    def __floordiv__(self: Tensor, x: Tensor | Scalar) -> Tensor: return self.floordiv(x)
+    def __rfloordiv__(self: Tensor, x: Scalar) -> Tensor: return self.floordiv(x, True)
+    def __mod__(self: Tensor, x: Tensor | Scalar) -> Tensor: return self.mod(x)
+    def __rmod__(self: Tensor, x: Scalar) -> Tensor: return self.mod(x, True)
+    def __pow__(self: Tensor, x: Tensor | Scalar) -> Tensor: return self.pow(x)
+    def __rpow__(self: Tensor, x: Scalar) -> Tensor: return self.pow(x, True)
+    def __neg__(self: Tensor) -> Tensor: return self.neg()
+    def __abs__(self: Tensor) -> Tensor: return self.abs()
+
+    # tinygrad's small helpers on several operands (ufix: in tinyfw/tensor.py)
+    def usum(self: Tensor, *others: Tensor | Scalar) -> Tensor:
+        """self + each of others (| for bool), left to right."""
+        out = self
+        for x in others:
+            out = out | x if self.dtype.is_bool else out + x
+        return out
+
+    def uprod(self: Tensor, *others: Tensor | Scalar) -> Tensor:
+        """self * each of others (& for bool), left to right."""
+        out = self
+        for x in others:
+            out = out & x if self.dtype.is_bool else out * x
+        return out
