@@ -15,14 +15,15 @@ from tinyfw.mixin.derived import DerivedOps
 from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.linalg import LinalgOps
+from tinyfw.mixin.logic import LogicOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
-MIXINS = [TensorCore, ArithmeticOps, ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps,
-          ScanOps, IndexingOps, LinalgOps, HashingOps]
+MIXINS = [TensorCore, ArithmeticOps, LogicOps, ReduceOps, ActivationOps, MovementOps, DerivedOps,
+          NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps]
 
 
 def _only_raises(fn: Any) -> bool:
