@@ -14,6 +14,7 @@ from tinyfw.mixin.core import TensorCore
 from tinyfw.mixin.derived import DerivedOps
 from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
+from tinyfw.mixin.inplace import InplaceOps
 from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.logic import LogicOps
 from tinyfw.mixin.movement import MovementOps
@@ -22,8 +23,8 @@ from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
-MIXINS = [TensorCore, ArithmeticOps, LogicOps, ReduceOps, ActivationOps, MovementOps, DerivedOps,
-          NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps]
+MIXINS = [TensorCore, ArithmeticOps, LogicOps, InplaceOps, ReduceOps, ActivationOps, MovementOps,
+          DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps]
 
 
 def _only_raises(fn: Any) -> bool:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,11 +18,12 @@ from tinyfw.mixin.arithmetic import ArithmeticOps, scalar_first
 from tinyfw.mixin.core import index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.device import Buffer, Device
-from tinyfw.dtype import (DType, category, dtypes, promote_types, round_float, scalar_result_type,
+from tinyfw.dtype import (DType, dtypes, promote_types, round_float, scalar_result_type,
                           to_dtype, torch_name, wrap_int)
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
+from tinyfw.mixin.inplace import InplaceOps
 from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.logic import LogicOps
 from tinyfw.mixin.movement import MovementOps
@@ -118,8 +118,9 @@ def _canonical(device: str | tuple[str, ...] | list[str] | None) -> str | tuple[
 RANDOM_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 32}
 
 
-class Tensor(ArithmeticOps, LogicOps, ReduceOps, ActivationOps, MovementOps, DerivedOps, NNOps,
-             ScanOps, IndexingOps, LinalgOps, HashingOps, SamplingOps, TorchNames):
+class Tensor(ArithmeticOps, LogicOps, InplaceOps, ReduceOps, ActivationOps,
+             MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps,
+             SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "_views",
@@ -1147,38 +1148,7 @@ class Tensor(ArithmeticOps, LogicOps, ReduceOps, ActivationOps, MovementOps, Der
         cond, xt, yt = (t._broadcast_to(shape) for t in (cond, xt, yt))
         return xt._result(cond.uop.alu(Ops.WHERE, xt.uop, yt.uop), yt)
 
-    # in-place operators: a += b writes the result into a, as torch does
-    def _inplace(self, op: Callable[[Tensor, Any], Tensor], x: Any,
-                 true_division: bool = False) -> Tensor:
-        """self = op(self, x), keeping self's shape and dtype, with torch's checks: a result
-        type that cannot be cast to self's dtype (int += float) raises before the op is tried.
-        A tensor that requires grad keeps its graph (gradients flow through the op); any other
-        tensor is assigned, so views and a TinyJit follow the write."""
-        self._check_leaf_write()
-        result = self._result_type(x)
-        if result is not None and true_division and not result.is_float:
-            result = dtypes.default_float
-        if result is not None and category(result) > category(self.dtype):
-            raise RuntimeError(f"result type {torch_name(result)} can't be cast to the "
-                               f"desired output type {torch_name(self.dtype)}")
-        out = op(self, x)
-        if out.shape != self.shape:
-            raise RuntimeError(f"output with shape {shape_str(self.shape)} doesn't match the "
-                               f"broadcast shape {shape_str(out.shape)}")
-        if category(out.dtype) > category(self.dtype):
-            raise RuntimeError(f"result type {torch_name(out.dtype)} can't be cast to the "
-                               f"desired output type {torch_name(self.dtype)}")
-        return self._write(out.cast(self.dtype))
-
-    def _check_leaf_write(self, view: bool = False) -> None:
-        """torch's error for an in-place write to a leaf that requires grad, or to a view of
-        one (outside no_grad, where an optimizer's writes are)."""
-        root = self._view[0] if self._view is not None else self
-        if root._requires_grad and root._is_leaf and not Tensor.no_grad:
-            what = "a view of a leaf Variable" if view or root is not self else "a leaf Variable"
-            raise RuntimeError(f"{what} that requires grad is being used in an in-place "
-                               "operation.")
-
+    # --- in-place writes (the operators a += b...: tinyfw/mixin/inplace.py) ---
     def _write(self, value: Tensor) -> Tensor:
         """torch's in-place write: self takes value (of self's shape, cast to self's dtype and
         sent to its device); a write to a view writes its base. Where self (or its base) or
@@ -1204,34 +1174,6 @@ class Tensor(ArithmeticOps, LogicOps, ReduceOps, ActivationOps, MovementOps, Der
         self._requires_grad, self._is_leaf = True, False
         self._refresh_views()
         return self
-
-    def _result_type(self, x: Any) -> DType | None:
-        """The dtype torch's promotion gives self op x (None for an operand of another type:
-        the op itself raises)."""
-        if isinstance(x, Tensor):
-            return _promote_tensors(self, x)
-        if isinstance(x, np.generic):
-            x = x.item()
-        if isinstance(x, (bool, int, float)):
-            return scalar_result_type(self.dtype, x if type(x) is not int or
-                                      -2 ** 63 <= x < 2 ** 63 else _past_int64(self.dtype, x))
-        return None
-
-    def __iadd__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.add, x)
-    def __isub__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.sub, x)
-    def __imul__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.mul, x)
-    def __itruediv__(self, x: Tensor | Scalar) -> Tensor:
-        return self._inplace(operator.truediv, x, true_division=True)
-    def __ifloordiv__(self, x: Tensor | Scalar) -> Tensor:
-        return self._inplace(operator.floordiv, x)
-    def __imod__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.mod, x)
-    def __ipow__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.pow, x)
-    def __iand__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.and_, x)
-    def __ior__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.or_, x)
-    def __ixor__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.xor, x)
-    def __ilshift__(self, x: int) -> Tensor: return self._inplace(operator.lshift, x)
-    def __irshift__(self, x: int) -> Tensor: return self._inplace(operator.rshift, x)
-    def __imatmul__(self, x: Tensor) -> Tensor: return self._inplace(operator.matmul, x)
 
     def to_(self, device: str) -> Tensor:
         """Move this tensor to another device in place (tinygrad's to_)."""

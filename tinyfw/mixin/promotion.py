@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from tinyfw.dtype import DType, category, promote_types
 
 if TYPE_CHECKING:
-    from tinyfw.tensor import Tensor
+    from tinyfw.mixin.core import TensorCore
 
 
 def _past_int64(dtype: DType, value: int) -> int | float:
@@ -41,7 +41,7 @@ def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _promote_tensors(a: Tensor, b: Tensor) -> DType:
+def _promote_tensors(a: TensorCore, b: TensorCore) -> DType:
     """PyTorch's rule: a 0-d tensor only sets the dtype when it is of a higher category."""
     if a.dtype == b.dtype:  # (most operands: either rule gives that dtype)
         return a.dtype
