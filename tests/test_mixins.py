@@ -17,14 +17,15 @@ from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.inplace import InplaceOps
 from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.logic import LogicOps
+from tinyfw.mixin.math_ops import MathOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
-MIXINS = [TensorCore, ArithmeticOps, LogicOps, InplaceOps, ReduceOps, ActivationOps, MovementOps,
-          DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps]
+MIXINS = [TensorCore, ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps,
+          MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps]
 
 
 def _only_raises(fn: Any) -> bool:

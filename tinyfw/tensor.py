@@ -26,6 +26,7 @@ from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.inplace import InplaceOps
 from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.logic import LogicOps
+from tinyfw.mixin.math_ops import MathOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
 from tinyfw.mixin.promotion import _past_int64, _promote_tensors, broadcast_shape
@@ -118,7 +119,7 @@ def _canonical(device: str | tuple[str, ...] | list[str] | None) -> str | tuple[
 RANDOM_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 32}
 
 
-class Tensor(ArithmeticOps, LogicOps, InplaceOps, ReduceOps, ActivationOps,
+class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps,
              MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps,
              SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
@@ -1186,13 +1187,7 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, ReduceOps, ActivationOps,
         self._refresh_views()
         return self
 
-    # unary math
-    def _math(self, fn: Callable[[UOp], UOp]) -> Tensor:
-        """fn (a function of graph nodes, from tinyfw/uop/elementwise_math.py) of this tensor,
-        cast to the default float if it is an int or bool."""
-        x = self._floating()
-        return x._result(fn(x.uop), x)
-
+    # --- math with gradient rules that build Tensors (the rest: tinyfw/mixin/math_ops.py) ---
     def _math_with_derivative(self, fn: Callable[[UOp], UOp],
                               slope: Callable[[Tensor], Tensor]) -> Tensor:
         """_math(fn), its gradient grad * slope(x): torch's formula for the derivative, whose
@@ -1201,58 +1196,21 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, ReduceOps, ActivationOps,
         x = self._floating()
         return x._math(fn)._with_gradient(_slope_gradient, (x,), (slope,))
 
-    def neg(self) -> Tensor:
-        if self.dtype.is_bool:
-            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
-                               "If you are trying to invert a mask, use the `~` or "
-                               "`logical_not()` operator instead.")
-        return self._unary(Ops.NEG)
-
-    def reciprocal(self) -> Tensor: return self._floating()._unary(Ops.RECIPROCAL)
-    def sqrt(self) -> Tensor: return self._floating()._unary(Ops.SQRT)
-    def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
-    def exp2(self) -> Tensor: return self._floating()._unary(Ops.EXP2)
-    def log2(self) -> Tensor: return self._floating()._unary(Ops.LOG2)
-    # accurate compositions of the primitives, in tinyfw/uop/elementwise_math.py
-    def exp(self) -> Tensor:
-        """e**x (tinyfw/uop/elementwise_math.py), its gradient grad * e**x as torch's: the
-        clamp inside the composite would send a nan gradient at -inf nowhere."""
-        x = self._floating()
-        return x._math(elementwise_math.exp)._with_gradient(_exp_gradient, (x,))
-    def expm1(self) -> Tensor: return self._math(elementwise_math.expm1)
     def log(self) -> Tensor: return self._math_with_derivative(elementwise_math.log, _log_slope)
     def log1p(self) -> Tensor:
         return self._math_with_derivative(elementwise_math.log1p, _log1p_slope)
-    def sin(self) -> Tensor: return self._floating()._unary(Ops.SIN)
-    def cos(self) -> Tensor: return self._math(elementwise_math.cos)
-    def tan(self) -> Tensor: return self._math(elementwise_math.tan)
-    def square(self) -> Tensor: return self * self
     def erf(self) -> Tensor:
         """erf (tinyfw/uop/elementwise_math.py), its gradient 2/sqrt(pi) e**-x**2 exactly,
         not that of the approximation."""
         x = self._floating()
         return x._math(elementwise_math.erf)._with_gradient(_erf_gradient, (x,))
 
-    def atan(self) -> Tensor: return self._math(elementwise_math.atan)
-    def asin(self) -> Tensor: return self._math(elementwise_math.asin)
-    def acos(self) -> Tensor: return self._math(elementwise_math.acos)
-    def sinh(self) -> Tensor: return self._math(elementwise_math.sinh)
-    def cosh(self) -> Tensor: return self._math(elementwise_math.cosh)
-    def asinh(self) -> Tensor: return self._math(elementwise_math.asinh)
     def acosh(self) -> Tensor:
         return self._math_with_derivative(elementwise_math.acosh, _acosh_slope)
     def atanh(self) -> Tensor:
         return self._math_with_derivative(elementwise_math.atanh, _atanh_slope)
     def log10(self) -> Tensor:
         return self._math_with_derivative(elementwise_math.log10, _log10_slope)
-
-    def copysign(self, x: Tensor | Scalar) -> Tensor:
-        """|self| with the sign of x (-0.0 counts as negative); ints give floats, as torch."""
-        a, b = self._operands(x)
-        a, b = a._floating(), b._floating()
-        negative = (b < 0) | ((b == 0) & (b.reciprocal() < 0))
-        magnitude = a.abs()
-        return negative.where(-magnitude, magnitude)
 
     def fmod(self, x: Tensor | Scalar) -> Tensor:
         """The remainder with the sign of the dividend (C's fmod, exact), as torch.fmod."""
@@ -1264,104 +1222,6 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, ReduceOps, ActivationOps,
             return a._divided(b, r)
         # the value is C's fmod (-0.0 kept); the gradient torch's: 1 and -trunc(a / b)
         return r._with_gradient(_fmod_gradient, (a, b))
-
-    def logaddexp(self, x: Tensor | Scalar) -> Tensor:
-        """log(e**self + e**x), from the larger plus log1p(e**-|difference|)."""
-        a, b = self._operands(x)
-        if not a.dtype.is_float:
-            raise NotImplementedError(f'"logaddexp" not implemented for {a.dtype.name}')
-        m, same = a.maximum(b), a == b  # equal (infinities too): the larger plus ln 2
-        d = same.where(0.0, a - b).abs()
-        return same.where(m + math.log(2), m + (-d).exp().log1p())
-
-    def isfinite(self) -> Tensor:
-        """True where the value is neither inf nor nan."""
-        return (self == self) & self.isinf().logical_not()
-
-    def isclose(self, other: Tensor | Scalar, rtol: float = 1e-05, atol: float = 1e-08,
-                equal_nan: bool = False) -> Tensor:
-        """|self - other| <= atol + rtol |other|, or equal (infinities), as torch.isclose."""
-        if isinstance(other, Tensor) and other.dtype != self.dtype:
-            raise RuntimeError(f"{other.dtype.name} did not match {self.dtype.name}")
-        a, b = self._operands(other)
-        a, b = a._floating(), b._floating()
-        both_finite = a.isfinite() & b.isfinite()
-        close = (a == b) | (both_finite & ((a - b).abs() <= atol + rtol * b.abs()))
-        return close | (a.isnan() & b.isnan()) if equal_nan else close
-
-    def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
-                 equal_nan: bool = False) -> bool:
-        """Whether every element is close to other's (isclose), a Python bool as torch's."""
-        return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
-
-    def trunc(self) -> Tensor:
-        return self._unary(Ops.TRUNC) if self.dtype.is_float else self
-
-    def floor(self) -> Tensor:
-        t = self.trunc()  # a where, not t - (x < t): t - 0.0 would turn -0.0 into 0.0
-        return (self < t).where(t - 1, t) if self.dtype.is_float else t
-
-    def ceil(self) -> Tensor:
-        t = self.trunc()  # ceil(-0.5) is -0.0, as trunc(-0.5)
-        return (self > t).where(t + 1, t) if self.dtype.is_float else t
-
-    def round(self) -> Tensor:
-        """Round to the nearest integer, halves to even (as torch.round)."""
-        if not self.dtype.is_float:
-            return self
-        down = self.floor()
-        frac = self - down
-        up_on_tie = (down % 2) == 1
-        out = (frac > 0.5).where(down + 1, (frac < 0.5).where(down, up_on_tie.where(down + 1,
-                                                                                    down)))
-        return (out == 0).where(self * 0, out)  # a zero keeps x's sign: round(-0.4) is -0.0
-
-    def sign(self) -> Tensor:
-        """-1, 0 or 1 (its gradient is zero, but it is part of the graph, as in torch)."""
-        out = (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
-        return self._result(out.uop, self)
-
-    def abs(self) -> Tensor:
-        """|x|, as x * sign(x) (gradient 0 at 0, as torch); + 0 turns -0.0 into 0.0."""
-        if self.dtype.is_bool:
-            return self
-        out = self * self.sign()
-        return out + 0.0 if self.dtype.is_float else out
-
-    def isnan(self) -> Tensor: return self != self
-    def isinf(self, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
-        """True where the value is inf (when detect_positive) or -inf (when detect_negative)."""
-        positive = (self == math.inf) & detect_positive
-        return positive | ((self == -math.inf) & detect_negative)
-
-    def clip(self, min_: Scalar | None = None, max_: Scalar | None = None) -> Tensor:
-        """Values limited to [min_, max_]."""
-        if min_ is None and max_ is None:
-            raise RuntimeError("At least one of 'min' or 'max' must not be None")
-        # where, not maximum/minimum: at a bound the gradient passes whole, as in torch.clamp
-        out = self if min_ is None else (self < min_).where(min_, self)
-        out = out if max_ is None else (out > max_).where(max_, out)
-        if not self.dtype.is_float:
-            return out
-        # torch's gradient: where min_ <= x <= max_, so none at NaN
-        inside = (self >= min_) if min_ is not None else None
-        if max_ is not None:
-            inside = (self <= max_) if inside is None else inside & (self <= max_)
-        assert inside is not None
-        return inside.where(out, out.detach())
-
-    def clamp(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor:
-        """torch's name and keywords (min=, max=) for clip."""
-        return self.clip(min, max)
-
-    def lerp(self, end: Tensor, weight: Tensor | float) -> Tensor:
-        """self + weight (end - self), written as torch computes it: from end for a weight of
-        1/2 and more (so lerp(inf, 1, 0.5) is inf and lerp(1, inf, 0.5) nan, as torch's)."""
-        low = self + weight * (end - self)
-        high = end - (end - self) * (1 - weight)
-        if isinstance(weight, (int, float)):
-            return low if abs(weight) < 0.5 else high
-        return (weight.abs() < 0.5).where(low, high)
 
     # --- axes (the reductions are in tinyfw/mixin/reduce.py) ---
     def _axes(self, axis: AxisArg | Sequence[int]) -> tuple[int, ...]:
@@ -1469,11 +1329,6 @@ def _power_gradient(grad: UOp, node: UOp, base: UOp, exponent: UOp) -> tuple[UOp
     to_base = (b == 0).where(0.0, g * (b * a.pow(b - 1)))
     to_exponent = g * ((a == 0) & (b >= 0)).where(0.0, out * a.log())
     return to_base.uop, to_exponent.uop
-
-
-def _exp_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
-    """d e**x/dx = e**x, the value itself (node)."""
-    return (grad * node,)
 
 
 def _erf_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
