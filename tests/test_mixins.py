@@ -12,6 +12,7 @@ from tinyfw.mixin.activations import ActivationOps
 from tinyfw.mixin.arithmetic import ArithmeticOps
 from tinyfw.mixin.core import TensorCore
 from tinyfw.mixin.derived import DerivedOps
+from tinyfw.mixin.dtype_ops import DtypeOps
 from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
 from tinyfw.mixin.inplace import InplaceOps
@@ -25,7 +26,7 @@ from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
 MIXINS = [TensorCore, ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps,
-          MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps]
+          DtypeOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps]
 
 
 def _only_raises(fn: Any) -> bool:

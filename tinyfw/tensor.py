@@ -17,6 +17,7 @@ from tinyfw.mixin.activations import ActivationOps
 from tinyfw.mixin.arithmetic import ArithmeticOps, scalar_first
 from tinyfw.mixin.core import index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
+from tinyfw.mixin.dtype_ops import DtypeOps
 from tinyfw.device import Buffer, Device
 from tinyfw.dtype import (DType, dtypes, promote_types, round_float, scalar_result_type,
                           to_dtype, torch_name, wrap_int)
@@ -119,7 +120,7 @@ def _canonical(device: str | tuple[str, ...] | list[str] | None) -> str | tuple[
 RANDOM_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 32}
 
 
-class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps,
+class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps, DtypeOps,
              MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps,
              SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
@@ -1235,19 +1236,7 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
                 raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
         return tuple(sorted(set(normalized))) if self.ndim else ()
 
-    # --- dtype facts ---
-    def element_size(self) -> int:
-        """The size of one element in bytes."""
-        return self.dtype.itemsize
-
-    def is_floating_point(self) -> bool:
-        """Whether the dtype is a float type."""
-        return self.dtype.is_float
-
-    def nbytes(self) -> int:
-        """The bytes all elements take: numel() * element_size()."""
-        return self.numel() * self.element_size()
-
+    # --- dtype (the facts and the casts by name: tinyfw/mixin/dtype_ops.py) ---
     def bitcast(self, dtype: DType | str) -> Tensor:
         """The same bits read as another dtype (torch's view(dtype)), in the graph; no gradient
         flows through it. To a dtype of another itemsize the last axis grows or shrinks by the
@@ -1293,19 +1282,6 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
         dt = dtypes.default_float if isinstance(x, float) and not self.dtype.is_float \
             else self.dtype
         return Tensor(x, device=self.device, dtype=dt)
-
-    # casts to a dtype, last in the class: a method named float, int or bool would stand for
-    # the builtin type in the annotations of every method after it (as mypy reads them)
-    def float(self) -> Tensor: return self.cast(dtypes.float32)
-    def half(self) -> Tensor: return self.cast(dtypes.float16)
-    def double(self) -> Tensor: return self.cast(dtypes.float64)
-    def int(self) -> Tensor: return self.cast(dtypes.int32)
-    def long(self) -> Tensor: return self.cast(dtypes.int64)
-    def bool(self) -> Tensor: return self.cast(dtypes.bool)
-    def short(self) -> Tensor: return self.cast(dtypes.int16)
-    def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
-    def byte(self) -> Tensor: return self.cast(dtypes.uint8)  # torch's names
-    def char(self) -> Tensor: return self.cast(dtypes.int8)
 
 
 _UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
