@@ -1,10 +1,12 @@
 """Arithmetic (mixed into Tensor): +, -, *, /, //, % and their methods (add, sub, mul, div,
 floordiv, mod, idiv), maximum and minimum, with PyTorch's type promotion and broadcasting
 (Tensor._operands), its integer division by zero and its values at the edges. pow is Tensor's
-own (tinyfw/tensor.py): it carries gradient rules of its own."""
+own (tinyfw/tensor.py): it carries gradient rules of its own; its values are computed here
+(_float_power, _integer_power, _power_by_bits, _positive_base_power)."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +165,73 @@ class ArithmeticOps(TensorCore):
         if not a.dtype.is_float:
             return (a < b).where(a, b)
         return -((-a).maximum(-b))  # ties share the gradient, as torch.minimum
+
+    # --- pow's values (pow itself, with its gradient rules, is Tensor's) ---
+    def _positive_base_power(self: Tensor, base: float, b: Tensor) -> Tensor:
+        """base ** b for a number 0 < base < inf, base != 1, already rounded to self's dtype
+        (self: base as a tensor like b; a base that rounds to 0, 1 or inf takes _float_power's
+        edges): the few ops of exp2(b * log2 base), log2 base computed here once. No edge needs
+        handling apart: b = 0 gives 1, nan gives nan, +-inf gives 0 or inf, as C's pow (an
+        optimizer's `b1 ** t`, built for every parameter at every step, was 40 ops)."""
+        if self.dtype.itemsize <= 4 and Device[self.device].has_float64:
+            return (b.double() * math.log2(base)).exp2().cast(self.dtype)  # see _float_power
+        return (b * math.log2(base)).exp2()
+
+    def _float_power(self: Tensor, b: Tensor) -> Tensor:
+        """self ** b for floats of one dtype and shape, as C's pow: the magnitude from exp2 and
+        log2; 1 ** b and self ** 0 are 1 (even for nan); +-0 and -inf to an odd integer power keep
+        their sign; only a finite negative number to a non-integer power is nan."""
+        a = self
+        zero = a == 0
+        sign_bit = (a < 0) | (zero & (a.reciprocal() < 0))  # -0.0 included
+        base = zero.where(1.0, a.abs())
+        if a.dtype.itemsize <= 4 and Device[a.device].has_float64:
+            # exp2 multiplies the rounding error of b * log2|a| by |b log2 a| ln 2 (up to ~60
+            # ulp of a float32 result); in float64 that product is exact enough to round once
+            magnitude = (b.double() * base.double().log2()).exp2().cast(a.dtype)
+        else:  # (float64 itself, and WEBGPU, which has no float64: the error grows as above)
+            magnitude = (b * base.log2()).exp2()
+        # nan in, nan out (said here: some OpenCL compilers' exp2 of a nan is not nan), but
+        # 1 ** b is 1, even 1 ** nan and 1 ** inf (exp2(inf * 0) is nan)
+        magnitude = (base.isnan() | b.isnan()).where(math.nan, magnitude)
+        magnitude = (base == 1).where(1.0, magnitude)
+        at_zero = (b > 0).where(0.0, (b < 0).where(math.inf, math.nan)).cast(a.dtype)
+        magnitude = zero.where(at_zero, magnitude)
+        integer = b.trunc() == b  # +-inf too: C counts them even
+        odd = integer & ((b.abs() % 2) == 1)
+        signed = (sign_bit & odd).where(-magnitude, magnitude)
+        undefined = (a < 0) & (a > -math.inf) & integer.logical_not()
+        return (b == 0).where(1.0, undefined.where(math.nan, signed))
+
+    def _integer_power(self: Tensor, n: int) -> Tensor:
+        """self ** n for a Python int n, by squaring and multiplying."""
+        if n < 0 and not self.dtype.is_float:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if n == 0:  # ones made from self, so that self's gradient is zeros (as in torch)
+            ones = ((self == self) | (self != self)).cast(self.dtype)
+            return self._result(ones.uop, self)
+        out, base, k = None, self, abs(n)
+        while k:
+            if k & 1:
+                out = base if out is None else out * base
+            k >>= 1
+            if k:
+                base = base * base
+        assert out is not None
+        return out.reciprocal() if n < 0 else out
+
+    def _power_by_bits(self: Tensor, exponent: Tensor) -> Tensor:
+        """Integer self ** an integer tensor: multiply in self**(2**i) for each set bit. A
+        negative exponent gives what torch gives: 1 for a base of 1, +-1 for -1, else 0."""
+        out, base, rest = self.ones_like(), self, exponent
+        for _ in range(exponent.dtype.itemsize * 8 - 1):
+            out = (rest % 2 == 1).where(out * base, out)
+            base, rest = base * base, rest // 2
+        # chosen at the end (the loop's result is dropped there): a loop on where(e < 0, 0, e)
+        # instead makes gcc 12 -O2 take minutes to compile the kernel
+        negative, odd = exponent < 0, (exponent % 2) != 0
+        of_negative = (self == 1).where(1, (self == -1).where(odd.where(-1, 1), 0))
+        return negative.where(of_negative.cast(out.dtype), out)
 
     # arithmetic operators
     def __add__(self: Tensor, x: Tensor | Scalar) -> Tensor: return self.add(x)
