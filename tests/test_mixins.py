@@ -21,12 +21,14 @@ from tinyfw.mixin.logic import LogicOps
 from tinyfw.mixin.math_ops import MathOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.protocol import ProtocolOps
 from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
 MIXINS = [TensorCore, ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps,
-          DtypeOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps]
+          DtypeOps, ProtocolOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
+          HashingOps]
 
 
 def _only_raises(fn: Any) -> bool:

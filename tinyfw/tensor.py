@@ -30,6 +30,7 @@ from tinyfw.mixin.logic import LogicOps
 from tinyfw.mixin.math_ops import MathOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.protocol import ProtocolOps
 from tinyfw.mixin.promotion import _past_int64, _promote_tensors, broadcast_shape
 from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.sampling import SamplingOps
@@ -121,8 +122,8 @@ RANDOM_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtype
 
 
 class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps, DtypeOps,
-             MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps,
-             SamplingOps, TorchNames):
+             ProtocolOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
+             HashingOps, SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "_views",
@@ -190,24 +191,6 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
         return prod(self.shape)
 
     @property
-    def max_shape(self) -> tuple[int, ...]:
-        """The largest shape this tensor can take: its shape (tinyfw's shapes are not symbolic,
-        tinygrad's may be)."""
-        return self.shape
-
-    def max_numel(self) -> int:
-        """The number of elements of max_shape."""
-        return prod(self.max_shape)
-
-    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
-        return self.shape if dim is None else self.shape[normalize_axis(dim, self.ndim)]
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
-
-    @property
     def requires_grad(self) -> bool | None:
         """True: gradients flow to this tensor; False: never; None: not said (falsy), and an
         optimizer given the tensor turns it on, as in tinygrad."""
@@ -255,19 +238,8 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
                 out._requires_grad, out._is_leaf = True, False
         return out
 
-    def __repr__(self) -> str:
-        grad = ", requires_grad=True" if self.requires_grad else ""
-        body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
-        return f"Tensor({body}, dtype={self.dtype.name}, device={self.device}{grad})"
-
     def __hash__(self) -> int:
         return id(self)
-
-    def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with {self.numel()} values is ambiguous")
-        return bool(self.item())
 
     # --- computing ---
     def realize(self, *others: Tensor) -> Tensor:
@@ -316,18 +288,6 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
         if tensors:
             tensors[0].realize(*tensors[1:])
 
-    def numpy(self) -> np.ndarray:
-        """The value as a numpy array (a copy)."""
-        return self._read(copy=True)
-
-    def data(self) -> memoryview:
-        """The value's bytes as a memoryview (a copy) in the tensor's shape, typed by its dtype
-        (bfloat16: as 2-byte unsigned ints, which Python's buffer formats lack)."""
-        arr = self.numpy().copy(order="C")  # (ascontiguousarray makes a 0-d array 1-d)
-        if self.dtype == dtypes.bfloat16:
-            arr = arr.view(np.uint16)
-        return memoryview(arr)
-
     def _read(self, copy: bool) -> np.ndarray:
         """The value on the host, in this tensor's shape: an array of the caller's own (copy), or
         one only to read, with no copy where the device's memory is a numpy array. Every read of
@@ -343,16 +303,6 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
         # Buffer.numpy is already a new array of the caller's own: a copy more would be a second
         # pass over the memory and a second array at once.
         return (buffer.numpy() if copy else buffer.host_view()).reshape(self.shape)
-
-    def tolist(self) -> Any:
-        return self.numpy().tolist()
-
-    def item(self) -> Scalar:
-        """The value of a one-element tensor as a Python number."""
-        if self.numel() != 1:
-            raise RuntimeError(
-                f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self.numpy().reshape(()).item()
 
     def assign(self, x: Tensor | Scalar) -> Tensor:
         """Give this tensor a new value of the same shape and dtype (e.g. an optimizer step)."""
