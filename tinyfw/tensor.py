@@ -14,12 +14,12 @@ from tinyfw.mixin import threefry
 from tinyfw.uop import elementwise_math
 from tinyfw.engine import realize
 from tinyfw.mixin.activations import ActivationOps
-from tinyfw.mixin.arithmetic import ArithmeticOps, scalar_first
+from tinyfw.mixin.arithmetic import ArithmeticOps
 from tinyfw.mixin.core import index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.mixin.dtype_ops import DtypeOps
 from tinyfw.device import Buffer, Device
-from tinyfw.dtype import (DType, dtypes, promote_types, round_float, scalar_result_type,
+from tinyfw.dtype import (DType, dtypes, promote_types, scalar_result_type,
                           to_dtype, torch_name, wrap_int)
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.mixin.hashing import HashingOps
@@ -935,48 +935,6 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
         """Self, cast to the default float if it is an int or bool (as exp, log, sqrt do)."""
         return self if self.dtype.is_float else self.cast(dtypes.default_float)
 
-    @scalar_first(swaps=True)
-    def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """self ** x, with torch's values at the edges, which are C's pow's: 1 ** nan and
-        (-1) ** inf are 1, (-inf) ** 1.5 is inf, (-0.0) ** -1 is -inf. Integer powers square and
-        multiply (exact; ints stay ints); a float32 or float64 to the power 0.5 or -0.5 is sqrt
-        or 1 / sqrt, as in torch; other powers go through exp2 and log2 of the magnitude, with
-        the sign and the edges handled apart."""
-        x = x.item() if isinstance(x, np.generic) else x
-        if type(x) is int and not -2 ** 63 <= x < 2 ** 63:  # torch's: an exponent is an int64
-            if not reverse and not self.dtype.is_float and 0 < x < 2 ** 64:
-                raise RuntimeError("value cannot be converted to type int64_t without overflow")
-            x = _past_int64(self.dtype, x)
-        if not reverse and self.dtype == dtypes.float16 and isinstance(x, (int, float)) and \
-                math.isfinite(x) and abs(x) > dtypes.finite_max(dtypes.float16):
-            raise RuntimeError("value cannot be converted to type c10::Half without overflow")
-        if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
-            return self._scalar_power(x)
-        a, b = self._operands(x, reverse)
-        if not a.dtype.is_float:
-            return a._power_by_bits(b)
-        if reverse and isinstance(x, (int, float)):
-            base = round_float(x, a.dtype)  # x as a's dtype holds it
-            power = a._positive_base_power(base, b) if 0 < base < math.inf and base != 1 \
-                else a._float_power(b)
-            return power._with_gradient(_scalar_base_power_gradient, (b,), (x,))
-        return a._float_power(b)._with_gradient(_power_gradient, (a, b))
-
-    def _scalar_power(self, c: int | float) -> Tensor:
-        """self ** c for a Python number c, in torch's dtype (an int tensor to the power 2.0 is
-        a float one)."""
-        a = self.cast(scalar_result_type(self.dtype, c))
-        if isinstance(c, int) or c.is_integer():
-            if c >= 0:  # products, whose gradient (by the product rule) is torch's already
-                return a._integer_power(int(c))
-            out = a._integer_power(int(c))  # a reciprocal: at 0 its gradient would be inf * 0
-        elif abs(c) == 0.5 and a.dtype in (dtypes.float32, dtypes.float64):
-            out = a.sqrt() if c > 0 else a.rsqrt()  # torch's own (so (-0.0) ** 0.5 is -0.0)
-        else:
-            exponent = a._operands(c)[1]  # c as a tensor of a's dtype and shape
-            out = a._float_power(exponent)
-        return out._with_gradient(_scalar_power_gradient, (a,), (c,))
-
     def _with_gradient(self, rule: Callable[..., tuple[UOp | None, ...]],
                        inputs: tuple[Tensor, ...], params: tuple[Any, ...] = ()) -> Tensor:
         """This tensor's value, with rule giving its inputs their gradients in place of
@@ -1144,26 +1102,6 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
 _UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 
-# torch's gradients of pow (its derivatives.yaml), as GradientOverride rules: each is computed
-# with pow itself, so the edges (0, inf, negative bases) come out as torch's do
-def _scalar_power_gradient(grad: UOp, node: UOp, base: UOp, c: float) -> tuple[UOp]:
-    """d(base ** c)/d base for a Python number c: c * base ** (c - 1) (zeros for c = 0)."""
-    g, a = Tensor(grad), Tensor(base)
-    if c == 0:
-        return (a.zeros_like().uop,)
-    return ((g * (a.pow(c - 1) * c)).uop,)
-
-
-def _power_gradient(grad: UOp, node: UOp, base: UOp, exponent: UOp) -> tuple[UOp, UOp]:
-    """The gradients of base ** exponent: exponent * base ** (exponent - 1) (0 where the
-    exponent is 0) and base ** exponent * ln(base) (0 where base is 0 and the exponent is not
-    negative)."""
-    g, out, a, b = Tensor(grad), Tensor(node), Tensor(base), Tensor(exponent)
-    to_base = (b == 0).where(0.0, g * (b * a.pow(b - 1)))
-    to_exponent = g * ((a == 0) & (b >= 0)).where(0.0, out * a.log())
-    return to_base.uop, to_exponent.uop
-
-
 def _erf_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
     """d erf(x)/dx = 2/sqrt(pi) e**-x**2."""
     g, a = Tensor(grad), Tensor(x)
@@ -1194,12 +1132,3 @@ def _fmod_gradient(grad: UOp, node: UOp, a: UOp, b: UOp) -> tuple[UOp, UOp]:
     return g.uop, (-(g * x.div(y).trunc())).uop
 
 
-def _scalar_base_power_gradient(grad: UOp, node: UOp, exponent: UOp, c: float) -> tuple[UOp]:
-    """d(c ** exponent)/d exponent for a Python number c: c ** exponent * ln(c) (0 where c is 0
-    and the exponent is not negative)."""
-    g, out, b = Tensor(grad), Tensor(node), Tensor(exponent)
-    ln_c = math.log(c) if c > 0 else -math.inf if c == 0 else math.nan
-    scaled = out * ln_c
-    if c == 0:
-        scaled = (b >= 0).where(0.0, scaled)
-    return ((g * scaled).uop,)

@@ -1,8 +1,7 @@
 """Arithmetic (mixed into Tensor): +, -, *, /, //, % and their methods (add, sub, mul, div,
 floordiv, mod, idiv), maximum and minimum, with PyTorch's type promotion and broadcasting
-(Tensor._operands), its integer division by zero and its values at the edges. pow is Tensor's
-own (tinyfw/tensor.py): it carries gradient rules of its own; its values are computed here
-(_float_power, _integer_power, _power_by_bits, _positive_base_power)."""
+(Tensor._operands), its integer division by zero and its values at the edges, and pow, with
+torch's gradients given by hand (gradient overrides)."""
 from __future__ import annotations
 
 import functools
@@ -13,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tinyfw.device import Device
-from tinyfw.dtype import DType
+from tinyfw.dtype import DType, dtypes, round_float, scalar_result_type
 from tinyfw.engine import realize
 from tinyfw.helpers import shape_str
 from tinyfw.mixin.core import TensorCore
 from tinyfw.mixin.promotion import _past_int64
-from tinyfw.uop.ops import Ops
+from tinyfw.uop.ops import Ops, UOp
 
 if TYPE_CHECKING:
     from tinyfw.tensor import Scalar, Tensor
@@ -47,7 +46,8 @@ class ArithmeticOps(TensorCore):
 
     # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
     # Besides what is below: the comparisons and logic (<, ==, !=, &, |, where), the math
-    # (neg, abs, trunc, floor, fmod, isinf, isfinite) and pow.
+    # (neg, abs, sqrt, rsqrt, reciprocal, exp2, log2, trunc, floor, fmod, isinf, isfinite),
+    # cast and _with_gradient.
 
     def _operands(self, other: Tensor | Scalar, reverse: bool = False,
                   dtype: DType | None = None) -> tuple[Tensor, Tensor]:
@@ -166,7 +166,50 @@ class ArithmeticOps(TensorCore):
             return (a < b).where(a, b)
         return -((-a).maximum(-b))  # ties share the gradient, as torch.minimum
 
-    # --- pow's values (pow itself, with its gradient rules, is Tensor's) ---
+    # --- pow ---
+    @scalar_first(swaps=True)
+    def pow(self: Tensor, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
+        """self ** x, with torch's values at the edges, which are C's pow's: 1 ** nan and
+        (-1) ** inf are 1, (-inf) ** 1.5 is inf, (-0.0) ** -1 is -inf. Integer powers square and
+        multiply (exact; ints stay ints); a float32 or float64 to the power 0.5 or -0.5 is sqrt
+        or 1 / sqrt, as in torch; other powers go through exp2 and log2 of the magnitude, with
+        the sign and the edges handled apart."""
+        x = x.item() if isinstance(x, np.generic) else x
+        if type(x) is int and not -2 ** 63 <= x < 2 ** 63:  # torch's: an exponent is an int64
+            if not reverse and not self.dtype.is_float and 0 < x < 2 ** 64:
+                raise RuntimeError("value cannot be converted to type int64_t without overflow")
+            x = _past_int64(self.dtype, x)
+        if not reverse and self.dtype == dtypes.float16 and isinstance(x, (int, float)) and \
+                math.isfinite(x) and abs(x) > dtypes.finite_max(dtypes.float16):
+            raise RuntimeError("value cannot be converted to type c10::Half without overflow")
+        if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
+            return self._scalar_power(x)
+        a, b = self._operands(x, reverse)
+        if not a.dtype.is_float:
+            return a._power_by_bits(b)
+        if reverse and isinstance(x, (int, float)):
+            base = round_float(x, a.dtype)  # x as a's dtype holds it
+            power = a._positive_base_power(base, b) if 0 < base < math.inf and base != 1 \
+                else a._float_power(b)
+            return power._with_gradient(_scalar_base_power_gradient, (b,), (x, type(power)))
+        power = a._float_power(b)
+        return power._with_gradient(_power_gradient, (a, b), (type(power),))
+
+    def _scalar_power(self: Tensor, c: int | float) -> Tensor:
+        """self ** c for a Python number c, in torch's dtype (an int tensor to the power 2.0 is
+        a float one)."""
+        a = self.cast(scalar_result_type(self.dtype, c))
+        if isinstance(c, int) or c.is_integer():
+            if c >= 0:  # products, whose gradient (by the product rule) is torch's already
+                return a._integer_power(int(c))
+            out = a._integer_power(int(c))  # a reciprocal: at 0 its gradient would be inf * 0
+        elif abs(c) == 0.5 and a.dtype in (dtypes.float32, dtypes.float64):
+            out = a.sqrt() if c > 0 else a.rsqrt()  # torch's own (so (-0.0) ** 0.5 is -0.0)
+        else:
+            exponent = a._operands(c)[1]  # c as a tensor of a's dtype and shape
+            out = a._float_power(exponent)
+        return out._with_gradient(_scalar_power_gradient, (a,), (c, type(out)))
+
     def _positive_base_power(self: Tensor, base: float, b: Tensor) -> Tensor:
         """base ** b for a number 0 < base < inf, base != 1, already rounded to self's dtype
         (self: base as a tensor like b; a base that rounds to 0, 1 or inf takes _float_power's
@@ -265,3 +308,38 @@ class ArithmeticOps(TensorCore):
         for x in others:
             out = out & x if self.dtype.is_bool else out * x
         return out
+
+
+# torch's gradients of pow (its derivatives.yaml), as GradientOverride rules: each is computed
+# with pow itself, so the edges (0, inf, negative bases) come out as torch's do. Each takes the
+# class of pow's result (Tensor) as its last parameter, to make tensors of the UOps it is given.
+def _scalar_power_gradient(grad: UOp, node: UOp, base: UOp, c: float, tensor: type[Tensor]
+                           ) -> tuple[UOp]:
+    """d(base ** c)/d base for a Python number c: c * base ** (c - 1) (zeros for c = 0)."""
+    g, a = tensor(grad), tensor(base)
+    if c == 0:
+        return (a.zeros_like().uop,)
+    return ((g * (a.pow(c - 1) * c)).uop,)
+
+
+def _power_gradient(grad: UOp, node: UOp, base: UOp, exponent: UOp, tensor: type[Tensor]
+                    ) -> tuple[UOp, UOp]:
+    """The gradients of base ** exponent: exponent * base ** (exponent - 1) (0 where the
+    exponent is 0) and base ** exponent * ln(base) (0 where base is 0 and the exponent is not
+    negative)."""
+    g, out, a, b = tensor(grad), tensor(node), tensor(base), tensor(exponent)
+    to_base = (b == 0).where(0.0, g * (b * a.pow(b - 1)))
+    to_exponent = g * ((a == 0) & (b >= 0)).where(0.0, out * a.log())
+    return to_base.uop, to_exponent.uop
+
+
+def _scalar_base_power_gradient(grad: UOp, node: UOp, exponent: UOp, c: float,
+                                tensor: type[Tensor]) -> tuple[UOp]:
+    """d(c ** exponent)/d exponent for a Python number c: c ** exponent * ln(c) (0 where c is 0
+    and the exponent is not negative)."""
+    g, out, b = tensor(grad), tensor(node), tensor(exponent)
+    ln_c = math.log(c) if c > 0 else -math.inf if c == 0 else math.nan
+    scaled = out * ln_c
+    if c == 0:
+        scaled = (b >= 0).where(0.0, scaled)
+    return ((g * scaled).uop,)
