@@ -11,7 +11,6 @@ from typing import Any, cast
 import numpy as np
 
 from tinyfw.mixin import threefry
-from tinyfw.uop import elementwise_math
 from tinyfw.engine import realize
 from tinyfw.mixin.activations import ActivationOps
 from tinyfw.mixin.arithmetic import ArithmeticOps
@@ -1003,41 +1002,6 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
         self._refresh_views()
         return self
 
-    # --- math with gradient rules that build Tensors (the rest: tinyfw/mixin/math_ops.py) ---
-    def _math_with_derivative(self, fn: Callable[[UOp], UOp],
-                              slope: Callable[[Tensor], Tensor]) -> Tensor:
-        """_math(fn), its gradient grad * slope(x): torch's formula for the derivative, whose
-        value it keeps outside fn's domain too (the gradient of log at -1 is -1, of atanh at 2
-        is -1/3), where the ops fn is made of would give 0 or nan."""
-        x = self._floating()
-        return x._math(fn)._with_gradient(_slope_gradient, (x,), (slope,))
-
-    def log(self) -> Tensor: return self._math_with_derivative(elementwise_math.log, _log_slope)
-    def log1p(self) -> Tensor:
-        return self._math_with_derivative(elementwise_math.log1p, _log1p_slope)
-    def erf(self) -> Tensor:
-        """erf (tinyfw/uop/elementwise_math.py), its gradient 2/sqrt(pi) e**-x**2 exactly,
-        not that of the approximation."""
-        x = self._floating()
-        return x._math(elementwise_math.erf)._with_gradient(_erf_gradient, (x,))
-
-    def acosh(self) -> Tensor:
-        return self._math_with_derivative(elementwise_math.acosh, _acosh_slope)
-    def atanh(self) -> Tensor:
-        return self._math_with_derivative(elementwise_math.atanh, _atanh_slope)
-    def log10(self) -> Tensor:
-        return self._math_with_derivative(elementwise_math.log10, _log10_slope)
-
-    def fmod(self, x: Tensor | Scalar) -> Tensor:
-        """The remainder with the sign of the dividend (C's fmod, exact), as torch.fmod."""
-        a, b = self._operands(x)
-        if a.dtype.is_bool:
-            raise NotImplementedError('"fmod_cpu" not implemented for \'Bool\'')
-        r = a._result(a.uop.alu(Ops.MOD, b.uop), b)
-        if not a.dtype.is_float:
-            return a._divided(b, r)
-        # the value is C's fmod (-0.0 kept); the gradient torch's: 1 and -trunc(a / b)
-        return r._with_gradient(_fmod_gradient, (a, b))
 
     # --- axes (the reductions are in tinyfw/mixin/reduce.py) ---
     def _axes(self, axis: AxisArg | Sequence[int]) -> tuple[int, ...]:
@@ -1102,33 +1066,8 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
 _UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 
-def _erf_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
-    """d erf(x)/dx = 2/sqrt(pi) e**-x**2."""
-    g, a = Tensor(grad), Tensor(x)
-    return ((g * ((-(a * a)).exp() * (2 / math.sqrt(math.pi)))).uop,)
-
-
-def _slope_gradient(grad: UOp, node: UOp, x: UOp, slope: Callable[[Tensor], Tensor]
-                    ) -> tuple[UOp]:
-    """_math_with_derivative's gradient: grad * slope(x), differentiable in turn."""
-    return ((Tensor(grad) * slope(Tensor(x))).uop,)
-
-
-def _log_slope(x: Tensor) -> Tensor: return x.reciprocal()
-def _log10_slope(x: Tensor) -> Tensor: return (x * math.log(10)).reciprocal()
-def _log1p_slope(x: Tensor) -> Tensor: return (x + 1).reciprocal()
-def _acosh_slope(x: Tensor) -> Tensor: return (x * x - 1).rsqrt()
-def _atanh_slope(x: Tensor) -> Tensor: return (1 - x * x).reciprocal()
-
-
 def _contiguous_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
     """contiguous_backward's gradient: the gradient itself, made contiguous."""
     return (grad.contiguous(),)
-
-
-def _fmod_gradient(grad: UOp, node: UOp, a: UOp, b: UOp) -> tuple[UOp, UOp]:
-    """torch's gradients of fmod(a, b): grad to a, and -grad * trunc(a / b) to b."""
-    g, x, y = Tensor(grad), Tensor(a), Tensor(b)
-    return g.uop, (-(g * x.div(y).trunc())).uop
 
 

@@ -3,8 +3,8 @@ hyperbolic functions, rounding (trunc, floor, ceil, round), sign and abs, the fl
 (isnan, isinf, isfinite, isclose) and clip, clamp and lerp. The primitives (EXP2, LOG2, SIN,
 SQRT, RECIPROCAL, TRUNC) are one op each; the rest are the accurate compositions of
 tinyfw/uop/elementwise_math.py, or compositions of tensor ops with torch's values at the
-edges. log, log1p, log10, acosh, atanh, erf and fmod are Tensor's own (tinyfw/tensor.py):
-their gradients are given by rules that build Tensors."""
+edges. exp, log, log1p, log10, acosh, atanh, erf and fmod take torch's gradient by hand (a
+gradient override): the composite's own ops would give another one at the edges."""
 from __future__ import annotations
 
 import math
@@ -25,7 +25,7 @@ class MathOps(TensorCore):
 
     # --- what the class must provide beyond TensorCore (Tensor does, in tinyfw/tensor.py) ---
     # Besides what is below: the arithmetic and comparisons (+, -, *, %, <, ==, &, |, where,
-    # maximum), detach and _with_gradient (a gradient rule of its own: exp).
+    # maximum, _divided), detach and _with_gradient.
 
     def _floating(self) -> Tensor:
         """Self, cast to the default float if it is an int or bool."""
@@ -47,6 +47,15 @@ class MathOps(TensorCore):
         x = self._floating()
         return x._result(fn(x.uop), x)
 
+    def _math_with_derivative(self: Tensor, fn: Callable[[UOp], UOp],
+                              slope: Callable[[Tensor], Tensor]) -> Tensor:
+        """_math(fn), its gradient grad * slope(x): torch's formula for the derivative, whose
+        value it keeps outside fn's domain too (the gradient of log at -1 is -1, of atanh at 2
+        is -1/3), where the ops fn is made of would give 0 or nan."""
+        x = self._floating()
+        out = x._math(fn)
+        return out._with_gradient(_slope_gradient, (x,), (slope, type(out)))
+
     def neg(self: Tensor) -> Tensor:
         if self.dtype.is_bool:
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
@@ -66,11 +75,21 @@ class MathOps(TensorCore):
         x = self._floating()
         return x._math(elementwise_math.exp)._with_gradient(_exp_gradient, (x,))
     def expm1(self: Tensor) -> Tensor: return self._math(elementwise_math.expm1)
+    def log(self: Tensor) -> Tensor:
+        return self._math_with_derivative(elementwise_math.log, _log_slope)
+    def log1p(self: Tensor) -> Tensor:
+        return self._math_with_derivative(elementwise_math.log1p, _log1p_slope)
 
     def sin(self: Tensor) -> Tensor: return self._floating()._unary(Ops.SIN)
     def cos(self: Tensor) -> Tensor: return self._math(elementwise_math.cos)
     def tan(self: Tensor) -> Tensor: return self._math(elementwise_math.tan)
     def square(self: Tensor) -> Tensor: return self * self
+    def erf(self: Tensor) -> Tensor:
+        """erf (tinyfw/uop/elementwise_math.py), its gradient 2/sqrt(pi) e**-x**2 exactly,
+        not that of the approximation."""
+        x = self._floating()
+        out = x._math(elementwise_math.erf)
+        return out._with_gradient(_erf_gradient, (x,), (type(out),))
 
     def atan(self: Tensor) -> Tensor: return self._math(elementwise_math.atan)
     def asin(self: Tensor) -> Tensor: return self._math(elementwise_math.asin)
@@ -78,6 +97,12 @@ class MathOps(TensorCore):
     def sinh(self: Tensor) -> Tensor: return self._math(elementwise_math.sinh)
     def cosh(self: Tensor) -> Tensor: return self._math(elementwise_math.cosh)
     def asinh(self: Tensor) -> Tensor: return self._math(elementwise_math.asinh)
+    def acosh(self: Tensor) -> Tensor:
+        return self._math_with_derivative(elementwise_math.acosh, _acosh_slope)
+    def atanh(self: Tensor) -> Tensor:
+        return self._math_with_derivative(elementwise_math.atanh, _atanh_slope)
+    def log10(self: Tensor) -> Tensor:
+        return self._math_with_derivative(elementwise_math.log10, _log10_slope)
 
     def copysign(self: Tensor, x: Tensor | Scalar) -> Tensor:
         """|self| with the sign of x (-0.0 counts as negative); ints give floats, as torch."""
@@ -86,6 +111,17 @@ class MathOps(TensorCore):
         negative = (b < 0) | ((b == 0) & (b.reciprocal() < 0))
         magnitude = a.abs()
         return negative.where(-magnitude, magnitude)
+
+    def fmod(self: Tensor, x: Tensor | Scalar) -> Tensor:
+        """The remainder with the sign of the dividend (C's fmod, exact), as torch.fmod."""
+        a, b = self._operands(x)
+        if a.dtype.is_bool:
+            raise NotImplementedError('"fmod_cpu" not implemented for \'Bool\'')
+        r = a._result(a.uop.alu(Ops.MOD, b.uop), b)
+        if not a.dtype.is_float:
+            return a._divided(b, r)
+        # the value is C's fmod (-0.0 kept); the gradient torch's: 1 and -trunc(a / b)
+        return r._with_gradient(_fmod_gradient, (a, b), (type(r),))
 
     def logaddexp(self: Tensor, x: Tensor | Scalar) -> Tensor:
         """log(e**self + e**x), from the larger plus log1p(e**-|difference|)."""
@@ -186,6 +222,34 @@ class MathOps(TensorCore):
         return (weight.abs() < 0.5).where(low, high)
 
 
+# torch's gradients, given by hand (GradientOverride rules). Those computed with tensor ops take
+# the class of the op's result (Tensor) as their last parameter, to make tensors of the UOps.
 def _exp_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
     """d e**x/dx = e**x, the value itself (node)."""
     return (grad * node,)
+
+
+def _erf_gradient(grad: UOp, node: UOp, x: UOp, tensor: type[Tensor]) -> tuple[UOp]:
+    """d erf(x)/dx = 2/sqrt(pi) e**-x**2."""
+    g, a = tensor(grad), tensor(x)
+    return ((g * ((-(a * a)).exp() * (2 / math.sqrt(math.pi)))).uop,)
+
+
+def _slope_gradient(grad: UOp, node: UOp, x: UOp, slope: Callable[[Tensor], Tensor],
+                    tensor: type[Tensor]) -> tuple[UOp]:
+    """_math_with_derivative's gradient: grad * slope(x), differentiable in turn."""
+    return ((tensor(grad) * slope(tensor(x))).uop,)
+
+
+def _log_slope(x: Tensor) -> Tensor: return x.reciprocal()
+def _log10_slope(x: Tensor) -> Tensor: return (x * math.log(10)).reciprocal()
+def _log1p_slope(x: Tensor) -> Tensor: return (x + 1).reciprocal()
+def _acosh_slope(x: Tensor) -> Tensor: return (x * x - 1).rsqrt()
+def _atanh_slope(x: Tensor) -> Tensor: return (1 - x * x).reciprocal()
+
+
+def _fmod_gradient(grad: UOp, node: UOp, a: UOp, b: UOp, tensor: type[Tensor]
+                   ) -> tuple[UOp, UOp]:
+    """torch's gradients of fmod(a, b): grad to a, and -grad * trunc(a / b) to b."""
+    g, x, y = tensor(grad), tensor(a), tensor(b)
+    return g.uop, (-(g * x.div(y).trunc())).uop
