@@ -18,8 +18,8 @@ from tinyfw.mixin.core import index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
 from tinyfw.mixin.dtype_ops import DtypeOps
 from tinyfw.device import Buffer, Device
-from tinyfw.dtype import (DType, dtypes, promote_types, scalar_result_type,
-                          to_dtype, torch_name, wrap_int)
+from tinyfw.dtype import (DType, _infer_list_dtype, _ints_as, dtypes, promote_types,
+                          scalar_result_type, to_dtype, torch_name)
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
@@ -46,41 +46,6 @@ TensorLike = "Tensor | Scalar"
 
 
 _assign_numbers = itertools.count()
-
-
-def _infer_list_dtype(data: Any) -> DType:
-    """The dtype PyTorch gives a nested list: bool if all bools, float if any float, else int."""
-    flat = np.asarray(data, dtype=object).reshape(-1)
-    if len(flat) == 0:
-        return dtypes.default_float
-    if all(isinstance(x, (bool, np.bool_)) for x in flat):
-        return dtypes.bool
-    if any(isinstance(x, (float, np.floating)) for x in flat):
-        return dtypes.default_float
-    return dtypes.int_for(*(int(x) for x in flat))
-
-
-def _ints_as(data: Any, dt: DType) -> np.ndarray:
-    """A nested list of Python numbers as an array of the integer dtype dt, checked as torch
-    checks it: a negative int goes into an unsigned dtype of 8 to 32 bits by wrapping around if
-    its magnitude fits (-1 is 255 in uint8), otherwise an int outside the dtype is torch's
-    RuntimeError (OverflowError for uint64, ValueError past int64, as torch)."""
-    lo, hi = dtypes.min(dt), dtypes.max(dt)
-    values = np.array(data, dtype=object)
-    for x in values.reshape(-1):
-        if not isinstance(x, int) or isinstance(x, bool) or lo <= x <= hi:
-            continue
-        if dt == dtypes.uint64:
-            raise OverflowError("can't convert negative int to unsigned" if x < 0 else
-                                f"int too big to convert: {x}")
-        if dt == dtypes.int64:
-            raise ValueError(f"Overflow when unpacking long long: {x} does not fit in int64")
-        if not (dt.is_unsigned and x < 0 and -x <= hi):
-            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow: "
-                               f"{x}")
-    wrapped = [wrap_int(x, dt) if isinstance(x, int) and not isinstance(x, bool) else x
-               for x in values.reshape(-1)]
-    return np.array(wrapped, dtype=dt.np).reshape(values.shape)
 
 
 def _buffer_node(data: np.ndarray, device: str, dtype: DType) -> UOp:
@@ -1002,7 +967,6 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
         self._refresh_views()
         return self
 
-
     # --- axes (the reductions are in tinyfw/mixin/reduce.py) ---
     def _axes(self, axis: AxisArg | Sequence[int]) -> tuple[int, ...]:
         """An axis argument (an int, a tuple, or None for all) as sorted positive axes."""
@@ -1052,7 +1016,7 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
             joined = joined | shifted[..., k]
         return joined.bitcast(dt)
 
-    # tinygrad's small helpers on several operands
+    # tinygrad's helper: x as a tensor (its usum and uprod: tinyfw/mixin/arithmetic.py)
     def ufix(self, x: Tensor | Scalar) -> Tensor:
         """x as a tensor: a tensor unchanged, a Python scalar as a 0-d tensor of self's dtype
         (of the default float when x is a float and self is not)."""
@@ -1069,5 +1033,3 @@ _UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 def _contiguous_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
     """contiguous_backward's gradient: the gradient itself, made contiguous."""
     return (grad.contiguous(),)
-
-
