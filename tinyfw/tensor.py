@@ -1,4 +1,10 @@
-"""The Tensor: a PyTorch-shaped front end that records a lazy graph of primitive ops."""
+"""The Tensor: a PyTorch-shaped front end that records a lazy graph of primitive ops.
+
+This file holds the class itself: its node and flags, computing and reading it (realize,
+_read), assign, autograd (backward, gradient), making tensors (creation and random numbers),
+and the plumbing of the elementwise ops (_operands, _binary, where). The ops themselves are in
+the mixins of tinyfw/mixin/, Tensor's bases: arithmetic.py, logic.py, math_ops.py, reduce.py,
+movement.py, derived.py, nn_ops.py and the others."""
 from __future__ import annotations
 
 import itertools
@@ -850,7 +856,7 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
         finally:
             Tensor.training = previous
 
-    # --- broadcasting and elementwise ops ---
+    # --- broadcasting, and the plumbing of the elementwise ops (the ops: tinyfw/mixin/) ---
     def _operands(self, other: Tensor | Scalar, reverse: bool = False,
                   dtype: DType | None = None) -> tuple[Tensor, Tensor]:
         """Both operands as tensors of one dtype (PyTorch promotion) and one shape (broadcast)."""
