@@ -161,6 +161,41 @@ def wrap_int(value: int, dtype: DType) -> int:
     return value - 2 ** bits if not dtype.is_unsigned and value >= 2 ** (bits - 1) else value
 
 
+def _infer_list_dtype(data: Any) -> DType:
+    """The dtype PyTorch gives a nested list: bool if all bools, float if any float, else int."""
+    flat = np.asarray(data, dtype=object).reshape(-1)
+    if len(flat) == 0:
+        return dtypes.default_float
+    if all(isinstance(x, (bool, np.bool_)) for x in flat):
+        return dtypes.bool
+    if any(isinstance(x, (float, np.floating)) for x in flat):
+        return dtypes.default_float
+    return dtypes.int_for(*(int(x) for x in flat))
+
+
+def _ints_as(data: Any, dt: DType) -> np.ndarray:
+    """A nested list of Python numbers as an array of the integer dtype dt, checked as torch
+    checks it: a negative int goes into an unsigned dtype of 8 to 32 bits by wrapping around if
+    its magnitude fits (-1 is 255 in uint8), otherwise an int outside the dtype is torch's
+    RuntimeError (OverflowError for uint64, ValueError past int64, as torch)."""
+    lo, hi = dtypes.min(dt), dtypes.max(dt)
+    values = np.array(data, dtype=object)
+    for x in values.reshape(-1):
+        if not isinstance(x, int) or isinstance(x, bool) or lo <= x <= hi:
+            continue
+        if dt == dtypes.uint64:
+            raise OverflowError("can't convert negative int to unsigned" if x < 0 else
+                                f"int too big to convert: {x}")
+        if dt == dtypes.int64:
+            raise ValueError(f"Overflow when unpacking long long: {x} does not fit in int64")
+        if not (dt.is_unsigned and x < 0 and -x <= hi):
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow: "
+                               f"{x}")
+    wrapped = [wrap_int(x, dt) if isinstance(x, int) and not isinstance(x, bool) else x
+               for x in values.reshape(-1)]
+    return np.array(wrapped, dtype=dt.np).reshape(values.shape)
+
+
 def round_float(value: builtins.float, dtype: DType) -> builtins.float:
     """value rounded to the nearest number of the float dtype (inf past its largest, 0 below
     half its smallest subnormal), as a cast to it rounds: a float32 constant of 1e39 is inf."""

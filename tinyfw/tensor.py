@@ -1,10 +1,14 @@
-"""The Tensor: a PyTorch-shaped front end that records a lazy graph of primitive ops."""
+"""The Tensor: a PyTorch-shaped front end that records a lazy graph of primitive ops.
+
+This file holds the class itself: its node and flags, computing and reading it (realize,
+_read), assign, autograd (backward, gradient), making tensors (creation and random numbers),
+and the plumbing of the elementwise ops (_operands, _binary, where). The ops themselves are in
+the mixins of tinyfw/mixin/, Tensor's bases: arithmetic.py, logic.py, math_ops.py, reduce.py,
+movement.py, derived.py, nn_ops.py and the others."""
 from __future__ import annotations
 
-import functools
 import itertools
 import math
-import operator
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -13,19 +17,27 @@ from typing import Any
 import numpy as np
 
 from tinyfw.mixin import threefry
-from tinyfw.uop import elementwise_math
 from tinyfw.engine import realize
-from tinyfw.mixin.core import float32_inside, index_dtype
+from tinyfw.mixin.activations import ActivationOps
+from tinyfw.mixin.arithmetic import ArithmeticOps
+from tinyfw.mixin.core import index_dtype
 from tinyfw.mixin.derived import AxisArg, DerivedOps
+from tinyfw.mixin.dtype_ops import DtypeOps
 from tinyfw.device import Buffer, Device
-from tinyfw.dtype import (DType, category, dtypes, promote_types, round_float, scalar_result_type,
-                          to_dtype, torch_name, wrap_int)
+from tinyfw.dtype import (DType, _infer_list_dtype, _ints_as, dtypes, promote_types,
+                          scalar_result_type, to_dtype, torch_name)
 from tinyfw.helpers import argfix, normalize_axis, prod, shape_str
 from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
+from tinyfw.mixin.inplace import InplaceOps
 from tinyfw.mixin.linalg import LinalgOps
+from tinyfw.mixin.logic import LogicOps
+from tinyfw.mixin.math_ops import MathOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.protocol import ProtocolOps
+from tinyfw.mixin.promotion import _past_int64, _promote_tensors, broadcast_shape
+from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.sampling import SamplingOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.mixin.torch_names import TorchNames
@@ -39,47 +51,6 @@ TensorLike = "Tensor | Scalar"
 
 
 _assign_numbers = itertools.count()
-
-# Float sums longer than SUM_SPLIT values are computed in two levels (Tensor._reduce_chunk),
-# unless that would keep more than SUM_PARTIALS_MAX partial sums (64 MiB of float32).
-SUM_SPLIT = 4096
-SUM_CHUNK = 256
-SUM_PARTIALS_MAX = 2**24
-
-
-def _infer_list_dtype(data: Any) -> DType:
-    """The dtype PyTorch gives a nested list: bool if all bools, float if any float, else int."""
-    flat = np.asarray(data, dtype=object).reshape(-1)
-    if len(flat) == 0:
-        return dtypes.default_float
-    if all(isinstance(x, (bool, np.bool_)) for x in flat):
-        return dtypes.bool
-    if any(isinstance(x, (float, np.floating)) for x in flat):
-        return dtypes.default_float
-    return dtypes.int_for(*(int(x) for x in flat))
-
-
-def _ints_as(data: Any, dt: DType) -> np.ndarray:
-    """A nested list of Python numbers as an array of the integer dtype dt, checked as torch
-    checks it: a negative int goes into an unsigned dtype of 8 to 32 bits by wrapping around if
-    its magnitude fits (-1 is 255 in uint8), otherwise an int outside the dtype is torch's
-    RuntimeError (OverflowError for uint64, ValueError past int64, as torch)."""
-    lo, hi = dtypes.min(dt), dtypes.max(dt)
-    values = np.array(data, dtype=object)
-    for x in values.reshape(-1):
-        if not isinstance(x, int) or isinstance(x, bool) or lo <= x <= hi:
-            continue
-        if dt == dtypes.uint64:
-            raise OverflowError("can't convert negative int to unsigned" if x < 0 else
-                                f"int too big to convert: {x}")
-        if dt == dtypes.int64:
-            raise ValueError(f"Overflow when unpacking long long: {x} does not fit in int64")
-        if not (dt.is_unsigned and x < 0 and -x <= hi):
-            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow: "
-                               f"{x}")
-    wrapped = [wrap_int(x, dt) if isinstance(x, int) and not isinstance(x, bool) else x
-               for x in values.reshape(-1)]
-    return np.array(wrapped, dtype=dt.np).reshape(values.shape)
 
 
 def _buffer_node(data: np.ndarray, device: str | tuple[str, ...], dtype: DType) -> UOp:
@@ -101,45 +72,14 @@ def _canonical(device: str | tuple[str, ...] | list[str] | None) -> str | tuple[
     return Device.canonicalize(device)
 
 
-def scalar_first(swaps: bool) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
-    """For a binary method called as Tensor.f(2, t), as torch.f(2, t) can be: computed as
-    t.f(2, reverse=True) where torch computes it (swaps), else torch's TypeError."""
-    def wrap(method: Callable[..., Tensor]) -> Callable[..., Tensor]:
-        @functools.wraps(method)
-        def call(self: Any, x: Any, *args: Any, **kwargs: Any) -> Tensor:
-            if isinstance(self, Tensor):
-                return method(self, x, *args, **kwargs)
-            if swaps and isinstance(x, Tensor) and isinstance(self, (bool, int, float)) \
-                    and not args and not kwargs.pop("reverse", False):
-                return method(x, self, True, **kwargs)
-            raise TypeError(f"{method.__name__}(): argument 'input' (position 1) must be "
-                            f"Tensor, not {type(self).__name__}")
-        return call
-    return wrap
-
-
 # Random bits per sample of each float dtype: its significand's (a sample of that many bits is
 # exact in it, and below 1); float64's from one 32-bit word.
 RANDOM_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtypes.float64: 32}
 
 
-def _past_int64(dtype: DType, value: int) -> int | float:
-    """A Python int operand past int64, as torch takes it: one of uint64 (2**63 to 2**64 - 1)
-    is its float value to a float tensor and its bits to an int tensor (wrapped into the
-    tensor's dtype, as every int operand is); a bool tensor cannot be promoted with uint64
-    (RuntimeError), and any other int is torch's OverflowError."""
-    if value < -2 ** 63:
-        raise OverflowError("can't convert negative int to unsigned")
-    if value >= 2 ** 64:
-        raise OverflowError(f"int too big to convert: {value}")
-    if dtype.is_bool:
-        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
-                           "attempted to promote Bool and UInt64")
-    return float(value) if dtype.is_float else value - 2 ** 64
-
-
-class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, HashingOps,
-             SamplingOps, TorchNames):
+class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps, DtypeOps,
+             ProtocolOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
+             HashingOps, SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""
     __slots__ = ("uop", "_requires_grad", "grad", "_is_leaf", "_view", "_views",
@@ -206,24 +146,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         return prod(self.shape)
 
     @property
-    def max_shape(self) -> tuple[int, ...]:
-        """The largest shape this tensor can take: its shape (tinyfw's shapes are not symbolic,
-        tinygrad's may be)."""
-        return self.shape
-
-    def max_numel(self) -> int:
-        """The number of elements of max_shape."""
-        return prod(self.max_shape)
-
-    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
-        return self.shape if dim is None else self.shape[normalize_axis(dim, self.ndim)]
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
-
-    @property
     def requires_grad(self) -> bool | None:
         """True: gradients flow to this tensor; False: never; None: not said (falsy), and an
         optimizer given the tensor turns it on, as in tinygrad."""
@@ -271,19 +193,8 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 out._requires_grad, out._is_leaf = True, False
         return out
 
-    def __repr__(self) -> str:
-        grad = ", requires_grad=True" if self.requires_grad else ""
-        body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
-        return f"Tensor({body}, dtype={self.dtype.name}, device={self.device}{grad})"
-
     def __hash__(self) -> int:
         return id(self)
-
-    def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with {self.numel()} values is ambiguous")
-        return bool(self.item())
 
     # --- computing ---
     def realize(self, *others: Tensor) -> Tensor:
@@ -326,34 +237,12 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         if tensors:
             tensors[0].realize(*tensors[1:])
 
-    def numpy(self) -> np.ndarray:
-        """The value as a numpy array (a copy)."""
-        return self._read(copy=True)
-
-    def data(self) -> memoryview:
-        """The value's bytes as a memoryview (a copy) in the tensor's shape, typed by its dtype
-        (bfloat16: as 2-byte unsigned ints, which Python's buffer formats lack)."""
-        arr = self.numpy().copy(order="C")  # (ascontiguousarray makes a 0-d array 1-d)
-        if self.dtype == dtypes.bfloat16:
-            arr = arr.view(np.uint16)
-        return memoryview(arr)
-
     def _read(self, copy: bool) -> np.ndarray:
         """The value on the host, in this tensor's shape: an array of the caller's own (copy), or
         one only to read, with no copy where the device's memory is a numpy array. Every read of
         data goes through here, so a TinyJit capturing is told of it (and refuses it)."""
         realize.note_read(self)  # tinyfw/jit/jit.py
         return realize.read(self.uop, copy)
-
-    def tolist(self) -> Any:
-        return self.numpy().tolist()
-
-    def item(self) -> Scalar:
-        """The value of a one-element tensor as a Python number."""
-        if self.numel() != 1:
-            raise RuntimeError(
-                f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self.numpy().reshape(()).item()
 
     def assign(self, x: Tensor | Scalar) -> Tensor:
         """Give this tensor a new value of the same shape and dtype (e.g. an optimizer step)."""
@@ -860,33 +749,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         kwargs.setdefault("dtype", self.dtype)
         return Tensor.randn(*self.shape, **kwargs)
 
-    def meshgrid(self, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
-        """Coordinate grids of self and args (0-D or 1-D): `x.meshgrid(y)` or
-        `Tensor.meshgrid(x, y)`; "xy" swaps the first two axes of the grids."""
-        if indexing not in ("ij", "xy"):
-            raise RuntimeError('torch.meshgrid: indexing must be one of "xy" or "ij", but '
-                               f"received: {indexing}")
-        tensors = (self, *args)
-        for t in tensors:
-            if t.ndim > 1:
-                raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
-                                   f"but got a tensor of shape {shape_str(t.shape)}")
-            if t.dtype != self.dtype or t.device != self.device:
-                raise RuntimeError("meshgrid expects all tensors to have the same dtype and "
-                                   f"device, got {t.dtype.name} on {t.device} and "
-                                   f"{self.dtype.name} on {self.device}")
-        sizes = [t.numel() for t in tensors]
-        axes = list(range(len(tensors)))
-        if indexing == "xy" and len(tensors) > 1:
-            axes[0], axes[1] = 1, 0
-        shape = tuple(sizes[axes.index(i)] for i in range(len(tensors)))
-        grids = []
-        for t, axis in zip(tensors, axes):
-            view = [1] * len(tensors)
-            view[axis] = t.numel()
-            grids.append(t.reshape(view).expand(shape))
-        return tuple(grids)
-
     @staticmethod
     @contextmanager
     def train(mode: bool = True) -> Iterator[None]:
@@ -897,7 +759,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         finally:
             Tensor.training = previous
 
-    # --- broadcasting and elementwise ops ---
+    # --- broadcasting, and the plumbing of the elementwise ops (the ops: tinyfw/mixin/) ---
     def _operands(self, other: Tensor | Scalar, reverse: bool = False,
                   dtype: DType | None = None) -> tuple[Tensor, Tensor]:
         """Both operands as tensors of one dtype (PyTorch promotion) and one shape (broadcast)."""
@@ -944,139 +806,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         """Self, cast to the default float if it is an int or bool (as exp, log, sqrt do)."""
         return self if self.dtype.is_float else self.cast(dtypes.default_float)
 
-    @scalar_first(swaps=True)
-    def add(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        return self._binary(Ops.ADD, x, reverse)
-
-    @scalar_first(swaps=True)
-    def mul(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        return self._binary(Ops.MUL, x, reverse)
-
-    @scalar_first(swaps=True)
-    def sub(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        a, b = self._operands(x, reverse)
-        if a.dtype.is_bool:
-            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                               "supported. Use the `^` or `logical_xor()` operator instead.")
-        return a.add(b.neg())
-
-    @scalar_first(swaps=True)
-    def div(self, x: Tensor | Scalar, reverse: bool = False,
-            rounding_mode: str | None = None) -> Tensor:
-        """True division (ints and bools divide as floats), or rounded toward zero ("trunc") or
-        down ("floor"), which keep an integer dtype, as torch.div. A Python number divides an
-        int tensor as its own value, not wrapped into the tensor's dtype (as torch: a uint8
-        tensor / 300 is a third of a hundredth)."""
-        if rounding_mode is None and not self.dtype.is_float and not isinstance(x, Tensor):
-            x = x.item() if isinstance(x, np.generic) else x
-            if not reverse and type(x) is int and not -2 ** 63 <= x < 2 ** 63:
-                _past_int64(self.dtype, x)  # (torch's errors: a bool tensor, past uint64)
-            return self._floating().div(x, reverse)
-        a, b = self._operands(x, reverse)
-        if rounding_mode == "trunc":
-            return a.div(b).trunc() if a.dtype.is_float else a.idiv(b)
-        if rounding_mode == "floor":
-            return a.floordiv(b)
-        if rounding_mode is not None:
-            raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                               f"but found '{rounding_mode}'")
-        a, b = a._floating(), b._floating()
-        return a._binary(Ops.FDIV, b)
-
-    def idiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """Integer division rounding toward zero (C)."""
-        a, b = self._operands(x, reverse)
-        return a._divided(b, a._result(a.uop.alu(Ops.IDIV, b.uop), b))
-
-    def _divided(self, divisor: Tensor, out: Tensor) -> Tensor:
-        """out, a division of self by divisor, raising torch's error for an integer division by
-        zero: at once for a constant divisor, else when out is computed (a deferred check)."""
-        if self.dtype.is_float:
-            return out
-        below = divisor.uop
-        while below.op in (Ops.RESHAPE, Ops.EXPAND):
-            below = below.src[0]
-        if below.op is Ops.CONST:  # a Python number
-            if below.arg == 0:
-                raise RuntimeError("ZeroDivisionError: integer division (// or %) by the number 0")
-            return out
-        realize.attach_check(out.uop, realize.Check(
-            (divisor == 0).any().uop, RuntimeError,
-            f"ZeroDivisionError: integer division (// or %) of tensors of shape "
-            f"{shape_str(out.shape)} by a divisor holding 0"))
-        return out
-
-    @scalar_first(swaps=True)
-    def floordiv(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """Division rounding down, as Python's // (and torch's)."""
-        a, b = self._operands(x, reverse)
-        if a.dtype.is_float:
-            return a.div(b).floor()
-        q = a.idiv(b)
-        inexact = (a._binary(Ops.MOD, b) != 0) & ((a < 0) != (b < 0))
-        return a._divided(b, q - inexact.cast(q.dtype))
-
-    @scalar_first(swaps=True)
-    def mod(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """Remainder with the sign of the divisor, as Python's % (and torch's), as torch
-        computes it: C's fmod (exact), plus the divisor where the two signs differ, so that
-        1 % inf is 1 and -1 % inf is inf. On a device without an exact fmod (WEBGPU),
-        a - floor(a / b) * b, which rounds (a large quotient loses the remainder), with torch's
-        signs of zero and values by an infinite divisor."""
-        a, b = self._operands(x, reverse)
-        if a.dtype.is_bool:
-            raise NotImplementedError('"remainder_cpu" not implemented for \'Bool\'')
-        devices = a.device if isinstance(a.device, tuple) else (a.device,)
-        if not a.dtype.is_float or all(Device[d].has_fmod for d in devices):
-            r = a.fmod(b)  # (ints too: r + b cannot overflow where a - (a // b) * b can)
-            return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
-        r = a - a.floordiv(b) * b
-        r = (r == 0).where(a * 0, r)  # a zero with the dividend's sign, as fmod's
-        by_inf = ((a == 0) | ((a < 0) == (b < 0))).where(a, b)
-        return (b.isinf() & a.isfinite()).where(by_inf, r)
-
-    @scalar_first(swaps=True)
-    def pow(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """self ** x, with torch's values at the edges, which are C's pow's: 1 ** nan and
-        (-1) ** inf are 1, (-inf) ** 1.5 is inf, (-0.0) ** -1 is -inf. Integer powers square and
-        multiply (exact; ints stay ints); a float32 or float64 to the power 0.5 or -0.5 is sqrt
-        or 1 / sqrt, as in torch; other powers go through exp2 and log2 of the magnitude, with
-        the sign and the edges handled apart."""
-        x = x.item() if isinstance(x, np.generic) else x
-        if type(x) is int and not -2 ** 63 <= x < 2 ** 63:  # torch's: an exponent is an int64
-            if not reverse and not self.dtype.is_float and 0 < x < 2 ** 64:
-                raise RuntimeError("value cannot be converted to type int64_t without overflow")
-            x = _past_int64(self.dtype, x)
-        if not reverse and self.dtype == dtypes.float16 and isinstance(x, (int, float)) and \
-                math.isfinite(x) and abs(x) > dtypes.finite_max(dtypes.float16):
-            raise RuntimeError("value cannot be converted to type c10::Half without overflow")
-        if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
-            return self._scalar_power(x)
-        a, b = self._operands(x, reverse)
-        if not a.dtype.is_float:
-            return a._power_by_bits(b)
-        if reverse and isinstance(x, (int, float)):
-            base = round_float(x, a.dtype)  # x as a's dtype holds it
-            power = a._positive_base_power(base, b) if 0 < base < math.inf and base != 1 \
-                else a._float_power(b)
-            return power._with_gradient(_scalar_base_power_gradient, (b,), (x,))
-        return a._float_power(b)._with_gradient(_power_gradient, (a, b))
-
-    def _scalar_power(self, c: int | float) -> Tensor:
-        """self ** c for a Python number c, in torch's dtype (an int tensor to the power 2.0 is
-        a float one)."""
-        a = self.cast(scalar_result_type(self.dtype, c))
-        if isinstance(c, int) or c.is_integer():
-            if c >= 0:  # products, whose gradient (by the product rule) is torch's already
-                return a._integer_power(int(c))
-            out = a._integer_power(int(c))  # a reciprocal: at 0 its gradient would be inf * 0
-        elif abs(c) == 0.5 and a.dtype in (dtypes.float32, dtypes.float64):
-            out = a.sqrt() if c > 0 else a.rsqrt()  # torch's own (so (-0.0) ** 0.5 is -0.0)
-        else:
-            exponent = a._operands(c)[1]  # c as a tensor of a's dtype and shape
-            out = a._float_power(exponent)
-        return out._with_gradient(_scalar_power_gradient, (a,), (c,))
-
     def _with_gradient(self, rule: Callable[..., tuple[UOp | None, ...]],
                        inputs: tuple[Tensor, ...], params: tuple[Any, ...] = ()) -> Tensor:
         """This tensor's value, with rule giving its inputs their gradients in place of
@@ -1086,83 +815,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         node = with_gradient(self.uop, tuple(t.uop for t in inputs),
                              GradientOverride(rule, params))
         return self._result(node, *inputs)
-
-    def _positive_base_power(self, base: float, b: Tensor) -> Tensor:
-        """base ** b for a number 0 < base < inf, base != 1, already rounded to self's dtype
-        (self: base as a tensor like b; a base that rounds to 0, 1 or inf takes _float_power's
-        edges): the few ops of exp2(b * log2 base), log2 base computed here once. No edge needs
-        handling apart: b = 0 gives 1, nan gives nan, +-inf gives 0 or inf, as C's pow (an
-        optimizer's `b1 ** t`, built for every parameter at every step, was 40 ops)."""
-        if self.dtype.itemsize <= 4 and Device[self.device].has_float64:
-            return (b.double() * math.log2(base)).exp2().cast(self.dtype)  # see _float_power
-        return (b * math.log2(base)).exp2()
-
-    def _float_power(self, b: Tensor) -> Tensor:
-        """self ** b for floats of one dtype and shape, as C's pow: the magnitude from exp2 and
-        log2; 1 ** b and self ** 0 are 1 (even for nan); +-0 and -inf to an odd integer power keep
-        their sign; only a finite negative number to a non-integer power is nan."""
-        a = self
-        zero = a == 0
-        sign_bit = (a < 0) | (zero & (a.reciprocal() < 0))  # -0.0 included
-        base = zero.where(1.0, a.abs())
-        if a.dtype.itemsize <= 4 and Device[a.device].has_float64:
-            # exp2 multiplies the rounding error of b * log2|a| by |b log2 a| ln 2 (up to ~60
-            # ulp of a float32 result); in float64 that product is exact enough to round once
-            magnitude = (b.double() * base.double().log2()).exp2().cast(a.dtype)
-        else:  # (float64 itself, and WEBGPU, which has no float64: the error grows as above)
-            magnitude = (b * base.log2()).exp2()
-        # nan in, nan out (said here: some OpenCL compilers' exp2 of a nan is not nan), but
-        # 1 ** b is 1, even 1 ** nan and 1 ** inf (exp2(inf * 0) is nan)
-        magnitude = (base.isnan() | b.isnan()).where(math.nan, magnitude)
-        magnitude = (base == 1).where(1.0, magnitude)
-        at_zero = (b > 0).where(0.0, (b < 0).where(math.inf, math.nan)).cast(a.dtype)
-        magnitude = zero.where(at_zero, magnitude)
-        integer = b.trunc() == b  # +-inf too: C counts them even
-        odd = integer & ((b.abs() % 2) == 1)
-        signed = (sign_bit & odd).where(-magnitude, magnitude)
-        undefined = (a < 0) & (a > -math.inf) & integer.logical_not()
-        return (b == 0).where(1.0, undefined.where(math.nan, signed))
-
-    def _integer_power(self, n: int) -> Tensor:
-        """self ** n for a Python int n, by squaring and multiplying."""
-        if n < 0 and not self.dtype.is_float:
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        if n == 0:  # ones made from self, so that self's gradient is zeros (as in torch)
-            ones = ((self == self) | (self != self)).cast(self.dtype)
-            return self._result(ones.uop, self)
-        out, base, k = None, self, abs(n)
-        while k:
-            if k & 1:
-                out = base if out is None else out * base
-            k >>= 1
-            if k:
-                base = base * base
-        assert out is not None
-        return out.reciprocal() if n < 0 else out
-
-    def _power_by_bits(self, exponent: Tensor) -> Tensor:
-        """Integer self ** an integer tensor: multiply in self**(2**i) for each set bit. A
-        negative exponent gives what torch gives: 1 for a base of 1, +-1 for -1, else 0."""
-        out, base, rest = self.ones_like(), self, exponent
-        for _ in range(exponent.dtype.itemsize * 8 - 1):
-            out = (rest % 2 == 1).where(out * base, out)
-            base, rest = base * base, rest // 2
-        # chosen at the end (the loop's result is dropped there): a loop on where(e < 0, 0, e)
-        # instead makes gcc 12 -O2 take minutes to compile the kernel
-        negative, odd = exponent < 0, (exponent % 2) != 0
-        of_negative = (self == 1).where(1, (self == -1).where(odd.where(-1, 1), 0))
-        return negative.where(of_negative.cast(out.dtype), out)
-
-    @scalar_first(swaps=False)
-    def maximum(self, x: Tensor | Scalar) -> Tensor:
-        return self._binary(Ops.MAX, x)
-
-    @scalar_first(swaps=False)
-    def minimum(self, x: Tensor | Scalar) -> Tensor:
-        a, b = self._operands(x)
-        if not a.dtype.is_float:
-            return (a < b).where(a, b)
-        return -((-a).maximum(-b))  # ties share the gradient, as torch.minimum
 
     def where(self, x: Tensor | Scalar, y: Tensor | Scalar) -> Tensor:
         """x where this tensor (the condition) is true, else y, all broadcast together."""
@@ -1181,153 +833,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         cond, xt, yt = (t._broadcast_to(shape) for t in (cond, xt, yt))
         return xt._result(cond.uop.alu(Ops.WHERE, xt.uop, yt.uop), yt)
 
-    # comparisons and logic
-    def __lt__(self, x: Tensor | Scalar) -> Tensor: return self._binary(Ops.CMPLT, x)
-    def __gt__(self, x: Tensor | Scalar) -> Tensor: return self._binary(Ops.CMPLT, x, True)
-    def __ne__(self, x: Tensor | Scalar) -> Tensor:  # type: ignore[override]
-        return self._binary(Ops.CMPNE, x)
-
-    def __eq__(self, x: Tensor | Scalar) -> Tensor:  # type: ignore[override]
-        return (self != x).logical_not()
-
-    def eq(self, x: Tensor | Scalar) -> Tensor:
-        """self == x elementwise, as torch.eq."""
-        return self == x
-
-    def ne(self, x: Tensor | Scalar) -> Tensor:
-        """self != x elementwise, as torch.ne."""
-        return self != x
-
-    def __le__(self, x: Tensor | Scalar) -> Tensor: return (self < x) | (self == x)
-    def __ge__(self, x: Tensor | Scalar) -> Tensor: return (self > x) | (self == x)
-
-    def logical_not(self) -> Tensor:
-        return self.bool()._binary(Ops.CMPNE, True)
-
-    def _bitwise(self, op: Ops, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        a, b = self._operands(x, reverse)
-        if a.dtype.is_float:  # torch raises NotImplementedError here too
-            raise NotImplementedError(f"bitwise {op.name.lower()} is only defined for bool and "
-                                      f"integer tensors, not {a.dtype.name}")
-        return a._result(a.uop.alu(op, b.uop), b)
-
-    def __and__(self, x: Tensor | Scalar) -> Tensor: return self._bitwise(Ops.AND, x)
-    def __or__(self, x: Tensor | Scalar) -> Tensor: return self._bitwise(Ops.OR, x)
-    def __xor__(self, x: Tensor | Scalar) -> Tensor: return self._bitwise(Ops.XOR, x)
-    def __rand__(self, x: Scalar) -> Tensor: return self._bitwise(Ops.AND, x, True)
-    def __ror__(self, x: Scalar) -> Tensor: return self._bitwise(Ops.OR, x, True)
-    def __rxor__(self, x: Scalar) -> Tensor: return self._bitwise(Ops.XOR, x, True)
-
-    def bitwise_and(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """self & x for bool and integer tensors (x & self when reverse)."""
-        return self._bitwise(Ops.AND, x, reverse)
-
-    def bitwise_or(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """self | x for bool and integer tensors (x | self when reverse)."""
-        return self._bitwise(Ops.OR, x, reverse)
-
-    def bitwise_xor(self, x: Tensor | Scalar, reverse: bool = False) -> Tensor:
-        """self ^ x for bool and integer tensors (x ^ self when reverse)."""
-        return self._bitwise(Ops.XOR, x, reverse)
-
-    def __invert__(self) -> Tensor:
-        if self.dtype.is_float:
-            raise TypeError("~ (bitwise not) is only defined for bool and integer tensors")
-        return self.logical_not() if self.dtype.is_bool else self ^ -1
-
-    def bitwise_not(self) -> Tensor:
-        """~x for bool and integer tensors."""
-        if self.dtype.is_float:
-            raise NotImplementedError(f'"bitwise_not" not implemented for {self.dtype.name}')
-        return ~self
-
-    def _shift(self, x: int, left: bool) -> Tensor:
-        """self << x or self >> x (arithmetic: rounds down) for an int tensor and a Python int,
-        the count taken in the tensor's dtype as torch takes it (int8 << 260 shifts by 4); a
-        negative count, or one past the dtype's bits, shifts every bit out."""
-        name = "lshift" if left else "rshift"
-        if isinstance(x, np.integer):  # a numpy int is a Python int to torch
-            x = int(x)
-        if type(x) is int and not -2 ** 63 <= x < 2 ** 63:
-            _past_int64(self.dtype, x)  # (torch's errors past uint64; uint64's range wraps)
-        if self.dtype.is_float or self.dtype.is_bool:
-            raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
-        if isinstance(x, Tensor):
-            return self._shift_by_tensor(x, left)
-        if not isinstance(x, int) or isinstance(x, bool):
-            raise NotImplementedError(f"{name} of a {self.dtype.name} tensor by a "
-                                      f"{type(x).__name__}: tinyfw shifts by an int or an int "
-                                      "tensor only")
-        x = wrap_int(x, self.dtype)  # torch's count: in the tensor's dtype
-        bits = self.dtype.itemsize * 8 - (0 if self.dtype.is_unsigned else 1)  # value bits
-        if x < 0:  # every bit shifted out, as torch (C leaves it undefined)
-            x = bits + 1
-        if left and x > bits:  # every bit shifted out (torch's result; C leaves it undefined)
-            return self * 0
-        if left:  # 2**bits does not fit the dtype: its last doubling apart
-            return self * (1 << x) if x < bits else self * (1 << (bits - 1)) * 2
-        if self.dtype.is_unsigned and x < bits:  # no sign: C's division is already the floor
-            return self.idiv(1 << x)
-        return self.floordiv(1 << x) if x < bits else (self < 0).where(-1, 0).cast(self.dtype)
-
-    def _shift_by_tensor(self, counts: Tensor, left: bool) -> Tensor:
-        """self << counts or self >> counts elementwise, in the two int dtypes' promotion, as
-        torch: a count below 0 or past the dtype's bits shifts everything out (0, or -1 for a
-        negative value shifted right); shifts by 1, 2, 4, ... picked by the count's bits."""
-        name = "lshift" if left else "rshift"
-        for t in (self, counts):
-            if t.dtype.is_float or t.dtype.is_bool:
-                raise NotImplementedError(f'"{name}" not implemented for {t.dtype.name}')
-        dtype = promote_types(self.dtype, counts.dtype)
-        x, n = self.cast(dtype), counts.cast(dtype)
-        x, n = x._broadcast_to(broadcast_shape(x.shape, n.shape)), \
-            n._broadcast_to(broadcast_shape(x.shape, n.shape))
-        bits = dtype.itemsize * 8
-        in_range = (n >= 0) & (n < bits)
-        n = in_range.where(n, 0)
-        out = x
-        for k in range(bits.bit_length() - 1):  # 1, 2, 4, ... bits / 2
-            out = (n & (1 << k) != 0).where(out._shift(1 << k, left), out)
-        gone = x * 0 if left or dtype.is_unsigned else (x < 0).where(-1, 0).cast(dtype)
-        return in_range.where(out, gone)
-
-    def lshift(self, x: int) -> Tensor: return self._shift(x, True)
-    def rshift(self, x: int) -> Tensor: return self._shift(x, False)
-    def __lshift__(self, x: int) -> Tensor: return self._shift(x, True)
-    def __rshift__(self, x: int) -> Tensor: return self._shift(x, False)
-
-    # in-place operators: a += b writes the result into a, as torch does
-    def _inplace(self, op: Callable[[Tensor, Any], Tensor], x: Any,
-                 true_division: bool = False) -> Tensor:
-        """self = op(self, x), keeping self's shape and dtype, with torch's checks: a result
-        type that cannot be cast to self's dtype (int += float) raises before the op is tried.
-        A tensor that requires grad keeps its graph (gradients flow through the op); any other
-        tensor is assigned, so views and a TinyJit follow the write."""
-        self._check_leaf_write()
-        result = self._result_type(x)
-        if result is not None and true_division and not result.is_float:
-            result = dtypes.default_float
-        if result is not None and category(result) > category(self.dtype):
-            raise RuntimeError(f"result type {torch_name(result)} can't be cast to the "
-                               f"desired output type {torch_name(self.dtype)}")
-        out = op(self, x)
-        if out.shape != self.shape:
-            raise RuntimeError(f"output with shape {shape_str(self.shape)} doesn't match the "
-                               f"broadcast shape {shape_str(out.shape)}")
-        if category(out.dtype) > category(self.dtype):
-            raise RuntimeError(f"result type {torch_name(out.dtype)} can't be cast to the "
-                               f"desired output type {torch_name(self.dtype)}")
-        return self._write(out.cast(self.dtype))
-
-    def _check_leaf_write(self, view: bool = False) -> None:
-        """torch's error for an in-place write to a leaf that requires grad, or to a view of
-        one (outside no_grad, where an optimizer's writes are)."""
-        root = self._view[0] if self._view is not None else self
-        if root._requires_grad and root._is_leaf and not Tensor.no_grad:
-            what = "a view of a leaf Variable" if view or root is not self else "a leaf Variable"
-            raise RuntimeError(f"{what} that requires grad is being used in an in-place "
-                               "operation.")
-
+    # --- in-place writes (the operators a += b...: tinyfw/mixin/inplace.py) ---
     def _write(self, value: Tensor) -> Tensor:
         """torch's in-place write: self takes value (of self's shape, cast to self's dtype and
         sent to its device); a write to a view writes its base. Where self (or its base) or
@@ -1354,34 +860,6 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         self._refresh_views()
         return self
 
-    def _result_type(self, x: Any) -> DType | None:
-        """The dtype torch's promotion gives self op x (None for an operand of another type:
-        the op itself raises)."""
-        if isinstance(x, Tensor):
-            return _promote_tensors(self, x)
-        if isinstance(x, np.generic):
-            x = x.item()
-        if isinstance(x, (bool, int, float)):
-            return scalar_result_type(self.dtype, x if type(x) is not int or
-                                      -2 ** 63 <= x < 2 ** 63 else _past_int64(self.dtype, x))
-        return None
-
-    def __iadd__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.add, x)
-    def __isub__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.sub, x)
-    def __imul__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.mul, x)
-    def __itruediv__(self, x: Tensor | Scalar) -> Tensor:
-        return self._inplace(operator.truediv, x, true_division=True)
-    def __ifloordiv__(self, x: Tensor | Scalar) -> Tensor:
-        return self._inplace(operator.floordiv, x)
-    def __imod__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.mod, x)
-    def __ipow__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.pow, x)
-    def __iand__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.and_, x)
-    def __ior__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.or_, x)
-    def __ixor__(self, x: Tensor | Scalar) -> Tensor: return self._inplace(operator.xor, x)
-    def __ilshift__(self, x: int) -> Tensor: return self._inplace(operator.lshift, x)
-    def __irshift__(self, x: int) -> Tensor: return self._inplace(operator.rshift, x)
-    def __imatmul__(self, x: Tensor) -> Tensor: return self._inplace(operator.matmul, x)
-
     def to_(self, device: str) -> Tensor:
         """Move this tensor to another device in place (tinygrad's to_)."""
         moved = self.to(device)
@@ -1393,328 +871,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
         self._refresh_views()
         return self
 
-    def _shifted_scalar(self, x: int, left: bool) -> Tensor:
-        """x << self or x >> self: a Python int shifted by each element of an int tensor.
-        A count past the dtype's bits shifts every bit out, as torch: 0 (or -1 for x >> n of a
-        negative x); a negative count gives torch's 0 too."""
-        name = "lshift" if left else "rshift"
-        if self.dtype.is_float or self.dtype.is_bool or not isinstance(x, int) \
-                or isinstance(x, bool):
-            raise NotImplementedError(f'"{name}" not implemented for {type(x).__name__} and '
-                                      f"{self.dtype.name}")
-        bits = self.dtype.itemsize * 8
-        base = self.full_like(x)
-        in_range = (self >= 0) & (self < bits)
-        count = in_range.where(self, 0)
-        if left:  # x * 2**count, the last doubling apart so that 2**count fits the dtype
-            half = (count > 0).where(count - 1, 0)
-            power = base.full_like(2).pow(half) * (count > 0).where(2, 1).cast(self.dtype)
-            return in_range.where(base * power, 0).cast(self.dtype)
-        out = base
-        for k in range(bits.bit_length()):  # out >> count, one bit of count at a time
-            bit = (count // (1 << k)) % 2 == 1
-            out = bit.where(out._shift(1 << k, False) if (1 << k) < bits else out, out)
-        gone = (self >= bits).where(-1 if x < 0 else 0, 0).cast(self.dtype)
-        return in_range.where(out, gone).cast(self.dtype)
-
-    def __rlshift__(self, x: int) -> Tensor: return self._shifted_scalar(x, True)
-    def __rrshift__(self, x: int) -> Tensor: return self._shifted_scalar(x, False)
-
-    # arithmetic operators
-    def __add__(self, x: Tensor | Scalar) -> Tensor: return self.add(x)
-    def __radd__(self, x: Scalar) -> Tensor: return self.add(x, True)
-    def __sub__(self, x: Tensor | Scalar) -> Tensor: return self.sub(x)
-    def __rsub__(self, x: Scalar) -> Tensor: return self.sub(x, True)
-    def __mul__(self, x: Tensor | Scalar) -> Tensor: return self.mul(x)
-    def __rmul__(self, x: Scalar) -> Tensor: return self.mul(x, True)
-    def __truediv__(self, x: Tensor | Scalar) -> Tensor: return self.div(x)
-    def __rtruediv__(self, x: Scalar) -> Tensor: return self.div(x, True)
-    def __floordiv__(self, x: Tensor | Scalar) -> Tensor: return self.floordiv(x)
-    def __rfloordiv__(self, x: Scalar) -> Tensor: return self.floordiv(x, True)
-    def __mod__(self, x: Tensor | Scalar) -> Tensor: return self.mod(x)
-    def __rmod__(self, x: Scalar) -> Tensor: return self.mod(x, True)
-    def __pow__(self, x: Tensor | Scalar) -> Tensor: return self.pow(x)
-    def __rpow__(self, x: Scalar) -> Tensor: return self.pow(x, True)
-    def __neg__(self) -> Tensor: return self.neg()
-    def __abs__(self) -> Tensor: return self.abs()
-
-    # unary math
-    def _math(self, fn: Callable[[UOp], UOp]) -> Tensor:
-        """fn (a function of graph nodes, from tinyfw/uop/elementwise_math.py) of this tensor,
-        cast to the default float if it is an int or bool."""
-        x = self._floating()
-        return x._result(fn(x.uop), x)
-
-    def _math_with_derivative(self, fn: Callable[[UOp], UOp],
-                              slope: Callable[[Tensor], Tensor]) -> Tensor:
-        """_math(fn), its gradient grad * slope(x): torch's formula for the derivative, whose
-        value it keeps outside fn's domain too (the gradient of log at -1 is -1, of atanh at 2
-        is -1/3), where the ops fn is made of would give 0 or nan."""
-        x = self._floating()
-        return x._math(fn)._with_gradient(_slope_gradient, (x,), (slope,))
-
-    def neg(self) -> Tensor:
-        if self.dtype.is_bool:
-            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
-                               "If you are trying to invert a mask, use the `~` or "
-                               "`logical_not()` operator instead.")
-        return self._unary(Ops.NEG)
-
-    def reciprocal(self) -> Tensor: return self._floating()._unary(Ops.RECIPROCAL)
-    def sqrt(self) -> Tensor: return self._floating()._unary(Ops.SQRT)
-    def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
-    def exp2(self) -> Tensor: return self._floating()._unary(Ops.EXP2)
-    def log2(self) -> Tensor: return self._floating()._unary(Ops.LOG2)
-    # accurate compositions of the primitives, in tinyfw/uop/elementwise_math.py
-    def exp(self) -> Tensor:
-        """e**x (tinyfw/uop/elementwise_math.py), its gradient grad * e**x as torch's: the
-        clamp inside the composite would send a nan gradient at -inf nowhere."""
-        x = self._floating()
-        return x._math(elementwise_math.exp)._with_gradient(_exp_gradient, (x,))
-    def expm1(self) -> Tensor: return self._math(elementwise_math.expm1)
-    def log(self) -> Tensor: return self._math_with_derivative(elementwise_math.log, _log_slope)
-    def log1p(self) -> Tensor:
-        return self._math_with_derivative(elementwise_math.log1p, _log1p_slope)
-    def sin(self) -> Tensor: return self._floating()._unary(Ops.SIN)
-    def cos(self) -> Tensor: return self._math(elementwise_math.cos)
-    def tan(self) -> Tensor: return self._math(elementwise_math.tan)
-    def square(self) -> Tensor: return self * self
-    def erf(self) -> Tensor:
-        """erf (tinyfw/uop/elementwise_math.py), its gradient 2/sqrt(pi) e**-x**2 exactly,
-        not that of the approximation."""
-        x = self._floating()
-        return x._math(elementwise_math.erf)._with_gradient(_erf_gradient, (x,))
-
-    def atan(self) -> Tensor: return self._math(elementwise_math.atan)
-    def asin(self) -> Tensor: return self._math(elementwise_math.asin)
-    def acos(self) -> Tensor: return self._math(elementwise_math.acos)
-    def sinh(self) -> Tensor: return self._math(elementwise_math.sinh)
-    def cosh(self) -> Tensor: return self._math(elementwise_math.cosh)
-    def asinh(self) -> Tensor: return self._math(elementwise_math.asinh)
-    def acosh(self) -> Tensor:
-        return self._math_with_derivative(elementwise_math.acosh, _acosh_slope)
-    def atanh(self) -> Tensor:
-        return self._math_with_derivative(elementwise_math.atanh, _atanh_slope)
-    def log10(self) -> Tensor:
-        return self._math_with_derivative(elementwise_math.log10, _log10_slope)
-
-    def copysign(self, x: Tensor | Scalar) -> Tensor:
-        """|self| with the sign of x (-0.0 counts as negative); ints give floats, as torch."""
-        a, b = self._operands(x)
-        a, b = a._floating(), b._floating()
-        negative = (b < 0) | ((b == 0) & (b.reciprocal() < 0))
-        magnitude = a.abs()
-        return negative.where(-magnitude, magnitude)
-
-    def fmod(self, x: Tensor | Scalar) -> Tensor:
-        """The remainder with the sign of the dividend (C's fmod, exact), as torch.fmod."""
-        a, b = self._operands(x)
-        if a.dtype.is_bool:
-            raise NotImplementedError('"fmod_cpu" not implemented for \'Bool\'')
-        r = a._result(a.uop.alu(Ops.MOD, b.uop), b)
-        if not a.dtype.is_float:
-            return a._divided(b, r)
-        # the value is C's fmod (-0.0 kept); the gradient torch's: 1 and -trunc(a / b)
-        return r._with_gradient(_fmod_gradient, (a, b))
-
-    def logaddexp(self, x: Tensor | Scalar) -> Tensor:
-        """log(e**self + e**x), from the larger plus log1p(e**-|difference|)."""
-        a, b = self._operands(x)
-        if not a.dtype.is_float:
-            raise NotImplementedError(f'"logaddexp" not implemented for {a.dtype.name}')
-        m, same = a.maximum(b), a == b  # equal (infinities too): the larger plus ln 2
-        d = same.where(0.0, a - b).abs()
-        return same.where(m + math.log(2), m + (-d).exp().log1p())
-
-    def isfinite(self) -> Tensor:
-        """True where the value is neither inf nor nan."""
-        return (self == self) & self.isinf().logical_not()
-
-    def isclose(self, other: Tensor | Scalar, rtol: float = 1e-05, atol: float = 1e-08,
-                equal_nan: bool = False) -> Tensor:
-        """|self - other| <= atol + rtol |other|, or equal (infinities), as torch.isclose."""
-        if isinstance(other, Tensor) and other.dtype != self.dtype:
-            raise RuntimeError(f"{other.dtype.name} did not match {self.dtype.name}")
-        a, b = self._operands(other)
-        a, b = a._floating(), b._floating()
-        both_finite = a.isfinite() & b.isfinite()
-        close = (a == b) | (both_finite & ((a - b).abs() <= atol + rtol * b.abs()))
-        return close | (a.isnan() & b.isnan()) if equal_nan else close
-
-    def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
-                 equal_nan: bool = False) -> bool:
-        """Whether every element is close to other's (isclose), a Python bool as torch's."""
-        return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
-
-    def trunc(self) -> Tensor:
-        return self._unary(Ops.TRUNC) if self.dtype.is_float else self
-
-    def floor(self) -> Tensor:
-        t = self.trunc()  # a where, not t - (x < t): t - 0.0 would turn -0.0 into 0.0
-        return (self < t).where(t - 1, t) if self.dtype.is_float else t
-
-    def ceil(self) -> Tensor:
-        t = self.trunc()  # ceil(-0.5) is -0.0, as trunc(-0.5)
-        return (self > t).where(t + 1, t) if self.dtype.is_float else t
-
-    def round(self) -> Tensor:
-        """Round to the nearest integer, halves to even (as torch.round)."""
-        if not self.dtype.is_float:
-            return self
-        down = self.floor()
-        frac = self - down
-        up_on_tie = (down % 2) == 1
-        out = (frac > 0.5).where(down + 1, (frac < 0.5).where(down, up_on_tie.where(down + 1,
-                                                                                    down)))
-        return (out == 0).where(self * 0, out)  # a zero keeps x's sign: round(-0.4) is -0.0
-
-    def sign(self) -> Tensor:
-        """-1, 0 or 1 (its gradient is zero, but it is part of the graph, as in torch)."""
-        out = (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
-        return self._result(out.uop, self)
-
-    def abs(self) -> Tensor:
-        """|x|, as x * sign(x) (gradient 0 at 0, as torch); + 0 turns -0.0 into 0.0."""
-        if self.dtype.is_bool:
-            return self
-        out = self * self.sign()
-        return out + 0.0 if self.dtype.is_float else out
-
-    def isnan(self) -> Tensor: return self != self
-    def isinf(self, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
-        """True where the value is inf (when detect_positive) or -inf (when detect_negative)."""
-        positive = (self == math.inf) & detect_positive
-        return positive | ((self == -math.inf) & detect_negative)
-
-    # activations
-    def relu(self) -> Tensor:
-        """max(x, 0) as torch: relu(-0.0) is -0.0, NaN stays NaN; the gradient at 0 is 0 and at
-        NaN 1 (torch's: none where x <= 0)."""
-        return (self <= 0).where((self < 0).where(0, self.detach()), self)
-
-    def sigmoid(self) -> Tensor:
-        """1 / (1 + exp(-x)), written so exp never overflows (no inf, no nan in gradients)."""
-        return self._math(elementwise_math.sigmoid)
-
-    def tanh(self) -> Tensor: return self._math(elementwise_math.tanh)
-    @float32_inside
-    def silu(self) -> Tensor: return self * self.sigmoid()
-    def swish(self) -> Tensor: return self.silu()
-    def relu6(self) -> Tensor: return self.hardtanh(0, 6)  # torch's: relu6(inf) is 6
-    def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
-        return (self > 0).where(self, self * neg_slope)
-
-    @float32_inside
-    def elu(self, alpha: float = 1.0) -> Tensor:
-        below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
-        return (self > 0).where(self, alpha * (below.exp() - 1))
-
-    @float32_inside
-    def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-        """log(1 + exp(beta x)) / beta, linear past threshold like torch's."""
-        bx = self * beta
-        stable = (bx.maximum(0) + (-bx.abs()).exp().log1p()) / beta
-        return (bx > threshold).where(self, stable)
-
-    @float32_inside
-    def gelu(self, approximate: str = "none") -> Tensor:
-        """GELU: x Phi(x) from erf, or its tanh approximation (approximate="tanh"), as torch;
-        floats only, as torch (the tanh form cubed an int32 2000 past its range: gelu was 0)."""
-        self._float_only("gelu")
-        if approximate == "tanh":
-            inner = math.sqrt(2 / math.pi) * (self + 0.044715 * self ** 3)
-            return 0.5 * self * (1 + inner.tanh())
-        if approximate != "none":
-            raise RuntimeError("approximate argument must be either none or tanh.")
-        return 0.5 * self * (1 + (self * math.sqrt(0.5)).erf())
-
-    def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
-    @float32_inside
-    def mish(self) -> Tensor: return self * self.softplus().tanh()
-    def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor:
-        """x clipped to [min_val, max_val]; torch's gradient: only strictly inside (none at the
-        bounds, none at NaN, as torch's vectorized kernel, which a tensor of more than a few
-        elements takes; its scalar loop passes NaN's)."""
-        inside = (self > min_val) & (self < max_val)
-        return inside.where(self, self.detach().clip(min_val, max_val))
-
-    def _float_only(self, name: str) -> None:
-        """torch's NotImplementedError for an activation of an integer or bool tensor."""
-        if not self.dtype.is_float:
-            raise NotImplementedError(f'"{name}" not implemented for {self.dtype.name}')
-
-    @float32_inside
-    def celu(self, alpha: float = 1.0) -> Tensor:
-        """max(0, x) + min(0, alpha (e**(x / alpha) - 1))."""
-        self._float_only("celu")
-        below = (self > 0).where(0.0, self)  # min(x, 0), with the whole gradient at 0
-        return (self > 0).where(self, alpha * (below / alpha).expm1())
-
-    @float32_inside
-    def selu(self) -> Tensor:
-        """scale * elu(x, alpha) with the constants of self-normalizing networks."""
-        self._float_only("selu")
-        alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-        below = (self > 0).where(0.0, self)
-        return scale * (self > 0).where(self, alpha * below.expm1())
-
-    def softsign(self) -> Tensor:
-        """x / (1 + |x|)."""
-        return self / (1 + self.abs())
-
-    def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
-        """alpha x + beta clipped to [0, 1] (torch's hardsigmoid for the defaults)."""
-        self._float_only("hardsigmoid")
-        v = alpha * self + beta
-        # torch's gradient: alpha strictly inside (0, 1), none at the bounds and at NaN
-        return ((v > 0) & (v < 1)).where(v, (v <= 0).where(0.0, (v >= 1).where(1.0, v.detach())))
-
-    @float32_inside
-    def hardswish(self) -> Tensor:
-        """x * min(max(x + 3, 0), 6) / 6, as torch computes it, and torch's gradient (of its
-        vectorized kernel): 0 up to -3, 1 from 3, x / 3 + 0.5 between (NaN at NaN)."""
-        self._float_only("hardswish")
-        low, high = self <= -3, self >= 3
-        mid = (low | high).where(0.0, self)  # the inner formula's input, finite where unused
-        return low.where(self.detach() * 0.0 / 6, high.where(self * 6.0 / 6,
-                                                             mid * (mid + 3) / 6))
-
-    @float32_inside
-    def logsigmoid(self) -> Tensor:
-        """log(sigmoid(x)) = -softplus(-x), without the log of a tiny number."""
-        self._float_only("log_sigmoid")
-        return -(-self).softplus()
-
-    def clip(self, min_: Scalar | None = None, max_: Scalar | None = None) -> Tensor:
-        """Values limited to [min_, max_]."""
-        if min_ is None and max_ is None:
-            raise RuntimeError("At least one of 'min' or 'max' must not be None")
-        # where, not maximum/minimum: at a bound the gradient passes whole, as in torch.clamp
-        out = self if min_ is None else (self < min_).where(min_, self)
-        out = out if max_ is None else (out > max_).where(max_, out)
-        if not self.dtype.is_float:
-            return out
-        # torch's gradient: where min_ <= x <= max_, so none at NaN
-        inside = (self >= min_) if min_ is not None else None
-        if max_ is not None:
-            inside = (self <= max_) if inside is None else inside & (self <= max_)
-        assert inside is not None
-        return inside.where(out, out.detach())
-
-    def clamp(self, min: Scalar | None = None, max: Scalar | None = None) -> Tensor:
-        """torch's name and keywords (min=, max=) for clip."""
-        return self.clip(min, max)
-
-    def lerp(self, end: Tensor, weight: Tensor | float) -> Tensor:
-        """self + weight (end - self), written as torch computes it: from end for a weight of
-        1/2 and more (so lerp(inf, 1, 0.5) is inf and lerp(1, inf, 0.5) nan, as torch's)."""
-        low = self + weight * (end - self)
-        high = end - (end - self) * (1 - weight)
-        if isinstance(weight, (int, float)):
-            return low if abs(weight) < 0.5 else high
-        return (weight.abs() < 0.5).where(low, high)
-
-    # --- reductions ---
+    # --- axes (the reductions are in tinyfw/mixin/reduce.py) ---
     def _axes(self, axis: AxisArg | Sequence[int]) -> tuple[int, ...]:
         """An axis argument (an int, a tuple, or None for all) as sorted positive axes."""
         if axis is None:
@@ -1726,152 +883,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
                 raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
         return tuple(sorted(set(normalized))) if self.ndim else ()
 
-    def _reduce(self, op: Ops, axis: AxisArg, keepdim: bool) -> Tensor:
-        axes = self._axes(axis)
-        chunk = self._reduce_chunk(op, prod(self.shape[i] for i in axes))
-        if chunk is not None:
-            return self._reduce_in_chunks(op, axes, keepdim, chunk)
-        out = self._result(self.uop.reduce(op, axes), self)
-        if keepdim:
-            return out
-        return out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-
-    def _reduce_chunk(self, op: Ops, n: int) -> int | None:
-        """How many values each partial reduce takes when a reduce of n values is split in
-        two levels (None: it is not). A float sum in one accumulator is off by about one
-        rounding per value (the sum of 2e7 ones stops at 2**24), so a long float sum is
-        made of partial sums of SUM_CHUNK values, recursively: each value then meets about
-        log(n)/log(SUM_CHUNK) roundings. A device may also limit how long one thread loops."""
-        if (op is Ops.ADD and self.dtype.is_float and n > SUM_SPLIT
-                and self.numel() // n * -(-n // SUM_CHUNK) <= SUM_PARTIALS_MAX):
-            return SUM_CHUNK
-        limit = Device[self.device].max_reduce
-        if limit is not None and n > limit:  # WEBGPU on lavapipe stops a shader at 65535
-            return min(limit, math.isqrt(n - 1) + 1)
-        return None
-
-    def _reduce_in_chunks(self, op: Ops, axes: tuple[int, ...], keepdim: bool,
-                          chunk: int) -> Tensor:
-        """A reduce over axes in levels: over groups of chunk values (the last group padded
-        with the reduce's identity), then over the groups' results in groups of chunk again,
-        until at most chunk are left, then over those."""
-        kept = tuple(self.shape[i] for i in range(self.ndim) if i not in axes)
-        n = prod(self.shape[i] for i in axes)
-        order = tuple(i for i in range(self.ndim) if i not in axes) + axes
-        values = self.permute(order).reshape(kept + (n,))
-        identity = 0 if op is Ops.ADD else dtypes.min(self.dtype)
-        while n > chunk:
-            groups = -(-n // chunk)
-            padded = values.pad([(0, 0)] * len(kept) + [(0, groups * chunk - n)], value=identity)
-            values = padded.reshape(kept + (groups, chunk))._reduce_whole(op)
-            n = groups
-        out = values._reduce_whole(op)
-        if keepdim:
-            out = out.reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape)))
-        return out
-
-    def _reduce_whole(self, op: Ops) -> Tensor:
-        """The reduce over the last axis in one kernel loop, never split (a level of
-        _reduce_in_chunks)."""
-        out = self._result(self.uop.reduce(op, (self.ndim - 1,)), self)
-        return out.reshape(self.shape[:-1])
-
-    def sum(self, axis: AxisArg = None, keepdim: bool = False,
-            dtype: DType | str | None = None) -> Tensor:
-        """The sum over axis (all axes when None), as torch: ints and bools sum into int64,
-        float16 accumulates in float32; dtype casts the input first (as torch's dtype=). No axes
-        (an empty tuple) means all of them, as torch's."""
-        axis = _all_if_none_given(axis)
-        if dtype is not None:
-            x = self.cast(to_dtype(dtype))
-        elif not self.dtype.is_float:
-            x = self.cast(dtypes.int64)
-        elif self.dtype.itemsize < 4:  # partial sums stay float32 between the two levels
-            return self.float().sum(axis, keepdim).cast(self.dtype)
-        else:
-            x = self
-        return x._reduce(Ops.ADD, axis, keepdim)
-
-    def max(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """The largest value over axis (ties share the gradient, as torch.amax; NaN wins); no
-        axes (an empty tuple) means all of them, as torch.amax's."""
-        axis = _all_if_none_given(axis)
-        self._check_reducible("max", axis)
-        return self._reduce(Ops.MAX, axis, keepdim)
-
-    def _check_reducible(self, name: str, axis: AxisArg, error: type = RuntimeError) -> None:
-        """torch's errors for a max, min, argmax or argmin over nothing (an empty axis has no
-        largest value; an empty kept axis is fine: the result is empty too)."""
-        if self.numel() == 0 and axis is None:
-            raise error(f"{name}(): Expected reduction dim to be specified for input.numel() "
-                        "== 0. Specify the reduction dim with the 'dim' argument.")
-        for i in self._axes(axis):
-            if self.shape[i] == 0:
-                raise IndexError(f"{name}(): Expected reduction dim {i} to have non-zero size. "
-                                 f"(input of shape {shape_str(self.shape)})")
-
-    def min(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """The smallest value over axis: a max of the values turned upside down."""
-        axis = _all_if_none_given(axis)
-        self._check_reducible("min", axis)
-        if self.dtype.is_bool:
-            return self.logical_not().max(axis, keepdim).logical_not()
-        if not self.dtype.is_float:  # ~x = -x - 1 reverses the order without overflowing
-            return ~((~self).max(axis, keepdim))
-        return -((-self).max(axis, keepdim))
-
-    def any(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """Whether any value is nonzero over axis: False over nothing (an empty axis), as
-        torch's; no axes (an empty tuple) reduces none, as torch's."""
-        return self.bool()._reduce(Ops.MAX, axis, keepdim)
-
-    def all(self, axis: AxisArg = None, keepdim: bool = False) -> Tensor:
-        """Whether every value is nonzero over axis: True over nothing, as torch's."""
-        return self.logical_not().any(axis, keepdim).logical_not()
-
-    def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        """The index of the first largest value along axis (of the flattened tensor if None);
-        a NaN counts as the largest, as in torch."""
-        return self._arg_extreme("argmax", axis, keepdim)
-
-    def _arg_extreme(self, name: str, axis: int | None, keepdim: bool) -> Tensor:
-        """argmax (or, for argmin, the argmax of the values turned upside down)."""
-        self._check_reducible(name, axis, IndexError)
-        if axis is None:
-            return self.flatten()._arg_extreme(name, 0, False)
-        if self.ndim == 0:  # a scalar is its own extreme, at index 0 (axis 0 or -1, as torch)
-            return Tensor.zeros((), dtype=index_dtype(self.device), device=self.device)
-        if name == "argmin":
-            flipped = self.logical_not() if self.dtype.is_bool else \
-                -self if self.dtype.is_float else ~self  # ~x = -x - 1: no overflow
-            return flipped._arg_extreme("argmax", axis, keepdim)
-        axis = normalize_axis(axis, self.ndim)
-        n = self.shape[axis]
-        countdown = Tensor.arange(n, 0, -1, device=self.device).reshape(
-            (n,) + (1,) * (self.ndim - axis - 1))
-        is_max = self == self.max(axis, keepdim=True)
-        if self.dtype.is_float:  # the max is NaN where there is one: then the NaNs are its place
-            is_max = is_max | self.isnan()
-        first = n - (is_max.cast(dtypes.default_int) * countdown).max(axis, keepdim)
-        return first.cast(index_dtype(self.device))  # int64, as torch (int32 on WEBGPU)
-
-    def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        """The index of the first smallest value along axis (NaN counts as the smallest)."""
-        return self._arg_extreme("argmin", axis, keepdim)
-
-    # --- dtype facts ---
-    def element_size(self) -> int:
-        """The size of one element in bytes."""
-        return self.dtype.itemsize
-
-    def is_floating_point(self) -> bool:
-        """Whether the dtype is a float type."""
-        return self.dtype.is_float
-
-    def nbytes(self) -> int:
-        """The bytes all elements take: numel() * element_size()."""
-        return self.numel() * self.element_size()
-
+    # --- dtype (the facts and the casts by name: tinyfw/mixin/dtype_ops.py) ---
     def bitcast(self, dtype: DType | str) -> Tensor:
         """The same bits read as another dtype (torch's view(dtype)), in the graph; no gradient
         flows through it. To a dtype of another itemsize the last axis grows or shrinks by the
@@ -1908,7 +920,7 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             joined = joined | shifted[..., k]
         return joined.bitcast(dt)
 
-    # tinygrad's small helpers on several operands
+    # tinygrad's helper: x as a tensor (its usum and uprod: tinyfw/mixin/arithmetic.py)
     def ufix(self, x: Tensor | Scalar) -> Tensor:
         """x as a tensor: a tensor unchanged, a Python scalar as a 0-d tensor of self's dtype
         (of the default float when x is a float and self is not)."""
@@ -1918,131 +930,10 @@ class Tensor(MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps, Ha
             else self.dtype
         return Tensor(x, device=self.device, dtype=dt)
 
-    def usum(self, *others: Tensor | Scalar) -> Tensor:
-        """self + each of others (| for bool), left to right."""
-        out = self
-        for x in others:
-            out = out | x if self.dtype.is_bool else out + x
-        return out
-
-    def uprod(self, *others: Tensor | Scalar) -> Tensor:
-        """self * each of others (& for bool), left to right."""
-        out = self
-        for x in others:
-            out = out & x if self.dtype.is_bool else out * x
-        return out
-
-    # casts to a dtype, last in the class: a method named float, int or bool would stand for
-    # the builtin type in the annotations of every method after it (as mypy reads them)
-    def float(self) -> Tensor: return self.cast(dtypes.float32)
-    def half(self) -> Tensor: return self.cast(dtypes.float16)
-    def double(self) -> Tensor: return self.cast(dtypes.float64)
-    def int(self) -> Tensor: return self.cast(dtypes.int32)
-    def long(self) -> Tensor: return self.cast(dtypes.int64)
-    def bool(self) -> Tensor: return self.cast(dtypes.bool)
-    def short(self) -> Tensor: return self.cast(dtypes.int16)
-    def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
-    def byte(self) -> Tensor: return self.cast(dtypes.uint8)  # torch's names
-    def char(self) -> Tensor: return self.cast(dtypes.int8)
-
 
 _UINTS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
-
-
-def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape two shapes broadcast to, or PyTorch's RuntimeError naming the mismatch."""
-    if a == b:  # (most operands: nothing to work out)
-        return a
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    out = []
-    for i, (x, y) in enumerate(zip(pa, pb)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y})"
-                               f" at non-singleton dimension {i}")
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
-def _promote_tensors(a: Tensor, b: Tensor) -> DType:
-    """PyTorch's rule: a 0-d tensor only sets the dtype when it is of a higher category."""
-    if a.dtype == b.dtype:  # (most operands: either rule gives that dtype)
-        return a.dtype
-    from tinyfw.dtype import category
-    if (a.ndim == 0) != (b.ndim == 0):
-        dim_t, zero_t = (a, b) if b.ndim == 0 else (b, a)
-        if category(zero_t.dtype) <= category(dim_t.dtype):
-            return dim_t.dtype
-    return promote_types(a.dtype, b.dtype)
-
-
-# torch's gradients of pow (its derivatives.yaml), as GradientOverride rules: each is computed
-# with pow itself, so the edges (0, inf, negative bases) come out as torch's do
-def _scalar_power_gradient(grad: UOp, node: UOp, base: UOp, c: float) -> tuple[UOp]:
-    """d(base ** c)/d base for a Python number c: c * base ** (c - 1) (zeros for c = 0)."""
-    g, a = Tensor(grad), Tensor(base)
-    if c == 0:
-        return (a.zeros_like().uop,)
-    return ((g * (a.pow(c - 1) * c)).uop,)
-
-
-def _power_gradient(grad: UOp, node: UOp, base: UOp, exponent: UOp) -> tuple[UOp, UOp]:
-    """The gradients of base ** exponent: exponent * base ** (exponent - 1) (0 where the
-    exponent is 0) and base ** exponent * ln(base) (0 where base is 0 and the exponent is not
-    negative)."""
-    g, out, a, b = Tensor(grad), Tensor(node), Tensor(base), Tensor(exponent)
-    to_base = (b == 0).where(0.0, g * (b * a.pow(b - 1)))
-    to_exponent = g * ((a == 0) & (b >= 0)).where(0.0, out * a.log())
-    return to_base.uop, to_exponent.uop
-
-
-def _exp_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
-    """d e**x/dx = e**x, the value itself (node)."""
-    return (grad * node,)
-
-
-def _erf_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
-    """d erf(x)/dx = 2/sqrt(pi) e**-x**2."""
-    g, a = Tensor(grad), Tensor(x)
-    return ((g * ((-(a * a)).exp() * (2 / math.sqrt(math.pi)))).uop,)
-
-
-def _all_if_none_given(axis: Any) -> Any:
-    """A reduction's axis argument, with no axes (an empty tuple or list) meaning all of them,
-    as torch's sum, mean, amax, amin, var and std take it."""
-    return None if isinstance(axis, (tuple, list)) and len(axis) == 0 else axis
-
-
-def _slope_gradient(grad: UOp, node: UOp, x: UOp, slope: Callable[[Tensor], Tensor]
-                    ) -> tuple[UOp]:
-    """_math_with_derivative's gradient: grad * slope(x), differentiable in turn."""
-    return ((Tensor(grad) * slope(Tensor(x))).uop,)
-
-
-def _log_slope(x: Tensor) -> Tensor: return x.reciprocal()
-def _log10_slope(x: Tensor) -> Tensor: return (x * math.log(10)).reciprocal()
-def _log1p_slope(x: Tensor) -> Tensor: return (x + 1).reciprocal()
-def _acosh_slope(x: Tensor) -> Tensor: return (x * x - 1).rsqrt()
-def _atanh_slope(x: Tensor) -> Tensor: return (1 - x * x).reciprocal()
 
 
 def _contiguous_gradient(grad: UOp, node: UOp, x: UOp) -> tuple[UOp]:
     """contiguous_backward's gradient: the gradient itself, made contiguous."""
     return (grad.contiguous(),)
-
-
-def _fmod_gradient(grad: UOp, node: UOp, a: UOp, b: UOp) -> tuple[UOp, UOp]:
-    """torch's gradients of fmod(a, b): grad to a, and -grad * trunc(a / b) to b."""
-    g, x, y = Tensor(grad), Tensor(a), Tensor(b)
-    return g.uop, (-(g * x.div(y).trunc())).uop
-
-
-def _scalar_base_power_gradient(grad: UOp, node: UOp, exponent: UOp, c: float) -> tuple[UOp]:
-    """d(c ** exponent)/d exponent for a Python number c: c ** exponent * ln(c) (0 where c is 0
-    and the exponent is not negative)."""
-    g, out, b = Tensor(grad), Tensor(node), Tensor(exponent)
-    ln_c = math.log(c) if c > 0 else -math.inf if c == 0 else math.nan
-    scaled = out * ln_c
-    if c == 0:
-        scaled = (b >= 0).where(0.0, scaled)
-    return ((g * scaled).uop,)

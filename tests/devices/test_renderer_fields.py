@@ -38,7 +38,7 @@ def test_every_device_has_a_renderer(name: str) -> None:
     renderer = Device[name].renderer
     assert isinstance(renderer, Renderer)
     assert renderer.compiles == (name != "NUMPY")
-    assert Device[name].has_float64 == renderer.has_float64  # (what tensor.py reads)
+    assert Device[name].has_float64 == renderer.has_float64  # (what pow reads: arithmetic.py)
 
 
 def test_webgpu_declares_its_limits() -> None:

@@ -8,17 +8,26 @@ from typing import Any
 
 import pytest
 
+from tinyfw.mixin.activations import ActivationOps
+from tinyfw.mixin.arithmetic import ArithmeticOps
 from tinyfw.mixin.core import TensorCore
 from tinyfw.mixin.derived import DerivedOps
+from tinyfw.mixin.dtype_ops import DtypeOps
 from tinyfw.mixin.hashing import HashingOps
 from tinyfw.mixin.indexing import IndexingOps
+from tinyfw.mixin.inplace import InplaceOps
 from tinyfw.mixin.linalg import LinalgOps
+from tinyfw.mixin.logic import LogicOps
+from tinyfw.mixin.math_ops import MathOps
 from tinyfw.mixin.movement import MovementOps
 from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.protocol import ProtocolOps
+from tinyfw.mixin.reduce import ReduceOps
 from tinyfw.mixin.scan import ScanOps
 from tinyfw.tensor import Tensor
 
-MIXINS = [TensorCore, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
+MIXINS = [TensorCore, ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps,
+          DtypeOps, ProtocolOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
           HashingOps]
 
 

@@ -627,6 +627,33 @@ class MovementOps(TensorCore):
             start += s
         return out
 
+    def meshgrid(self: Tensor, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
+        """Coordinate grids of self and args (0-D or 1-D): `x.meshgrid(y)` or
+        `Tensor.meshgrid(x, y)`; "xy" swaps the first two axes of the grids."""
+        if indexing not in ("ij", "xy"):
+            raise RuntimeError('torch.meshgrid: indexing must be one of "xy" or "ij", but '
+                               f"received: {indexing}")
+        tensors = (self, *args)
+        for t in tensors:
+            if t.ndim > 1:
+                raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                                   f"but got a tensor of shape {shape_str(t.shape)}")
+            if t.dtype != self.dtype or t.device != self.device:
+                raise RuntimeError("meshgrid expects all tensors to have the same dtype and "
+                                   f"device, got {t.dtype.name} on {t.device} and "
+                                   f"{self.dtype.name} on {self.device}")
+        sizes = [t.numel() for t in tensors]
+        axes = list(range(len(tensors)))
+        if indexing == "xy" and len(tensors) > 1:
+            axes[0], axes[1] = 1, 0
+        shape = tuple(sizes[axes.index(i)] for i in range(len(tensors)))
+        grids = []
+        for t, axis in zip(tensors, axes):
+            view = [1] * len(tensors)
+            view[axis] = t.numel()
+            grids.append(t.reshape(view).expand(shape))
+        return tuple(grids)
+
     # --- shapes built from the movement ops: triangles, diagonals, rolls, windows, padding ---
 
     def _fill_zero(self: Tensor) -> bool | int | float:
