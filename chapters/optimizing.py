@@ -11,6 +11,7 @@ from tinyfw import Tensor
 from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen.opt import Opt, apply_opts
 from tinyfw.engine import program as engine_program
+from tinyfw.engine.caches import forget_built
 
 
 def kernel_of(t: Tensor) -> Kernel:
@@ -35,10 +36,12 @@ def optimized_with(opts: tuple[Opt, ...] | None) -> Iterator[None]:
     engine_program.PASSES = tuple(optimize if p is engine_program.optimize else p
                                   for p in passes)
     os.environ.update(FMA="0", CPU_WORKERS="0")
+    forget_built()  # (a program's key holds no optimizations: those built before are not these)
     try:
         yield
     finally:
         engine_program.PASSES = passes
+        forget_built()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name)

@@ -202,7 +202,8 @@ class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, Activation
         `Tensor.realize(a, b)`: work they share is done once); returns self. Tensors that need a
         graph for backward keep it."""
         tensors = (self, *others)
-        items = realize.schedule(*(t.uop for t in tensors))
+        items = realize.schedule(*(t.uop for t in tensors)) if others else \
+            realize.schedule(self.uop)
         if items:  # (all computed before: nothing to run)
             realize.run_schedule(items)
         for t in tensors:

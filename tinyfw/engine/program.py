@@ -6,9 +6,11 @@ in one more field of a Build and says in its docstring what it establishes. DEBU
 pass as it runs, with its time, from that same list (site/debug.md names every one, by test).
 
 Programs are kept in one cache, under one key that one function makes (program_key): the
-kernel's AST and name, the optimizations applied, whether multiply-adds are fused, and the
-device's parts as plain values (Runtime.identity: its name and cores, its renderer's class and
-fields, its compiler's class and flags, its program class). Another renderer or other compiler
+kernel's AST and name, the settings that decide its optimizations (NOOPT, BEAM's width) and
+whether multiply-adds are fused (FMA), and the device's parts as plain values
+(Runtime.identity: its name and cores, its renderer's class and fields, its compilers' classes
+and flags, its program class). It is the first pass, so a kernel built before costs a key and
+a dict lookup, no walk of its AST. Another renderer or other compiler
 flags give another key, so a new program is built; the same kernel asked for twice is built
 once. Code swapped into a part (a learner's exercise, a test's monkeypatch) changes none of
 those values: whoever swaps it says so with tinyfw.engine.caches.forget_built(), which empties
@@ -17,7 +19,6 @@ this cache and every other the engine keeps (chapters/learner.py calls it at eac
 from __future__ import annotations
 
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
@@ -33,7 +34,6 @@ from tinyfw.device import Device, Runtime
 from tinyfw.engine.debug import debug_level, print_pass
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.engine.settings import beam_width, fusing, optimizing
-from tinyfw.uop.ops import UOp
 
 @dataclass(eq=False)
 class CompiledKernel:
@@ -64,6 +64,7 @@ class Build:
     source: str | None = None
     binary: Any = None
     result: CompiledKernel | None = None  # set by the pass that finds or loads the program
+    keep: bool = True  # whether the program is kept in the cache (not a BEAM candidate's)
 
 
 # Programs built in this process, by key. A program stays callable for the process's life: one
@@ -76,26 +77,34 @@ built = 0  # programs built (loaded) in this process: a counter for tests and DE
 MAX_PROGRAMS = 4096
 
 
-# The kernel of each AST (and name), kept as long as the AST lives: a kernel run again (a
-# TinyJit's replay, a training step) then costs no walk of its AST to find the key.
-_kernels: weakref.WeakKeyDictionary[UOp, dict[str, Kernel]] = weakref.WeakKeyDictionary()
-
-
-# The optimized kernel and its optimizations, per AST, kernel name and device.
-Chosen = dict[tuple[Any, ...], tuple[Kernel, tuple[Any, ...]]]
-_optimized: weakref.WeakKeyDictionary[UOp, Chosen] = weakref.WeakKeyDictionary()
-
-
 # --- the passes, in order ---
+def find_built(build: Build) -> None:
+    """build.key, program_key's; build.result if a program was built under it."""
+    # When a program is found, the passes below do not run.
+    build.key = program_key(build.item, build.device)
+    build.result = cache.get(build.key)
+
+
+def program_key(item: ScheduleItem, device: Runtime) -> tuple[Any, ...]:
+    """The one key a program is kept under: what makes it, as plain values. The kernel's AST
+    and name; what chooses its optimizations, which are the same for the same AST on the
+    same device under the same settings: NOOPT and BEAM's width (a search's winner is kept on
+    disk, engine/beam.py); whether multiply-adds are fused (FMA); and the device's parts
+    (Runtime.identity: its name and cores, its renderer's fields, its compilers' flags...)."""
+    if (parts := _identities.get(device.name)) is None:
+        parts = _identities[device.name] = device.identity()
+    return (parts, item.ast, item.name, optimizing(), beam_width(), fusing())
+
+
+# Each device's parts as program_key gives them: read the first time, kept until forget() (a
+# part swapped or set anew since is said with forget_built).
+_identities: dict[str, tuple[Any, ...]] = {}
+
+
 def kernel_from_ast(build: Build) -> None:
     """build.kernel: the AST with its loops, one per axis of its full shape."""
-    ast, name = build.item.ast, build.item.name
-    assert ast is not None, "a copy has no kernel"
-    if (kernels := _kernels.get(ast)) is None:
-        kernels = _kernels[ast] = {}
-    if (kernel := kernels.get(name)) is None:  # (the same for the same AST: made once, kept)
-        kernel = kernels[name] = Kernel.from_ast(ast, name)
-    build.kernel = kernel
+    assert build.item.ast is not None, "a copy has no kernel"
+    build.kernel = Kernel.from_ast(build.item.ast, build.item.name)
 
 
 def optimize(build: Build) -> None:
@@ -105,54 +114,24 @@ def optimize(build: Build) -> None:
     assert build.kernel is not None
     if not optimizing():
         return
-    width = beam_width()
-    if (chosen := _optimized.get(build.kernel.ast)) is None:
-        chosen = _optimized[build.kernel.ast] = {}
-    key = (build.kernel.name, build.device.name, build.device.cores, width)
-    if key not in chosen:  # (chosen once per AST and device, like the kernel itself)
-        if width and build.device.renderer.compiles:  # (NUMPY compiles nothing)
-            from tinyfw.engine.beam import searched_opts  # (imported only for a search)
-            opts = searched_opts(build.kernel, build.item, build.device,
-                                 lambda kernel, opts: _built(build.item, kernel, opts).runner)
-        else:
-            opts = hand_coded_optimizations(build.kernel, build.device.renderer,
-                                            build.device.cores)
-        chosen[key] = (apply_opts(build.kernel, opts), opts)
-    build.kernel, build.opts = chosen[key]
+    if beam_width() and build.device.renderer.compiles:  # (NUMPY compiles nothing)
+        from tinyfw.engine.beam import searched_opts  # (imported only for a search)
+        opts = searched_opts(build.kernel, build.item, build.device,
+                             lambda kernel, opts: _built(build.item, kernel, opts).runner)
+    else:
+        opts = hand_coded_optimizations(build.kernel, build.device.renderer, build.device.cores)
+    build.kernel, build.opts = apply_opts(build.kernel, opts), opts
 
 
 def _built(item: ScheduleItem, kernel: Kernel, opts: tuple[Any, ...]) -> CompiledKernel:
     """The program of the kernel with these optimizations (a BEAM candidate): the passes after
-    optimize."""
-    build = Build(item, Device[item.device], kernel, opts)
+    optimize, its program kept in no cache (its key would be the winner's)."""
+    build = Build(item, Device[item.device], kernel, opts, keep=False)
     for step in PASSES[PASSES.index(optimize) + 1:]:
         step(build)
         if build.result is not None:
             return build.result
     raise RuntimeError(f"the passes made no program of {item.name}")
-
-
-def find_built(build: Build) -> None:
-    """build.key, program_key's; build.result if a program was built under it."""
-    # When a program is found, the passes below do not run.
-    build.key = program_key(build)
-    build.result = cache.get(build.key)
-
-
-def program_key(build: Build) -> tuple[Any, ...]:
-    """The one key a program is kept under: what makes it, as plain values. The kernel's AST
-    and name, the optimizations applied and, with any, whether multiply-adds are fused (FMA),
-    and the device's parts (Runtime.identity: its renderer's fields, its compilers' flags...)."""
-    device, kernel = build.device, build.kernel
-    assert kernel is not None
-    if (parts := _identities.get(device.name)) is None:
-        parts = _identities[device.name] = device.identity()
-    return (parts, kernel.ast, kernel.name, build.opts, fusing() if build.opts else None)
-
-
-# Each device's parts as program_key gives them: read the first time, kept until forget() (a
-# part swapped or set anew since is said with forget_built).
-_identities: dict[str, tuple[Any, ...]] = {}
 
 
 def lower_kernel(build: Build) -> None:
@@ -202,11 +181,14 @@ def load_program(build: Build) -> None:
 
 def _keep(build: Build, runner: Any) -> None:
     """build.result: the loaded runner with what made it, kept in the cache under its key."""
-    assert build.kernel is not None and build.program is not None and build.key is not None
+    assert build.kernel is not None and build.program is not None
     if build.program.workgroup is not None:  # its launch (device.workgroup_of)
         runner.workgroup = build.program.workgroup
-    build.result = CompiledKernel(build.key, build.device.name, build.kernel, build.program,
-                                  build.source, build.binary, runner, build.opts)
+    build.result = CompiledKernel(build.key or (), build.device.name, build.kernel,
+                                  build.program, build.source, build.binary, runner, build.opts)
+    if not build.keep:
+        return
+    assert build.key is not None
     cache[build.key] = build.result
     global built
     built += 1
@@ -215,7 +197,7 @@ def _keep(build: Build, runner: Any) -> None:
 
 
 Pass = Callable[[Build], None]
-PASSES: tuple[Pass, ...] = (kernel_from_ast, optimize, find_built, lower_kernel,
+PASSES: tuple[Pass, ...] = (find_built, kernel_from_ast, optimize, lower_kernel,
                             fuse_multiply_add, emulate_types, render_source, compile_source,
                             load_program)
 
@@ -244,6 +226,7 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
     the CPU device's new kernels; Runtime.load_many: CL builds them all as one OpenCL program,
     paying the platform's cost per program once). PASSES as get_program runs them, with
     compile_source and load_program done for all the kernels of a device at once."""
+    # (a program found costs its key and a lookup: no Build is made for it)
     results: list[CompiledKernel | None] = []
     builds: list[tuple[int, Build]] = []
     waiting: dict[str, list[Build]] = {}
@@ -251,14 +234,15 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
         if item.ast is None or 0 in item.output.shape:  # (a copy, or an empty output)
             results.append(None)
             continue
-        build = Build(item, Device[item.device])
-        for step in PASSES[:PASSES.index(compile_source)]:
-            step(build)
-            if build.result is not None:
-                break
-        results.append(build.result)
-        if build.result is not None:
+        device = Device[item.device]
+        key = program_key(item, device)  # (find_built's, made here: nothing more for a hit)
+        if (found := cache.get(key)) is not None:
+            results.append(found)
             continue
+        results.append(None)
+        build = Build(item, device, key=key)
+        for step in PASSES[PASSES.index(find_built) + 1:PASSES.index(compile_source)]:
+            step(build)
         builds.append((len(results) - 1, build))
         if all(b.key != build.key for b in waiting.get(item.device, [])):
             waiting.setdefault(item.device, []).append(build)
@@ -313,11 +297,8 @@ def linear_program(item: ScheduleItem) -> Program:
 
 
 def forget(device: str | None = None) -> None:
-    """Drop the programs built for a device (every device: None), so the next are built again;
-    with None, the kernels and optimizations chosen for each AST too."""
+    """Drop the programs built for a device (every device: None), so the next are built again,
+    and the devices' parts as read for the key (read again at the next key)."""
     for key in [k for k, p in cache.items() if device is None or p.device == device]:
         del cache[key]
     _identities.clear()
-    if device is None:
-        _kernels.clear()
-        _optimized.clear()

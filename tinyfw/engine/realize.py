@@ -266,7 +266,8 @@ def note_read(tensor: Any) -> None:
 def schedule(*nodes: UOp) -> list[ScheduleItem]:
     """The kernels that realizing nodes would run, in order (a value over many devices: its
     parts', each a graph of one device, rewritten so by tinyfw/multi.py)."""
-    nodes = tuple(part for node in nodes for part in multi.parts_of(node))
+    if len(nodes) != 1 or multi.over_many(nodes[0]):  # (one node of one device: itself)
+        nodes = tuple(part for node in nodes for part in multi.parts_of(node))
     # One walk of the graph: it finds the deferred checks under the nodes (and under the
     # checks' own nodes), which are computed with them, and makes the schedule cache's key.
     if len(nodes) == 1 and not (checks_made and _checks) and not is_realized(nodes[0]):
