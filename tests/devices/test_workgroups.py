@@ -129,6 +129,7 @@ def test_each_language_writes_local_memory_and_a_barrier(device: str) -> None:
 def run_source(out: Tensor, opts: tuple[Opt, ...]) -> str:
     """The source of out's last kernel with opts."""
     from tinyfw.engine import program as engine_program
+    from tinyfw.engine.caches import forget_built
     original = engine_program.optimize
 
     def optimize(b: engine_program.Build) -> None:
@@ -136,11 +137,13 @@ def run_source(out: Tensor, opts: tuple[Opt, ...]) -> str:
         b.kernel, b.opts = apply_opts(b.kernel, opts), opts
     engine_program.PASSES = tuple(optimize if p is original else p
                                   for p in engine_program.PASSES)
+    forget_built()  # (a kernel built before was built with other optimizations)
     try:
         return get_program(out.schedule()[-1]).source or ""
     finally:
         engine_program.PASSES = tuple(original if p is optimize else p
                                       for p in engine_program.PASSES)
+        forget_built()
 
 
 def test_workgroup_opts_that_do_not_apply_are_refused() -> None:
