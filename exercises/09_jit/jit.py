@@ -1,7 +1,7 @@
 # Exercises of chapter 09, generated from tinyfw/jit/jit.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/09_jit
-# generated text id: 4c5593f7ef605f47 (lets tools.generate tell your edits apart)
+# generated text id: 840047e1e66739f6 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -109,7 +109,7 @@ from typing import Any
 from tinyfw.device import Buffer
 from tinyfw.engine import realize
 from tinyfw.engine.capture import Launch
-from tinyfw.engine.debug import debug_level
+from tinyfw.engine.settings import debug_level
 from tinyfw.engine.graph import graphs_enabled
 from tinyfw.jit.capture import (Recorder, check_capture, leftover_grads, refuse_nesting,
                                 rng_state)

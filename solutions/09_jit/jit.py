@@ -1,7 +1,7 @@
 # Solutions of chapter 09, generated from tinyfw/jit/jit.py by `python -m tools.generate`.
 # Edit tinyfw/jit/jit.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/09_jit --impl=solutions
-# generated text id: 1c07da368881d3ce (lets tools.generate tell your edits apart)
+# generated text id: b64a1d35924b5ab4 (lets tools.generate tell your edits apart)
 """TinyJit: run a function of tensors for real twice, then replay the kernels it launched.
 
 On a small model, a training step spends most of its time in Python: building the lazy graph,
@@ -109,7 +109,7 @@ from typing import Any
 from tinyfw.device import Buffer
 from tinyfw.engine import realize
 from tinyfw.engine.capture import Launch
-from tinyfw.engine.debug import debug_level
+from tinyfw.engine.settings import debug_level
 from tinyfw.engine.graph import graphs_enabled
 from tinyfw.jit.capture import (Recorder, check_capture, leftover_grads, refuse_nesting,
                                 rng_state)

@@ -1,20 +1,12 @@
 """Seeing inside: what DEBUG=1..5 prints while tensors are realized."""
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from tinyfw.codegen.lower import Kernel, flops_and_bytes
 from tinyfw.device import Device
+from tinyfw.engine.settings import debug_level
 from tinyfw.renderer.cstyle import describe
-
-
-def debug_level() -> int:
-    """The DEBUG environment variable, read at each call (so it can change while running)."""
-    try:
-        return int(os.getenv("DEBUG", "0") or 0)
-    except ValueError:
-        return 0
 
 
 def print_schedule(items: list[Any]) -> None:

@@ -31,9 +31,9 @@ from tinyfw.codegen import lowering
 from tinyfw.codegen.opt import apply_opts
 from tinyfw.codegen.lower import Program
 from tinyfw.device import Device, Runtime
-from tinyfw.engine.debug import debug_level, print_pass
+from tinyfw.engine.debug import print_pass
 from tinyfw.engine.schedule import ScheduleItem
-from tinyfw.engine.settings import beam_width, fusing, optimizing
+from tinyfw.engine.settings import beam_width, debug_level, fusing, optimizing
 
 @dataclass(eq=False)
 class CompiledKernel:

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from tinyfw.engine.debug import debug_level, print_kernel_details, print_kernel_run, print_schedule
+from tinyfw.engine.debug import print_kernel_details, print_kernel_run, print_schedule
+from tinyfw.engine.settings import debug_level
 from tinyfw.device import Buffer, Device
 from tinyfw.engine.program import CompiledKernel, build_programs, get_program
 from tinyfw.engine.schedule import ScheduleItem

@@ -105,7 +105,7 @@ from typing import Any
 from tinyfw.device import Buffer
 from tinyfw.engine import realize
 from tinyfw.engine.capture import Launch
-from tinyfw.engine.debug import debug_level
+from tinyfw.engine.settings import debug_level
 from tinyfw.engine.graph import graphs_enabled
 from tinyfw.jit.capture import (Recorder, check_capture, leftover_grads, refuse_nesting,
                                 rng_state)

@@ -16,7 +16,7 @@ import weakref
 from tinyfw.device import Buffer
 from tinyfw.engine import realize
 from tinyfw.engine.capture import Launch
-from tinyfw.engine.debug import debug_level
+from tinyfw.engine.settings import debug_level
 from tinyfw.engine.memory import lifetimes, memory_bytes, plan_memory
 from tinyfw.engine.schedule import ScheduleItem
 from tinyfw.jit.inputs import view

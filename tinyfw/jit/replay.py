@@ -25,7 +25,7 @@ import numpy as np
 from tinyfw.device import Buffer
 from tinyfw.engine import realize
 from tinyfw.engine.capture import Launch
-from tinyfw.engine.debug import debug_level
+from tinyfw.engine.settings import debug_level
 from tinyfw.engine.graph import graph_steps
 from tinyfw.helpers import shape_str
 from tinyfw.jit.errors import JitError
