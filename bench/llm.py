@@ -5,7 +5,8 @@ installed, and the memory-bandwidth roofline of decoding.
 
     .venv/bin/python -m bench.llm                 # every row (a few minutes)
     .venv/bin/python -m bench.llm --tokens 64     # decode steps timed per row
-    .venv/bin/python -m bench.llm --kernels       # tinyfw's kernels of one decode step
+    .venv/bin/python -m bench.llm --kernels       # tinyfw's kernels: prefill and decode
+    .venv/bin/python -m bench.llm --kernels prefill   # (or decode): one of them
 
 Each row runs in a process of its own (the thread count of either framework is fixed when it
 starts). Decode: tokens per second of steps after warm-up (tinyfw: its TinyJit already
@@ -13,7 +14,13 @@ captured). Prefill: the prompt's tokens per second, its second run (kernels comp
 also the time to the first token. Roofline: a decode step reads every weight once, so it takes
 at least (weight bytes) / (memory bandwidth); the bandwidth is numpy's copy of a 512 MiB array
 (the array's bytes per second: a copy reads them and writes them, so the memory moves twice
-that), measured in the same run."""
+that), measured in the same run. Where the 4-bit weights fit in the L3 cache (its size from
+Linux's /sys), a decode step can read them from there: then the roofline at the L3's bandwidth
+(a copy of a quarter of the L3) is printed too, and each row's share of it.
+
+--kernels times each of tinyfw's kernels on its own (DEBUG=2's lines): those of the prompt's
+prefill (kernels compiled by a first run), beside the whole prefill's time (the rest of it is
+Python building, scheduling and launching the graph), and those of one decode step after it."""
 from __future__ import annotations
 
 import argparse
@@ -23,6 +30,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,9 +38,10 @@ import numpy as np
 PROMPT = [{"role": "user", "content": "Write a short poem about the sea."}]
 
 
-def copy_bandwidth(mib: int = 512, repeats: int = 5) -> float:
-    """Bytes copied per second by np.copyto of a big float32 array (each read and written)."""
-    src = np.ones(mib * 2**20 // 4, dtype=np.float32)
+def copy_bandwidth(nbytes: int = 512 << 20, repeats: int = 5) -> float:
+    """Bytes copied per second by np.copyto of a float32 array of nbytes (each read and
+    written)."""
+    src = np.ones(nbytes // 4, dtype=np.float32)
     dst = np.empty_like(src)
     np.copyto(dst, src)
     best = min(_timed(lambda: np.copyto(dst, src)) for _ in range(repeats))
@@ -57,10 +66,8 @@ def weight_bytes() -> tuple[int, int]:
 
 def run_tinyfw(tokens: int) -> dict[str, float]:
     from tinyfw.models.llama import Llama, Sampler
-    from tinyfw.tokenizers.bpe import BPETokenizer
     model = Llama.smollm2(max_context=256)
-    tok = BPETokenizer.from_gguf(model.file.metadata)
-    ids = tok.encode(tok.apply_chat_template(PROMPT))
+    ids = prompt_ids(model)
     greedy = Sampler()
     for _ in range(2):  # (the first compiles the prefill's kernels)
         model.reset()
@@ -139,51 +146,132 @@ def has_llama_cpp() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-def kernels(top: int = 12) -> None:
-    """One decode step of tinyfw, not jitted, each kernel timed on its own (DEBUG=2, which
-    waits for each): the kernels' total, and per kernel name its count and time, slowest
-    first."""
-    import contextlib
-    import io
-    import re
-    from collections import defaultdict
-
-    from tinyfw import Tensor, dtypes
+def kernels(which: str = "both", top: int = 12) -> None:
+    """tinyfw's kernels, not jitted, each timed on its own (DEBUG=2, which waits for each): of
+    the prefill of the bench's prompt (kernels compiled by a first run), with the whole
+    prefill's time beside them (the rest is Python building and scheduling the graph), and of
+    one decode step after it. Per kernel name its count and time, slowest first."""
     from tinyfw.models.llama import Llama
-    model = Llama.smollm2(max_context=64)
-    model.prefill([1, 2, 3, 4, 5])
+    model = Llama.smollm2(max_context=256)  # (as run_tinyfw's)
+    ids = prompt_ids(model)
+    model.prefill(ids)  # (its kernels compiled)
+    if which in ("prefill", "both"):
+        prefill_kernels(model, ids, top)
+    if which in ("decode", "both"):
+        decode_kernels(model, top)
+
+
+def prefill_kernels(model: Any, ids: list[int], top: int) -> None:
+    """The prompt's prefill run plain (best of 2), then with each kernel timed: its kernels and
+    times."""
+    wall = min(_timed(lambda: (model.reset(), model.prefill(ids))) for _ in range(2))
+    model.reset()
+    times, debug_wall = kernel_times(lambda: model.prefill(ids))
+    print_kernels(f"prefill of {len(ids)} tokens, unjitted, kernels compiled", times, top)
+    print_prefill_wall(wall, debug_wall, sum(map(sum, times.values())) / 1e6)
+
+
+def decode_kernels(model: Any, top: int) -> None:
+    """One decode step at the model's position, unjitted (a TinyJit replay would hide its
+    kernels), its kernels compiled by a step before: its kernels and times."""
+    from tinyfw import Tensor, dtypes
     position = Tensor([model.position], dtype=dtypes.int32)
 
     def step(token: int) -> None:
         logits = model.forward(model.rows([token]), position)[:, -1]
         Tensor.realize_all(logits, *model._state())
     step(7)  # (its kernels compiled)
+    times, _ = kernel_times(lambda: step(8))
+    print_kernels(f"one decode step at position {model.position}, unjitted", times, top)
+
+
+def print_prefill_wall(wall: float, debug_wall: float, inside: float) -> None:
+    """The whole prefill's seconds beside its kernels': a plain run's, and the timed run's
+    (DEBUG=2), whose time outside the kernels is Python's (and DEBUG=2's own lines')."""
+    print(f"  the whole prefill: {wall * 1e3:.1f} ms (plain, best of 2); the run above, with "
+          f"DEBUG=2: {debug_wall * 1e3:.1f} ms,\n  the kernels {inside / debug_wall:.0%} of it, "
+          f"{(debug_wall - inside) * 1e3:.1f} ms outside them (Python: the graph built, "
+          f"scheduled, launched;\n  DEBUG=2's lines)")
+
+
+def prompt_ids(model: Any) -> list[int]:
+    """The bench's prompt (PROMPT in the chat template) as token ids."""
+    from tinyfw.tokenizers.bpe import BPETokenizer
+    tok = BPETokenizer.from_gguf(model.file.metadata)
+    return tok.encode(tok.apply_chat_template(PROMPT))
+
+
+def kernel_times(fn: Callable[[], Any]) -> tuple[dict[str, list[float]], float]:
+    """fn run with DEBUG=2: per kernel name the microseconds of each of its runs (from the
+    lines DEBUG=2 prints, kept from the terminal), and fn's seconds."""
+    import contextlib
+    import io
+    import re
+    from collections import defaultdict
     printed = io.StringIO()
+    before = os.environ.get("DEBUG")
     os.environ["DEBUG"] = "2"
-    with contextlib.redirect_stdout(printed):
-        step(8)
-    os.environ["DEBUG"] = "0"
+    try:
+        with contextlib.redirect_stdout(printed):
+            seconds = _timed(fn)
+    finally:
+        if before is None:
+            del os.environ["DEBUG"]
+        else:
+            os.environ["DEBUG"] = before
     times: dict[str, list[float]] = defaultdict(list)
     for line in printed.getvalue().splitlines():
         if found := re.match(r"\*\*\* \S+\s+\d+ (\S+)\s+tm\s+([\d.]+)us", line):
             times[found.group(1)].append(float(found.group(2)))
-    print(f"one decode step, unjitted: {len(sum(times.values(), []))} kernels, "
+    return times, seconds
+
+
+def print_kernels(title: str, times: dict[str, list[float]], top: int) -> None:
+    """The kernels' count and total time, then the top names by time: count, mean, total."""
+    print(f"{title}: {sum(map(len, times.values()))} kernels, "
           f"{sum(map(sum, times.values())) / 1e3:.1f} ms")
     for name, spent in sorted(times.items(), key=lambda kv: -sum(kv[1]))[:top]:
         print(f"  {name:<28}{len(spent):>4} x {sum(spent) / len(spent):8.1f} us = "
               f"{sum(spent) / 1e3:6.2f} ms")
 
 
+def rooflines() -> tuple[float, float | None]:
+    """Print the copy bandwidths, the weights' bytes and the rooflines of decoding: from DRAM,
+    and from the L3 where the 4-bit weights fit in it. The bandwidths, the L3's or None."""
+    from tinyfw.runtime.peak import l3_bytes
+    bandwidth = copy_bandwidth()
+    stored, floats = weight_bytes()
+    print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s; weights read per token: "
+          f"{stored / 1e6:.1f} MB as stored (4-bit, 8-bit output), {floats / 1e6:.1f} MB "
+          f"as float32")
+    print(f"roofline: {bandwidth / stored:.0f} tokens/s at 4 bits, "
+          f"{bandwidth / floats:.0f} tokens/s at float32")
+    l3 = l3_bytes()
+    if not l3:
+        print("L3: its size unknown (no /sys/devices/system/cpu/cpu0/cache), no L3 roofline")
+        return bandwidth, None
+    l3_bandwidth = copy_bandwidth(l3 // 4, repeats=50)  # (a quarter into a quarter)
+    if stored > l3:
+        print(f"L3 {l3 / 2**20:.0f} MiB (copy bandwidth {l3_bandwidth / 1e9:.1f} GB/s) is "
+              f"smaller than the 4-bit weights: they are read from DRAM, no L3 roofline")
+        return bandwidth, None
+    print(f"L3 {l3 / 2**20:.0f} MiB holds the 4-bit weights: copy bandwidth "
+          f"{l3_bandwidth / 1e9:.1f} GB/s, roofline {l3_bandwidth / stored:.0f} tokens/s")
+    return bandwidth, l3_bandwidth
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tokens", type=int, default=48, help="decode steps timed")
-    parser.add_argument("--kernels", action="store_true",
-                        help="instead: tinyfw's kernels of one decode step (DEBUG=2)")
+    parser.add_argument("--kernels", nargs="?", const="both",
+                        choices=["prefill", "decode", "both"],
+                        help="instead: tinyfw's kernels (DEBUG=2) of the prompt's prefill, of "
+                             "one decode step, or both (the default)")
     parser.add_argument("--one", nargs=2, metavar=("FRAMEWORK", "THREADS"),
                         help="(internal) run one row in this process, print it as JSON")
     args = parser.parse_args()
     if args.kernels:
-        kernels()
+        kernels(args.kernels)
         return
     if args.one:
         name, threads = args.one[0], int(args.one[1])
@@ -197,15 +285,11 @@ def main() -> None:
                 if line.startswith("model name")), platform.processor())
     print(f"{time.strftime('%Y-%m-%d')}, {cpu}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}")
-    bandwidth = copy_bandwidth()
-    stored, floats = weight_bytes()
-    print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s; weights read per token: "
-          f"{stored / 1e6:.1f} MB as stored (4-bit, 8-bit output), {floats / 1e6:.1f} MB "
-          f"as float32")
-    print(f"roofline: {bandwidth / stored:.0f} tokens/s at 4 bits, "
-          f"{bandwidth / floats:.0f} tokens/s at float32")
+    bandwidth, l3_bandwidth = rooflines()
+    stored, _ = weight_bytes()
     print(f"{'framework':<14}{'threads':>8}{'decode tok/s':>14}{'prefill tok/s':>15}"
-          f"{'first token':>13}{'of 4-bit roofline':>19}")
+          f"{'first token':>13}{'of 4-bit roofline':>19}"
+          + ("" if l3_bandwidth is None else f"{'of L3 roofline':>16}"))
     rows = [("tinyfw", 2), ("tinyfw", 1), ("transformers", 2), ("transformers", 1)]
     if has_llama_cpp():
         rows += [("llama.cpp", 2), ("llama.cpp", 1)]
@@ -218,8 +302,10 @@ def main() -> None:
                              env=env, check=True)
         row = json.loads(out.stdout.strip().splitlines()[-1])
         share = row["decode_tok_s"] / (bandwidth / stored)
+        l3_share = "" if l3_bandwidth is None else \
+            f"{row['decode_tok_s'] / (l3_bandwidth / stored):>16.0%}"
         print(f"{name:<14}{threads:>8}{row['decode_tok_s']:>14.1f}{row['prefill_tok_s']:>15.1f}"
-              f"{row['ttft_s']:>12.2f}s{share:>18.0%}", flush=True)
+              f"{row['ttft_s']:>12.2f}s{share:>18.0%}" + l3_share, flush=True)
 
 
 if __name__ == "__main__":

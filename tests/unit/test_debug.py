@@ -10,7 +10,7 @@ import pytest
 PAGE = Path(__file__).resolve().parents[2] / "site" / "debug.md"
 BLOCK = r"<!-- {} -->\n```(?:\w+)?\n(.*?)```"
 TIMING = re.compile(r"tm\s+[\d.]+us(\s+[\d.]+ GFLOP/s\s+[\d.]+ GB/s)?"
-                    r"(\s+of peak:\s+\d+% FLOP/s\s+\d+% GB/s)?")
+                    r"(\s+of peak:\s+\d+% FLOP/s\s+\d+% GB/s (?:L3|DRAM))?")
 
 
 def page() -> str:
@@ -35,7 +35,7 @@ def example(level: int) -> list[str]:
 def normalize(text: str) -> list[str]:
     """Non-blank lines without trailing spaces, timings and rates replaced by placeholders."""
     lines = [TIMING.sub(lambda m: "tm T" + (" R GFLOP/s R GB/s" if m.group(1) else "")
-                        + (" of peak: P FLOP/s P GB/s" if m.group(2) else ""), line)
+                        + (" of peak: P FLOP/s P GB/s M" if m.group(2) else ""), line)
              for line in text.splitlines()]
     return [line.rstrip() for line in lines if line.strip()]
 
@@ -97,3 +97,36 @@ def test_debug_on_the_numpy_device(monkeypatch: pytest.MonkeyPatch,
     out = capsys.readouterr().out
     assert "*** NUMPY" in out and "kernel r_2_3: loops global:2 reduce:3" in out
     assert "no source" in out and "#include" not in out
+
+
+def test_peak_bandwidth_by_memory_level() -> None:
+    """DEBUG=2 reads a kernel's GB/s against the L3's bandwidth if its bytes fit in the L3, else
+    against DRAM's; without a known L3, always DRAM's."""
+    from tinyfw.runtime.peak import Peak, _size_bytes
+    peak = Peak(gflops=100.0, gbs=20.0, l3_bytes=32 << 20, l3_gbs=80.0)
+    assert peak.bandwidth(44) == (80.0, "L3")
+    assert peak.bandwidth(32 << 20) == (80.0, "L3")
+    assert peak.bandwidth((32 << 20) + 1) == (20.0, "DRAM")
+    assert Peak(gflops=100.0, gbs=20.0).bandwidth(44) == (20.0, "DRAM")
+    assert [_size_bytes(s) for s in ("32768K", "32M", "1G", "512")] == [32 << 20, 32 << 20,
+                                                                        1 << 30, 512]
+
+
+def test_peak_file_of_an_older_tinyfw_gains_the_l3(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A peak.json with the FLOP/s and DRAM entry only (as an older tinyfw wrote it) keeps that
+    entry as it is (an older tinyfw still reads it) and gains the L3's under a key of its own."""
+    import json
+
+    from tinyfw.runtime import peak as peak_module
+    from tinyfw.runtime.ops_cpu import cores
+    monkeypatch.setenv("TINYFW_CACHE", str(tmp_path))
+    monkeypatch.setattr(peak_module, "_peak", None)
+    monkeypatch.setattr(peak_module, "target_march", lambda: "native")
+    monkeypatch.setattr(peak_module, "l3_bytes", lambda: 1 << 20)
+    key = f"{peak_module._cpu_model()}|{cores()}"
+    (tmp_path / "peak.json").write_text(json.dumps({key: [123.0, 12.0]}))
+    peak = peak_module.cpu_peak()
+    assert (peak.gflops, peak.gbs, peak.l3_bytes) == (123.0, 12.0, 1 << 20) and peak.l3_gbs > 0
+    known = json.loads((tmp_path / "peak.json").read_text())
+    assert known[key] == [123.0, 12.0] and known[key + "|L3"] == [1 << 20, peak.l3_gbs]

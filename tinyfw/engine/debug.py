@@ -29,11 +29,18 @@ def print_kernel_run(number: int, item: Any, seconds: float, input_bytes: int) -
     gbs = moved / max(seconds, 1e-9) / 1e9
     share = ""
     if Device[item.device].renderer.targets_host:  # (other devices' limits are not probed)
-        from tinyfw.runtime.peak import cpu_peak
-        peak = cpu_peak()
-        share = f"  of peak: {gflops / peak.gflops:4.0%} FLOP/s {gbs / peak.gbs:4.0%} GB/s"
+        share = peak_share(gflops, gbs, moved)
     print(f"*** {item.device:<6} {number:4d} {item.name:<24} tm {seconds * 1e6:9.1f}us "
           f"{gflops:8.2f} GFLOP/s {gbs:8.2f} GB/s" + share)
+
+
+def peak_share(gflops: float, gbs: float, moved: int) -> str:
+    """A CPU kernel's rates as shares of the machine's peak: FLOP/s, and GB/s of the memory
+    level its bytes fit in (L3 if they fit in the L3, else DRAM), that level named."""
+    from tinyfw.runtime.peak import cpu_peak
+    peak = cpu_peak()
+    bandwidth, level = peak.bandwidth(moved)
+    return f"  of peak: {gflops / peak.gflops:4.0%} FLOP/s {gbs / bandwidth:4.0%} GB/s {level}"
 
 
 def print_pass(name: str, seconds: float, note: str = "") -> None:
