@@ -171,9 +171,9 @@ def test_heuristics_tile_a_matmul_and_thread_it() -> None:
 def test_a_big_matmul_gets_the_big_tile() -> None:
     """On an 8-lane CPU a matmul of 512 x 512 outputs and more computes 4 rows by 2 vectors of
     8 columns per pass, its reduce in panels of 64, with the values of numpy's; a reduce that
-    panels of 64 do not divide keeps the tile without panels; 16-lane SIMD keeps the 4 x
-    2-vector tile below 1024 x 1024 outputs, and columns that 2 vectors do not divide get one
-    vector."""
+    panels of 64 do not divide keeps the tile without panels; below 1024 x 1024 outputs
+    16-lane SIMD gets register_tile's (8 rows by 2 vectors here), and on 8 lanes columns that
+    2 vectors do not divide get one vector."""
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((512, 256), np.float32), rng.standard_normal((256, 544),
                                                                             np.float32)
@@ -187,12 +187,34 @@ def test_a_big_matmul_gets_the_big_tile() -> None:
     shallow = kernel_of(Tensor(a[:, :96]) @ Tensor(b[:96]))  # 96: not panels of 64
     assert hand_coded_optimizations(shallow, CPU_C, cores=2, lanes=8) == (
         Opt(U, 2, 8), Opt(U, 0, 4), Opt(U, 3, 2), Opt(T, 0, 128))
-    assert hand_coded_optimizations(k, CPU_C, cores=2, lanes=16)[:2] == (Opt(U, 2, 16),
-                                                                          Opt(U, 0, 4))
+    assert hand_coded_optimizations(k, CPU_C, cores=2, lanes=16)[:3] == (
+        Opt(U, 2, 16), Opt(U, 2, 2), Opt(U, 0, 8))
     odd = kernel_of(Tensor(a[:, :90]) @ Tensor(b[:90, :520]))  # 520 columns: not 16 a pass
     assert hand_coded_optimizations(odd, CPU_C, cores=2, lanes=8) == (Opt(U, 2, 8),
                                                                       Opt(U, 0, 4),
                                                                       Opt(T, 0, 128))
+
+
+def test_a_matmul_on_16_lanes_gets_a_register_tile() -> None:
+    """On 16 lanes (AVX-512's 32 registers) a matmul the big tile leaves computes up to 20
+    vectors of accumulators a pass: 100 rows as 5 by 4 vectors, its column tiles' loop outside
+    the row tiles' where the second matrix is the bigger (SWAP), not where it is the smaller;
+    a batch-1 product 8 vectors of one row. Each gives numpy's values, a bias added too."""
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((100, 64), np.float32), rng.standard_normal((64, 512),
+                                                                           np.float32)
+    wide = rng.standard_normal((64, 2048), np.float32)
+    bias = rng.standard_normal(2048, np.float32)
+    cases = [(a, b, (Opt(U, 2, 16), Opt(U, 2, 4), Opt(U, 0, 5), Opt(S, 0, 3), Opt(T, 0, 8))),
+             (a, b[:, :64], (Opt(U, 2, 16), Opt(U, 2, 4), Opt(U, 0, 5), Opt(T, 0, 20))),
+             (a[:1], wide, (Opt(U, 2, 16), Opt(U, 2, 8)))]
+    for x, w, expected in cases:
+        opts = hand_coded_optimizations(kernel_of(Tensor(x) @ Tensor(w)), CPU_C, cores=2,
+                                        lanes=16)
+        assert opts == expected, (x.shape, w.shape, opts)
+        got = run_with(opts, lambda x=x, w=w: Tensor(x) @ Tensor(w) + Tensor(bias[:w.shape[1]]))
+        want = x.astype(np.float64) @ w + bias[:w.shape[1]]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_a_big_matmul_on_16_lanes_gets_the_big_tile_in_panels() -> None:
