@@ -10,7 +10,7 @@ import pytest
 
 from tinyfw import Tensor, dtypes
 from tinyfw.models.gguf import (GGMLType, GGUFFile, dequantize, half, linear, packaged_gguf,
-                                split_blocks, split_linear)
+                                split_blocks, split_linear, split_weight)
 
 gguf = pytest.importorskip("gguf")
 
@@ -131,7 +131,8 @@ def test_linear_on_8_bit_weights(ours: GGUFFile) -> None:
 def test_split_weights_give_the_same_products(ours: GGUFFile, name: str,
                                                kind: GGMLType) -> None:
     """Blocks split into their numbers' bytes and their float16 scales (how the CPU device
-    holds them: llama.Linear) take as many bytes, and split_linear gives linear's values."""
+    holds them: llama.Linear) take as many bytes, split_linear gives linear's values, and
+    split_weight the dequantized matrix, transposed (K, N)."""
     raw = np.ascontiguousarray(ours.blocks(name)[:256])
     numbers, scales = split_blocks(raw, kind)
     assert numbers.nbytes + scales.nbytes == raw.nbytes and scales.dtype == np.float16
@@ -141,6 +142,8 @@ def test_split_weights_give_the_same_products(ours: GGUFFile, name: str,
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     w = dequantize(Tensor(raw), kind).numpy().reshape(256, -1)
     np.testing.assert_allclose(got, x @ w.T, rtol=1e-4, atol=1e-4)
+    stored = split_weight(Tensor(numbers), Tensor(scales), kind).numpy()  # (a prompt's matrix)
+    np.testing.assert_array_equal(stored, w.T)
 
 
 def test_not_a_gguf_file(tmp_path: Path) -> None:

@@ -109,7 +109,9 @@ def register_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     if lanes not in REGISTER_TILE or kernel.reduce is None or \
             prod(kernel.output_shape) < UPCAST_OUTPUTS or not outputs_vectorize(kernel, lanes):
         return ()
-    shared = shared_axes(kernel)
+    shared = [i for i in shared_axes(kernel) if kernel.axes[i].size > 1]  # (a batch of 1: no)
+    if len(shared) == 1:  # one row: a batch-1 product
+        return _lone_row_tile(kernel, shared[0], lanes)
     if len(shared) != 2:
         return ()
     row_axis, column_axis = shared
@@ -119,8 +121,6 @@ def register_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     tile_rows = next(r for r in REGISTER_TILE_ROWS if rows % r == 0)
     tile_vectors = next(v for v in range(max(REGISTER_TILE[lanes] // tile_rows, 1), 0, -1)
                         if vectors % v == 0)
-    if rows == 1:
-        tile_vectors = next(v for v in (8, 4, 2, 1) if vectors % v == 0)
     opts = [Opt(OptOps.UPCAST, column_axis, lanes)]  # (axes after column_axis move on by one)
     if tile_vectors > 1:
         opts.append(Opt(OptOps.UPCAST, column_axis, tile_vectors))
@@ -137,6 +137,17 @@ def register_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
             tiled.axes[outer_rows].size > 1 and tiled.axes[outer_columns].size > 1:
         opts.append(Opt(OptOps.SWAP, outer_rows, outer_columns))
     return tuple(opts)
+
+
+def _lone_row_tile(kernel: Kernel, column_axis: int, lanes: int) -> tuple[Opt, ...]:
+    """register_tile of a product with one row: 8 vectors of its columns a pass (or 4, 2, 1:
+    the most that divide them)."""
+    size = kernel.axes[column_axis].size
+    if size % lanes:
+        return ()
+    tile_vectors = next(v for v in (8, 4, 2, 1) if (size // lanes) % v == 0)
+    opts = (Opt(OptOps.UPCAST, column_axis, lanes),)
+    return opts + ((Opt(OptOps.UPCAST, column_axis, tile_vectors),) if tile_vectors > 1 else ())
 
 
 def read_again(kernel: Kernel, axis: int) -> int:

@@ -489,9 +489,11 @@ def _dequantized_dot(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
 
 
 def split_weight(numbers: Tensor, scales: Tensor, ggml_type: GGMLType) -> Tensor:
-    """The float32 matrix (N, K) that split_blocks' two parts hold, d * q (+ m), stored: a
-    prompt of many rows is a matrix product with it (the float matmul's tiles), where one row
-    at a time reads the packed bytes (split_linear)."""
+    """The float32 matrix that split_blocks' two parts hold, d * q (+ m), stored transposed:
+    (K, N), so x @ it is x @ W.T. A prompt of many rows is a matrix product with it, where one
+    row at a time reads the packed bytes (split_linear); stored (K, N), each row of it holds
+    consecutive outputs, which the float matmul's tiles load as vectors (x @ W.T of the (N, K)
+    matrix: 1.6x slower at 38 x 576 x 3072 on AVX-512, bench/README.md)."""
     n, nb = numbers.shape[0], numbers.shape[1]
     d = scales[..., 0:1].cast(dtypes.float32)                                  # (N, nb, 1)
     if ggml_type is GGMLType.Q8_0:
@@ -501,7 +503,7 @@ def split_weight(numbers: Tensor, scales: Tensor, ggml_type: GGMLType) -> Tensor
         w = d.unsqueeze(-1) * q + scales[..., 1:2].cast(dtypes.float32).unsqueeze(-1)
     else:
         raise NotImplementedError(f"split_weight: {ggml_type.name} weights are not supported")
-    return w.reshape(n, nb * 32).contiguous()
+    return w.reshape(n, nb * 32).T.contiguous()
 
 
 # --- weights split in two: the numbers' bytes, and the scales as float16 ----------------------

@@ -165,7 +165,7 @@ class Linear:
     def __call__(self, x: Tensor) -> Tensor:
         rows = x.numel() // max(x.shape[-1], 1)
         if self.scales is not None and rows >= MATRIX_ROWS:  # a prompt: a matrix product
-            y = x @ split_weight(self.weight, self.scales, self.type).T
+            y = x @ split_weight(self.weight, self.scales, self.type)  # (K, N)
         elif self.scales is not None:
             y = split_linear(x, self.weight, self.scales, self.type)
         elif self.type in QUANTIZED:
