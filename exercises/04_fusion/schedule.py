@@ -1,7 +1,7 @@
 # Exercises of chapter 04, generated from tinyfw/engine/schedule.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/04_fusion
-# generated text id: 31aff73200e0ae11 (lets tools.generate tell your edits apart)
+# generated text id: 5713a0d46fb58336 (lets tools.generate tell your edits apart)
 """Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
 from __future__ import annotations
 
@@ -143,14 +143,14 @@ def expensive_value_broadcast(node: UOp, users: dict[UOp, list[UOp]]) -> bool:
 
 
 def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> set[UOp]:
-    """Every node below targets that will be a kernel's output (buffers already held excluded)."""
+    """Every node below targets that will be a kernel's output (buffers already held excluded).
+    Nothing below a loaded node is looked at: it is not computed again (a PAD down there would
+    otherwise have its loaded source computed again: a prompt's logits, realized, recomputed
+    every layer's keys when an argmax read them)."""
     order: list[UOp] = []
     seen: set[UOp] = set()
     for t in targets:
-        for node in t.toposort():
-            if node not in seen:
-                seen.add(node)
-                order.append(node)
+        order += t.toposort(stop=is_loaded, seen=seen)
     users: dict[UOp, list[UOp]] = {}
     for node in order:
         if is_loaded(node):
@@ -172,7 +172,8 @@ def find_materialized(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> s
                 (expensive_value_repeated(node, users) or expensive_value_broadcast(node, users)):
             out.add(node)
             costly.discard(node)  # (stored: what reads it loads it)
-        if node.op is Ops.PAD and (src := pad_source_to_materialize(node)) is not None:
+        if node.op is Ops.PAD and (src := pad_source_to_materialize(node)) is not None and \
+                not is_loaded(src):
             out.add(src)
         if node.op is Ops.COPY and not is_loaded(node.src[0]) and \
                 node.src[0].op is not Ops.BUFFER:
@@ -370,7 +371,7 @@ def _build_items(targets: list[UOp], materialized: set[UOp], is_loaded: Callable
     extra: set[UOp] = set()
     computed: dict[UOp, int] = {}
     for target in targets:
-        for node in target.toposort():
+        for node in target.toposort(stop=is_loaded):
             if node in done or node not in materialized:
                 continue
             done.add(node)

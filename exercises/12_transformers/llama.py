@@ -1,7 +1,7 @@
 # Exercises of chapter 12, generated from tinyfw/models/llama.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/12_transformers
-# generated text id: 2b7a3310972e8940 (lets tools.generate tell your edits apart)
+# generated text id: c9dd3b724c4b6812 (lets tools.generate tell your edits apart)
 """A Llama-style language model (SmolLM2-135M-Instruct) on tinyfw, from a GGUF file
 (chapter 12).
 
@@ -169,7 +169,7 @@ class Linear:
     def __call__(self, x: Tensor) -> Tensor:
         rows = x.numel() // max(x.shape[-1], 1)
         if self.scales is not None and rows >= MATRIX_ROWS:  # a prompt: a matrix product
-            y = x @ split_weight(self.weight, self.scales, self.type).T
+            y = x @ split_weight(self.weight, self.scales, self.type)  # (K, N)
         elif self.scales is not None:
             y = split_linear(x, self.weight, self.scales, self.type)
         elif self.type in QUANTIZED:

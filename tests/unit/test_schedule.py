@@ -365,3 +365,15 @@ def test_a_constant_realized_before_is_inlined_where_used_again() -> None:
     x = Tensor(data(3, 4))
     items = run(x + Tensor.ones(3, 4) + Tensor.ones(3).reshape(3, 1))
     assert names(items) == ["E_3_4"] and items[0].inputs == (x.uop,), items[0].inputs
+
+
+def test_nothing_below_a_realized_value_is_computed_again() -> None:
+    """An op on a realized value schedules its own kernel only, though a PAD of a computed
+    value (which is stored first when it is computed) lies below: a prompt's logits, read by an
+    argmax, computed every layer's keys again (182 kernels) before the scheduler stopped there."""
+    a = Tensor(np.arange(8, dtype=np.float32)).realize()
+    k = (a * 2 + 1).pad(((4, 4),))
+    out = (k + Tensor(np.ones(16, np.float32))).sum()
+    out.realize()
+    assert [item.name for item in (out + 1).schedule()] == ["E_1"]
+    assert (out + 1).item() == 1 + 16 + sum(2 * i + 1 for i in range(8))
