@@ -170,3 +170,18 @@ def test_an_eager_op_after_a_swapped_scheduler_function_schedules_again(
     monkeypatch.setattr(engine_schedule, "kernel_name", lambda ast: "renamed")
     forget_built()
     assert [item.name for item in (x * 2).schedule()] == ["renamed"]
+
+
+def test_a_loaded_value_is_keyed_by_its_shape_not_by_what_made_it() -> None:
+    """Nothing below a realized value is walked: two values of different shapes made by the
+    same kind of node (a sum over axis 0) keep their graphs apart, and two of one shape made by
+    different graphs share the schedule of what reads them."""
+    schedule_cache.clear()
+    a = Tensor(np.ones((8, 4), np.float32)).sum(0).realize()
+    b = Tensor(np.full((8, 5), 2, np.float32)).sum(0).realize()
+    c = (Tensor(np.ones((2, 4), np.float32)) * 3).max(0).realize()
+    np.testing.assert_array_equal((a + 1).numpy(), np.full(4, 9, np.float32))
+    np.testing.assert_array_equal((b + 1).numpy(), np.full(5, 17, np.float32))
+    before = schedule_cache.hits
+    np.testing.assert_array_equal((c + 1).numpy(), np.full(4, 4, np.float32))
+    assert schedule_cache.hits == before + 1  # (a + 1's schedule, bound to c)

@@ -7,9 +7,11 @@ it into kernels again each time was most of a step's Python time. The structure 
 walked once in order, each node written as its op, dtype, argument and the positions of its
 sources, a buffer as its device, dtype and size, a DETACH without its argument (a number that
 only keeps an assigned value a node of its own; the positions keep nodes apart), and a node
-already computed (loaded, not computed again) marked so. Two graphs of one structure have
-their nodes at the same positions, so a schedule stored as positions binds to the new graph's
-nodes directly.
+already computed (loaded, not computed again) marked so, with its shape and device in place of
+its sources: nothing below it is walked (a prompt's logits sit on every layer's graph, and on
+the keys' whole history of writes: 11,700 nodes walked for an argmax of them). Two graphs of
+one structure have their nodes at the same positions, so a schedule stored as positions binds
+to the new graph's nodes directly.
 
 The scheduler's own code is no part of the key: whoever swaps a function of the scheduler or
 of the views it pushes (a learner's exercise, a test's monkeypatch) empties the cache with
@@ -80,11 +82,12 @@ class Walk:
         is_loaded, seen, at = self.is_loaded, self._seen, position.__getitem__
         for target in targets:
             self.targets.append(target)
-            for node in target.toposort(seen=seen):
+            for node in target.toposort(stop=is_loaded, seen=seen):
                 position[node] = len(order)
                 order.append(node)
                 loaded.append(flag := is_loaded(node))
-                parts.append((node.part, tuple(map(at, node.src)), flag))
+                parts.append((node.part, (node.shape, node.device) if flag
+                              else tuple(map(at, node.src)), flag))
 
     def key(self) -> tuple[Any, ...]:
         """The structure: every node's part, and the targets' positions."""
@@ -149,8 +152,9 @@ def remember_recent(walk: Walk, items: list[ScheduleItem]) -> None:
         return
     target = walk.targets[0]
     has_buffer: list[bool] = []  # (of each node in the walk's order: a buffer below it)
-    for node in walk.order:
-        below = node.op is Ops.BUFFER or any(has_buffer[walk.position[s]] for s in node.src)
+    for node, loaded in zip(walk.order, walk.loaded):  # (a loaded node reads one: not walked)
+        below = loaded or node.op is Ops.BUFFER or \
+            any(has_buffer[walk.position[s]] for s in node.src)
         has_buffer.append(below)
         direct = node.op is Ops.BUFFER or (node.op is Ops.RESHAPE and node.src[0].op is Ops.BUFFER)
         if below and not direct and node is not target:
