@@ -149,6 +149,29 @@ def test_model_names_are_the_checkpoints() -> None:
     assert "embeddings.LayerNorm.bias" in names and len(names) == 5 + 16
 
 
+def test_weights_are_held_transposed_with_torch_shapes_and_values() -> None:
+    """store_weights_transposed: each Linear's weight keeps torch's shape (out, in) and
+    values, and x @ weight.T reads a (in, out) buffer: the kernel's tile is a vector of
+    outputs (UPCAST of the output loop), not a sum of partial products (UNROLL)."""
+    from tinyfw.codegen.opt import OptOps
+    from tinyfw.engine.program import get_program
+    model = BertModel(bert.BertConfig(num_hidden_layers=1, hidden_size=64, intermediate_size=256,
+                                      num_attention_heads=4))
+    layer = model.encoder.layer[0].intermediate.dense
+    before = layer.weight.numpy()
+    bert.store_weights_transposed(model)
+    x = Tensor(np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32))
+    out = layer(x)
+    opts = get_program(out.schedule()[-1]).opts
+    assert opts and all(o.op is not OptOps.UNROLL for o in opts), opts
+    np.testing.assert_allclose(out.numpy(), x.numpy() @ before.T + layer.bias.numpy(),
+                               rtol=1e-5, atol=1e-5)
+    # (read last: reading the (out, in) view stores a copy in that layout, which later
+    # products would read instead)
+    assert layer.weight.shape == (256, 64)
+    np.testing.assert_array_equal(layer.weight.numpy(), before)
+
+
 def test_empty_and_wrong_input(encoder: SentenceEncoder) -> None:
     assert encoder.embed([]).shape == (0, 384)
     with pytest.raises(TypeError, match="list of sentences"):
