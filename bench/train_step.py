@@ -113,11 +113,22 @@ def torch_step(weights: list[np.ndarray], xs: list[np.ndarray], ys: list[np.ndar
     return step
 
 
+def tinygrad_timed(run: Callable[[Any, Any], Any], x_t: list[Any], y_t: list[Any]) -> Step:
+    """step(i): run on batch i % N_BATCHES on tinygrad's CPU device, waited for; the loss."""
+    from tinygrad import Device
+
+    def timed(i: int) -> float:
+        loss = float(run(x_t[i % N_BATCHES], y_t[i % N_BATCHES]).item())
+        Device["CPU"].synchronize()
+        return loss
+    return timed
+
+
 def tinygrad_step(weights: list[np.ndarray], xs: list[np.ndarray], ys: list[np.ndarray],
                   jit: bool) -> Step:
     """As a tinygrad user writes it (its beautiful_mnist example): TinyJit around the step,
     training mode on, the loss realized with the optimizer's update."""
-    from tinygrad import Context, Device, Tensor, TinyJit, nn
+    from tinygrad import Context, Tensor, TinyJit, nn
     with Context(DEV="CPU"):  # tinygrad's default here would be OpenCL (PoCL)
         l1, l2 = nn.Linear(*SIZES[:2]), nn.Linear(*SIZES[1:])
         params = [l1.weight, l1.bias, l2.weight, l2.bias]
@@ -133,13 +144,7 @@ def tinygrad_step(weights: list[np.ndarray], xs: list[np.ndarray], ys: list[np.n
             loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y).backward()
             return loss.realize(*opt.schedule_step())
 
-    run = TinyJit(step) if jit else step
-
-    def timed(i: int) -> float:
-        loss = float(run(x_t[i % N_BATCHES], y_t[i % N_BATCHES]).item())
-        Device["CPU"].synchronize()
-        return loss
-    return timed
+    return tinygrad_timed(TinyJit(step) if jit else step, x_t, y_t)
 
 
 # --- the conv net of examples/mnist.py --model conv ---
@@ -266,7 +271,7 @@ def tinygrad_conv_net(weights: Weights) -> Any:
 def tinygrad_conv_step(weights: Weights, xs: list[np.ndarray], ys: list[np.ndarray],
                        jit: bool) -> Step:
     """The conv net in tinygrad, its step written as tinygrad_step's (beautiful_mnist's)."""
-    from tinygrad import Context, Device, Tensor, TinyJit, nn
+    from tinygrad import Context, Tensor, TinyJit, nn
     model = tinygrad_conv_net(weights)
     with Context(DEV="CPU"):
         opt = nn.optim.Adam(nn.state.get_parameters(model), lr=CONV_LR)
@@ -280,13 +285,7 @@ def tinygrad_conv_step(weights: Weights, xs: list[np.ndarray], ys: list[np.ndarr
             loss = model(images).sparse_categorical_crossentropy(y).backward()
             return loss.realize(*opt.schedule_step())
 
-    run = TinyJit(step) if jit else step
-
-    def timed(i: int) -> float:
-        loss = float(run(x_t[i % N_BATCHES], y_t[i % N_BATCHES]).item())
-        Device["CPU"].synchronize()
-        return loss
-    return timed
+    return tinygrad_timed(TinyJit(step) if jit else step, x_t, y_t)
 
 def medians(steps: dict[str, Step], rounds: int, min_round_s: float,
             warmup: int = 5) -> dict[str, float]:
