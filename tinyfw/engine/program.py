@@ -230,6 +230,7 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
     results: list[CompiledKernel | None] = []
     builds: list[tuple[int, Build]] = []
     waiting: dict[str, list[Build]] = {}
+    pending: dict[tuple[Any, ...], Build] = {}  # (by key: a kernel of every layer, built once)
     for item in items:
         if item.ast is None or 0 in item.output.shape:  # (a copy, or an empty output)
             results.append(None)
@@ -240,12 +241,12 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
             results.append(found)
             continue
         results.append(None)
-        build = Build(item, device, key=key)
-        for step in PASSES[PASSES.index(find_built) + 1:PASSES.index(compile_source)]:
-            step(build)
-        builds.append((len(results) - 1, build))
-        if all(b.key != build.key for b in waiting.get(item.device, [])):
+        if (build := pending.get(key)) is None:
+            build = pending[key] = Build(item, device, key=key)
+            for step in PASSES[PASSES.index(find_built) + 1:PASSES.index(compile_source)]:
+                step(build)
             waiting.setdefault(item.device, []).append(build)
+        builds.append((len(results) - 1, build))
     for loading in waiting.values():
         compile_together(loading)
     loaded: dict[Any, CompiledKernel] = {}  # (the cache may have dropped one since: it is full)
@@ -257,7 +258,7 @@ def build_programs(items: list[ScheduleItem]) -> list[CompiledKernel | None]:
             assert build.result is not None
             loaded[build.key] = build.result
     for index, build in builds:
-        # (a kernel twice in the schedule was built once: the second takes the first's program)
+        # (a kernel twice in the schedule was built once: both take its program)
         assert build.key is not None
         results[index] = build.result or loaded.get(build.key) or cache[build.key]
     return results
