@@ -312,26 +312,29 @@ def medians(steps: dict[str, Step], rounds: int, min_round_s: float,
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def columns(data: tuple[Any, Any, Any], torch_maker: Callable[..., Step],
+            tinyfw_maker: Callable[..., Step],
+            tinygrad_maker: Callable[..., Step] | None) -> dict[str, Step]:
+    """Each column's step over data (weights, images, labels): torch's, tinyfw's without and
+    with TinyJit, and tinygrad's likewise where it is given."""
+    made = {"torch": torch_maker(*data), "tinyfw": tinyfw_maker(*data, jit=False),
+            "tinyfw TinyJit": tinyfw_maker(*data, jit=True)}
+    if tinygrad_maker is not None:
+        made["tinygrad"] = tinygrad_maker(*data, jit=False)
+        made["tinygrad TinyJit"] = tinygrad_maker(*data, jit=True)
+    return made
+
+
 def build_steps(model: str, tinygrad: bool) -> tuple[dict[str, Step], str]:
     """Each column's step, from the same starting weights and batches, and what a step is."""
     if model == "mlp":
-        weights, xs, ys = make_data()
-        made = {"torch": torch_step(weights, xs, ys),
-                "tinyfw": tinyfw_step(weights, xs, ys, jit=False),
-                "tinyfw TinyJit": tinyfw_step(weights, xs, ys, jit=True)}
-        if tinygrad:
-            made["tinygrad"] = tinygrad_step(weights, xs, ys, jit=False)
-            made["tinygrad TinyJit"] = tinygrad_step(weights, xs, ys, jit=True)
+        made = columns(make_data(), torch_step, tinyfw_step, tinygrad_step if tinygrad else None)
         return made, (f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, cross-entropy, "
                       f"backward, Adam lr {LR}, loss read")
-    conv_weights, images, labels = make_conv_data()
-    made = {"torch": torch_conv_step(conv_weights, images, labels),
-            "tinyfw": tinyfw_conv_step(conv_weights, images, labels, jit=False),
-            "tinyfw TinyJit": tinyfw_conv_step(conv_weights, images, labels, jit=True)}
-    if tinygrad:
-        made["tinygrad"] = tinygrad_conv_step(conv_weights, images, labels, jit=False)
-        made["tinygrad TinyJit"] = tinygrad_conv_step(conv_weights, images, labels, jit=True)
-    channels, hidden = conv_sizes(conv_weights)
+    data = make_conv_data()
+    made = columns(data, torch_conv_step, tinyfw_conv_step,
+                   tinygrad_conv_step if tinygrad else None)
+    channels, hidden = conv_sizes(data[0])
     what = (f"examples/mnist.py's ConvNet (conv 3x3 {channels}, conv 3x3 {2 * channels}, each "
             f"ReLU and 2x2 max pool, then {2 * channels * 25}-{hidden}-10), batch {CONV_BATCH} "
             f"uint8 images normalized in the step, cross-entropy, backward, Adam lr {CONV_LR}, "
