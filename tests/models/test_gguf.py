@@ -10,7 +10,7 @@ import pytest
 
 from tinyfw import Tensor, dtypes
 from tinyfw.models.gguf import (GGMLType, GGUFFile, dequantize, half, linear, packaged_gguf,
-                                split_blocks, split_linear, split_weight)
+                                split_blocks, split_linear)
 
 gguf = pytest.importorskip("gguf")
 
@@ -130,20 +130,23 @@ def test_linear_on_8_bit_weights(ours: GGUFFile) -> None:
                                         ("token_embd.weight", GGMLType.Q8_0)])
 def test_split_weights_give_the_same_products(ours: GGUFFile, name: str,
                                                kind: GGMLType) -> None:
-    """Blocks split into their numbers' bytes and their float16 scales (how the CPU device
-    holds them: llama.Linear) take as many bytes, split_linear gives linear's values, and
-    split_weight the dequantized matrix, transposed (K, N)."""
+    """Blocks split into their numbers' bytes and their scales, turned so that the rows are
+    side by side (how the CPU device holds them: llama.Linear), hold the same numbers and
+    float32 scales, and split_linear gives linear's values, for a token and for a prompt."""
     raw = np.ascontiguousarray(ours.blocks(name)[:256])
     numbers, scales = split_blocks(raw, kind)
-    assert numbers.nbytes + scales.nbytes == raw.nbytes and scales.dtype == np.float16
-    x = np.random.default_rng(2).standard_normal((2, raw.shape[1] * 32)).astype(np.float32)
-    want = linear(Tensor(x), Tensor(raw), kind).numpy()
-    got = split_linear(Tensor(x), Tensor(numbers), Tensor(scales), kind).numpy()
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
-    w = dequantize(Tensor(raw), kind).numpy().reshape(256, -1)
-    np.testing.assert_allclose(got, x @ w.T, rtol=1e-4, atol=1e-4)
-    stored = split_weight(Tensor(numbers), Tensor(scales), kind).numpy()  # (a prompt's matrix)
-    np.testing.assert_array_equal(stored, w.T)
+    head = 4 if kind is GGMLType.Q4_1 else 2
+    assert numbers.shape == (raw.shape[1], raw.shape[2] - head, 256) and \
+        scales.shape == (raw.shape[1], head // 2, 256) and scales.dtype == np.float32
+    np.testing.assert_array_equal(numbers.transpose(2, 0, 1), raw[..., head:])
+    for rows in (1, 12):
+        x = np.random.default_rng(2).standard_normal((rows, raw.shape[1] * 32))
+        x = x.astype(np.float32)
+        want = linear(Tensor(x), Tensor(raw), kind).numpy()
+        got = split_linear(Tensor(x), Tensor(numbers), Tensor(scales), kind).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        w = dequantize(Tensor(raw), kind).numpy().reshape(256, -1)
+        np.testing.assert_allclose(got, x @ w.T, rtol=1e-4, atol=1e-4)
 
 
 def test_not_a_gguf_file(tmp_path: Path) -> None:

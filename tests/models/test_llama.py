@@ -58,6 +58,22 @@ def test_greedy_tokens_are_transformers(model: Llama) -> None:
     assert again == REFERENCE["short_greedy"][:4] and step.cnt == len(got) + 2
 
 
+def test_a_first_prompt_is_padded_and_replayed(model: Llama) -> None:
+    """A conversation's first prompt is padded to its bucket's length (16, 24, 32, 48, 64,
+    ...: powers of 2 and 1.5 times them, at most the context) and run by that length's
+    TinyJit: its third run replays the capture, with the logits of the prompt run alone."""
+    ids = REFERENCE["chat_ids"]
+    assert [model.bucket(n) for n in (1, 16, 17, 25, 33, 49, 65, 97)] == \
+        [16, 16, 24, 32, 48, 64, 96, 96]
+    whole = model.logits(ids)[-1]
+    for _ in range(3):
+        model.reset()
+        got = model.prefill(ids).numpy()[0]
+    jit = model._prefills[model.bucket(len(ids))]
+    assert jit.cnt >= 3 and len(jit.jit_cache) > 0  # (earlier tests' prompts count too)
+    np.testing.assert_allclose(got, whole, rtol=0, atol=1e-4)
+
+
 def test_a_conversation_continues_in_the_cache(model: Llama) -> None:
     """Prefill in two parts (the second at a start position > 0) gives the same next token as
     the whole prompt at once."""

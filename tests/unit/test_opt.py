@@ -553,6 +553,36 @@ def test_quantized_weights_are_read_as_vectors_of_bytes(lanes: int) -> None:
                                        rtol=1e-5, atol=1e-5, err_msg=f"{kind.name} {rows}")
 
 
+@pytest.mark.parametrize("rows, columns, blocks, tile", [(48, 96, 2, [8, 3, 16]),
+                                                          (1, 96, 88, [2, 16])])
+def test_turned_quantized_weights_are_outputs_in_lanes(rows: int, columns: int, blocks: int,
+                                                       tile: list[int]) -> None:
+    """Q4_1 weights held turned (gguf.split_blocks: the rows side by side) are multiplied by
+    one kernel whose vectors are 16 outputs, each lane its own row's byte unpacked there
+    (bytes_in_lanes along an UPCAST axis): a prompt's rows get register_tile's 8 rows by 3
+    vectors (24 accumulators where weights are unpacked), a single row of few outputs but a
+    long reduce its lone-row tile (few_outputs); numpy's values of the dequantized weights."""
+    from tinyfw.codegen.lower_opts import bytes_in_lanes
+    from tinyfw.models.gguf import GGMLType, dequantize, split_blocks, split_linear
+
+    if Device.DEFAULT != "CPU":
+        pytest.skip("gguf.split_linear's weights are the CPU device's")
+    rng = np.random.default_rng(6)
+    raw = _q4_1_blocks(rng, columns, blocks * 32)
+    numbers, scales = (Tensor(a) for a in split_blocks(raw, GGMLType.Q4_1))
+    x = rng.standard_normal((rows, blocks * 32)).astype(np.float32)
+    k = kernel_of(split_linear(Tensor(x), numbers, scales, GGMLType.Q4_1))
+    opts = hand_coded_optimizations(k, CPU_C, cores=2, lanes=16)
+    tiled = apply_opts(k, opts)
+    assert [a.size for a in tiled.axes if a.kind is AxisKind.UPCAST] == tile, opts
+    vector = vector_axis(tiled, 16, integers=True)
+    assert vector is not None and tiled.axes[vector].size == 16 and bytes_in_lanes(tiled, vector)
+    assert vector_axis(tiled, 16) is None  # (not without vectors of bytes)
+    got = run_with(opts, lambda: split_linear(Tensor(x), numbers, scales, GGMLType.Q4_1))
+    w = dequantize(Tensor(raw), GGMLType.Q4_1).numpy().reshape(columns, -1).astype(np.float64)
+    np.testing.assert_allclose(got, x.astype(np.float64) @ w.T, rtol=1e-4, atol=1e-4)
+
+
 def test_bytes_in_lanes_only_what_lanes_compute_exactly() -> None:
     """Byte lanes take loads, masks, a division of uint8 by a positive constant, a choice by
     a condition the same for all lanes, and conversions to float32; not a signed division

@@ -24,8 +24,11 @@ UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 # many partial sums its reduce is unrolled into (1: not unrolled), and the length of its
 # reduce's panels (0: none).
 BIG_TILES = {8: (1 << 18, 4, 8, 2, 1, 64), 16: (1 << 20, 16, 16, 1, 1, 128)}
-# Accumulators of register_tile's tile per SIMD width, where it applies (32 registers: AVX-512)
+# Accumulators of register_tile's tile per SIMD width, where it applies (32 registers: AVX-512),
+# and where the second matrix is unpacked from bytes in the kernel (each vector unpacked then
+# serves more rows: 8 x 3 vectors of 48 x 576 x 3072 in 1.0-1.1 ms against 1.2 for 8 x 2)
 REGISTER_TILE = {16: 20}
+REGISTER_TILE_BYTES = {16: 24}
 REGISTER_TILE_ROWS = (8, 6, 5, 4, 3, 2, 1)  # the rows it tries, the first that divides
 CHANNELS_WORK = 1 << 16  # iterations below which a kernel keeps its channels as loops
 DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
@@ -37,6 +40,12 @@ GROUP_LOOP = 256         # the shortest reduce loop that is shared so
 def iterations(kernel: Kernel) -> int:
     """How many times the kernel's innermost statement runs: its work."""
     return prod(a.size for a in kernel.axes)
+
+
+def few_outputs(kernel: Kernel) -> bool:
+    """Whether a kernel is too small to tile: fewer than UPCAST_OUTPUTS outputs, unless each
+    takes a long reduce (a matrix-vector product of few columns: its work is a tile's)."""
+    return prod(kernel.output_shape) < UPCAST_OUTPUTS and iterations(kernel) < THREAD_WORK
 
 
 def load_indices(kernel: Kernel) -> list[set[str]]:
@@ -105,9 +114,12 @@ def register_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     cache while all the rows go by), and the outer loop is shared out to the cores. On
     AVX-512 (32 registers) only: 100 x 576 x 49152 went from 36 to 144 GFLOP/s and 32 x 576 x
     1536 from 78 to 136 on a 2-core AMD EPYC (bench.matmul), against the 4 x 2-vector tile
-    of the rules below. () when the kernel is not such a matmul."""
+    of the rules below. The same for a product whose second matrix is unpacked from bytes in
+    the kernel (gguf.split_linear: 4-bit weights), with REGISTER_TILE_BYTES accumulators, and
+    for one of few outputs but a long reduce (few_outputs). () when the kernel is not such a
+    matmul."""
     if lanes not in REGISTER_TILE or kernel.reduce is None or \
-            prod(kernel.output_shape) < UPCAST_OUTPUTS or not outputs_vectorize(kernel, lanes):
+            few_outputs(kernel) or not outputs_vectorize(kernel, lanes, integers=True):
         return ()
     shared = [i for i in shared_axes(kernel) if kernel.axes[i].size > 1]  # (a batch of 1: no)
     if len(shared) == 1:  # one row: a batch-1 product
@@ -119,7 +131,10 @@ def register_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     if kernel.axes[column_axis].size % lanes:
         return ()
     tile_rows = next(r for r in REGISTER_TILE_ROWS if rows % r == 0)
-    tile_vectors = next(v for v in range(max(REGISTER_TILE[lanes] // tile_rows, 1), 0, -1)
+    unpacks = any(n.op is Ops.LOAD and n.dtype in (dtypes.uint8, dtypes.int8)
+                  for n in kernel.ast.toposort())
+    budget = (REGISTER_TILE_BYTES if unpacks else REGISTER_TILE)[lanes]
+    tile_vectors = next(v for v in range(max(budget // tile_rows, 1), 0, -1)
                         if vectors % v == 0)
     opts = [Opt(OptOps.UPCAST, column_axis, lanes)]  # (axes after column_axis move on by one)
     if tile_vectors > 1:
@@ -227,11 +242,13 @@ def quantized_dot_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     return opts if vector_axis(tiled, lanes, integers=True) == unrolled[-1] else ()
 
 
-def outputs_vectorize(kernel: Kernel, lanes: int) -> bool:
+def outputs_vectorize(kernel: Kernel, lanes: int, integers: bool = False) -> bool:
     """Whether the kernel's outputs can be computed a vector at a time (upcast_a_vector): a
-    shared output loop along which every load reads consecutive elements or one for all."""
+    shared output loop along which every load reads consecutive elements or one for all;
+    integers: some of them bytes, made float32 in the lanes (lower_opts.bytes_in_lanes)."""
     usual = upcast_a_vector(kernel, lanes)
-    return usual is not None and vector_axis(apply_opt(kernel, usual), lanes) is not None
+    return usual is not None and \
+        vector_axis(apply_opt(kernel, usual), lanes, integers) is not None
 
 
 def upcast_a_vector(kernel: Kernel, lanes: int) -> Opt | None:
@@ -241,7 +258,7 @@ def upcast_a_vector(kernel: Kernel, lanes: int) -> Opt | None:
     read once for all of them. Not where those outputs are no vector but the reduce's loads
     are consecutive (attention's scores, q times each key): unroll_the_reduce then makes the
     vectors, of partial sums."""
-    if kernel.reduce is None or prod(kernel.output_shape) < UPCAST_OUTPUTS or \
+    if kernel.reduce is None or few_outputs(kernel) or \
             any(a.kind is AxisKind.UPCAST for a in kernel.axes):
         return None
     shared = shared_axes(kernel)

@@ -336,7 +336,8 @@ def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> 
         return None not in strides and all(lane_stride(c, i) == 0 for c in consts) and \
             (kernel.reduce is not None or 1 in strides)
     upcasts = [i for i in reversed(range(len(kernel.axes)))
-               if kernel.axes[i].kind is AxisKind.UPCAST and floats and fits(i)]
+               if kernel.axes[i].kind is AxisKind.UPCAST and fits(i) and
+               (floats or integers and bytes_in_lanes(kernel, i))]
     side_by_side = next((i for i in upcasts if lane_stride(store, i) == 1), None)
     across = next((i for i in upcasts if lane_stride(store, i) != 1), None)
     if across is not None and kernel.reduce is not None and (
@@ -356,16 +357,26 @@ BITWISE = frozenset({Ops.AND, Ops.OR, Ops.XOR})
 
 
 def bytes_in_lanes(kernel: Kernel, axis: int) -> bool:
-    """Whether the kernel's float32 sum can be computed in vector lanes along `axis` where it
-    reads bytes: every value that varies along the axis is a float32 of VECTOR_OPS (no
-    compares), or bytes (uint8, int8) loaded, masked (&, |, ^), divided by a positive constant
-    (uint8: a shift), chosen by a condition the same for all lanes, reinterpreted (int8 as
-    uint8) or made float32. Values the same for all lanes are computed once, as scalars."""
+    """Whether the kernel's float32 values can be computed in vector lanes along `axis` where
+    it reads bytes: every value that varies along the axis is a float32 of VECTOR_OPS (no
+    compares), a float32 sum (along an UPCAST axis: one output per lane), or bytes (uint8,
+    int8) loaded, masked (&, |, ^), divided by a positive constant (uint8: a shift), chosen by
+    a condition the same for all lanes, reinterpreted (int8 as uint8) or made float32. Values
+    the same for all lanes are computed once, as scalars. Along an UNROLL axis (partial sums in
+    the lanes) the kernel's sum is what is checked; along an UPCAST axis, its stored value: a
+    quantized matmul's weights stored with their outputs side by side, or their
+    dequantization."""
     reduce = kernel.reduce
-    if reduce is None or reduce.arg[0] is not Ops.ADD or reduce.dtype != dtypes.float32:
-        return False
+    if kernel.axes[axis].kind is AxisKind.UNROLL:
+        if reduce is None or reduce.arg[0] is not Ops.ADD or reduce.dtype != dtypes.float32:
+            return False
+        root = reduce.src[0]
+    else:
+        root = kernel.ast.src[1]
+        if root.dtype != dtypes.float32:
+            return False
     varying: dict[UOp, bool] = {}
-    for n in reduce.src[0].toposort():
+    for n in root.toposort():
         if n.op is Ops.VIEW:
             continue
         if n.op in (Ops.LOAD, Ops.CONST):
@@ -378,6 +389,7 @@ def bytes_in_lanes(kernel: Kernel, axis: int) -> bool:
             continue
         src = n.src[0].dtype
         if not (n.dtype == dtypes.float32 and n.op in VECTOR_OPS - COMPARES - {Ops.WHERE} or
+                n.op is Ops.REDUCE and n.arg[0] is Ops.ADD and n.dtype == dtypes.float32 or
                 n.op is Ops.WHERE and not varying[n.src[0]] and
                 n.dtype in BYTES | {dtypes.float32} or
                 n.op in BITWISE and n.dtype in BYTES or

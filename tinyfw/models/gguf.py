@@ -42,6 +42,11 @@ per block, the sum of x times the small integers q, then scaled once by d (and, 
 m times the sum of x over the block). `DEBUG=2` shows its kernels: on the CPU one reduce that
 loads the 4-bit bytes and x; elsewhere one reduce over each block of 32 (the dequantization
 fused into it), then a small one over the blocks.
+
+llama.py's models hold their Q4_1 and Q8_0 weights for the CPU another way (split_blocks): the
+bytes turned so that the weight's rows lie side by side, and the scales apart, as float32. Then
+a vector holds 16 outputs, not 16 numbers of one block, and one kernel serves a token and a
+prompt alike (split_linear): a prompt's rows share each unpacked vector of weights.
 """
 from __future__ import annotations
 
@@ -488,47 +493,35 @@ def _dequantized_dot(x: Tensor, blocks: Tensor, ggml_type: GGMLType) -> Tensor:
     return (x.reshape(*lead, 1, nb, 2, 16) * (d * q + m)).sum((-3, -2, -1))
 
 
-def split_weight(numbers: Tensor, scales: Tensor, ggml_type: GGMLType) -> Tensor:
-    """The float32 matrix that split_blocks' two parts hold, d * q (+ m), stored transposed:
-    (K, N), so x @ it is x @ W.T. A prompt of many rows is a matrix product with it, where one
-    row at a time reads the packed bytes (split_linear); stored (K, N), each row of it holds
-    consecutive outputs, which the float matmul's tiles load as vectors (x @ W.T of the (N, K)
-    matrix: 1.6x slower at 38 x 576 x 3072 on AVX-512, bench/README.md)."""
-    n, nb = numbers.shape[0], numbers.shape[1]
-    d = scales[..., 0:1].cast(dtypes.float32)                                  # (N, nb, 1)
-    if ggml_type is GGMLType.Q8_0:
-        w = numbers.bitcast(dtypes.int8).cast(dtypes.float32) * d
-    elif ggml_type is GGMLType.Q4_1:
-        q = _nibbles(numbers).cast(dtypes.float32)                            # (N, nb, 2, 16)
-        w = d.unsqueeze(-1) * q + scales[..., 1:2].cast(dtypes.float32).unsqueeze(-1)
-    else:
-        raise NotImplementedError(f"split_weight: {ggml_type.name} weights are not supported")
-    return w.reshape(n, nb * 32).T.contiguous()
-
-
-# --- weights split in two: the numbers' bytes, and the scales as float16 ----------------------
+# --- weights split in two and turned: the numbers' bytes, the scales as float32 ----------------
 def split_blocks(blocks: np.ndarray, ggml_type: GGMLType) -> tuple[np.ndarray, np.ndarray]:
-    """Q4_1 or Q8_0 blocks (..., bytes per block) as two arrays, together as many bytes: the
-    bytes of their numbers (..., 16) or (..., 32), uint8, and their scales (..., 2): d and m,
-    or (..., 1): d, float16."""
+    """Q4_1 or Q8_0 blocks (N, nb, bytes per block), one row of the weight W (N, K) each, as
+    BYTE_LANES devices hold them (llama.Linear): two arrays with W's rows side by side, the
+    bytes of the numbers (nb, 16, N) or (nb, 32, N), uint8 (byte j of block b of every row,
+    one after the other), and the scales (nb, 2, N): d and m, or (nb, 1, N): d, float32. A
+    vector of 16 lanes then loads 16 rows' byte j in one go, and 16 rows' scales in another:
+    split_linear computes 16 outputs a vector."""
     head = 4 if ggml_type is GGMLType.Q4_1 else 2
-    return (np.ascontiguousarray(blocks[..., head:]),
-            np.ascontiguousarray(blocks[..., :head]).view(np.float16))
+    scales = np.ascontiguousarray(blocks[..., :head]).view(np.float16).astype(np.float32)
+    return (np.ascontiguousarray(blocks[..., head:].transpose(1, 2, 0)),
+            np.ascontiguousarray(scales.transpose(1, 2, 0)))
 
 
 def split_linear(x: Tensor, numbers: Tensor, scales: Tensor, ggml_type: GGMLType) -> Tensor:
-    """linear() of weights held as split_blocks gives them: the same sum over K of x times
-    d * q (+ m), whose scales are each one float16 load, not two bytes put together (the CPU
-    device's kernels: a block's scales cost as much as its 16 lanes of work otherwise)."""
-    nb, lead = numbers.shape[1], x.shape[:-1]
+    """x (..., K) @ W.T for W held as split_blocks gives it: one sum over K of x times d * q
+    (+ m), one kernel whether x is a token or a prompt. Its outputs are side by side in memory
+    and so are the bytes and scales of their rows, so a vector holds 16 outputs, each lane its
+    own row's byte unpacked and made float32 there (lower_opts.bytes_in_lanes along an UPCAST
+    axis), and a tile of rows of x by vectors of outputs (heuristic.register_tile) unpacks
+    each weight once for all its rows."""
+    nb, lead = numbers.shape[0], x.shape[:-1]
     if x.shape[-1] != nb * 32:
         raise RuntimeError(f"linear: x of shape {x.shape} and weights of {nb * 32} columns")
-    d = scales[..., 0:1].cast(dtypes.float32)                                  # (N, nb, 1)
     if ggml_type is GGMLType.Q8_0:
-        q = numbers.bitcast(dtypes.int8).cast(dtypes.float32)                 # (N, nb, 32)
-        return (x.reshape(*lead, 1, nb, 32) * (q * d)).sum((-2, -1))
+        q = numbers.bitcast(dtypes.int8).cast(dtypes.float32)                 # (nb, 32, N)
+        return (x.reshape(*lead, nb, 32, 1) * (q * scales)).sum((-3, -2))
     if ggml_type is not GGMLType.Q4_1:
         raise NotImplementedError(f"linear: {ggml_type.name} weights are not supported")
-    q = _nibbles(numbers).cast(dtypes.float32)                                # (N, nb, 2, 16)
-    m = scales[..., 1:2].cast(dtypes.float32).unsqueeze(-1)
-    return (x.reshape(*lead, 1, nb, 2, 16) * (d.unsqueeze(-1) * q + m)).sum((-3, -2, -1))
+    q = _nibbles(numbers.permute(0, 2, 1)).permute(0, 2, 3, 1).cast(dtypes.float32)
+    d, m = scales[:, 0:1].unsqueeze(1), scales[:, 1:2].unsqueeze(1)            # (nb, 1, 1, N)
+    return (x.reshape(*lead, nb, 2, 16, 1) * (d * q + m)).sum((-4, -3, -2))   # q (nb, 2, 16, N)

