@@ -1,7 +1,7 @@
 # Exercises of chapter 12, generated from tinyfw/models/llama.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/12_transformers
-# generated text id: 45be80918a5c7a56 (lets tools.generate tell your edits apart)
+# generated text id: 67bbf3ee1465d71e (lets tools.generate tell your edits apart)
 """A Llama-style language model (SmolLM2-135M-Instruct) on tinyfw, from a GGUF file
 (chapter 12).
 
@@ -360,7 +360,8 @@ class Llama:
             start = start.reshape(-1, 1, 1, 1)                           # (B, 1, 1, 1)
             positions, places = start.cast(dtypes.float32), start
         angles = positions * self.inv_freq                   # (T, head_dim / 2) or (B, 1, 1, .)
-        cos, sin = angles.cos(), angles.sin()
+        # (stored once: left lazy, every layer's q and k would compute them again per head)
+        cos, sin = angles.cos().contiguous(), angles.sin().contiguous()
         mask = self.places.reshape(1, -1) <= places                      # (T, S): causal
         x = self.embed(rows)
         for i, block in enumerate(self.blocks):
@@ -392,12 +393,13 @@ class Llama:
         return logits
 
     def bucket(self, length: int) -> int:
-        """The length a first prompt of `length` tokens is padded to: the next of 16, 24, 32,
-        48, 64, 96, 128, ... (powers of 2 and 1.5 times them: at most a third of the rows are
-        padding, and few lengths, each a TinyJit of its own), at most the context."""
+        """The length a first prompt of `length` tokens is padded to: 16, 24, 32, 40, ..., 64,
+        80, ..., 128, 160, ...: steps of a quarter of the power of 2 below (8 at least), so
+        from 33 tokens on less than a fifth of the rows are padding, and few lengths (each a
+        TinyJit of its own, its kernels compiled once); at most the context."""
         size = 16
         while size < length:
-            size = size * 3 // 2 if size & (size - 1) == 0 else size * 4 // 3
+            size += max(8, (1 << (size.bit_length() - 1)) // 4)
         return min(size, self.max_context)
 
     def last_hidden(self, rows: Tensor, last: Tensor) -> Tensor:

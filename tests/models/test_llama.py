@@ -59,12 +59,13 @@ def test_greedy_tokens_are_transformers(model: Llama) -> None:
 
 
 def test_a_first_prompt_is_padded_and_replayed(model: Llama) -> None:
-    """A conversation's first prompt is padded to its bucket's length (16, 24, 32, 48, 64,
-    ...: powers of 2 and 1.5 times them, at most the context) and run by that length's
-    TinyJit: its third run replays the capture, with the logits of the prompt run alone."""
+    """A conversation's first prompt is padded to its bucket's length (16, 24, 32, 40, ...,
+    64, 80, ...: steps of a quarter of the power of 2 below, 8 at least; at most the context)
+    and run by that length's TinyJit: its third run replays the capture, with the logits of
+    the prompt run alone."""
     ids = REFERENCE["chat_ids"]
-    assert [model.bucket(n) for n in (1, 16, 17, 25, 33, 49, 65, 97)] == \
-        [16, 16, 24, 32, 48, 64, 96, 96]
+    assert [model.bucket(n) for n in (1, 16, 17, 25, 33, 49, 65, 81, 97)] == \
+        [16, 16, 24, 32, 40, 56, 80, 96, 96]
     whole = model.logits(ids)[-1]
     for _ in range(3):
         model.reset()
