@@ -1,9 +1,11 @@
-"""The kernels of one jitted training step, each timed alone: where a step's time goes.
+"""The kernels of one jitted step, each timed alone: where a step's time goes.
 
-Builds the MNIST MLP step of bench/train_step.py (`--model mlp`) or the conv net's step of
-examples/mnist.py (`--model conv`) with TinyJit, runs it until it replays, then launches each
-kernel the replay launches again on its own, with the same buffers, and prints the slowest
-with their optimizations (the best of a few rounds; the JIT's own time per step beside).
+Builds the MNIST MLP step of bench/train_step.py (`--model mlp`), the conv net's step of
+examples/mnist.py (`--model conv`), all-MiniLM-L6-v2 embedding bench/minilm.py's 32 sentences
+(`--model minilm`) or a SmolLM2-135M decode step after bench/llm.py's prompt (`--model llm`)
+with TinyJit, runs it until it replays, then launches each kernel the replay launches again on
+its own, with the same buffers, and prints the slowest with their optimizations (the best of a
+few rounds; the JIT's own time per step beside).
 
 The step is captured without device graphs (JIT_GRAPH=0), so that each kernel's launch is seen;
 --steps N trains that many steps first (Adam's state after a thousand steps is not the first
@@ -53,6 +55,28 @@ def conv_step() -> Step:
     return lambda i: train(xs[i % 3], ys[i % 3]).item()
 
 
+def minilm_step() -> Step:
+    """bench/minilm.py's TinyJit column: 32 sentences embedded by all-MiniLM-L6-v2."""
+    from bench.minilm import tinyfw_jitted
+    from tinyfw.models.bert import SentenceEncoder
+    run = tinyfw_jitted(SentenceEncoder(device="CPU"))
+    return lambda i: run()
+
+
+def llm_step() -> Step:
+    """One SmolLM2-135M decode step (Llama._step, the decode TinyJit) at the position after
+    bench/llm.py's prompt, greedy; each call the same token at the same position."""
+    from bench.llm import prompt_ids
+    from tinyfw import Tensor, dtypes
+    from tinyfw.models.llama import Llama, Sampler
+    model = Llama.smollm2(max_context=256)  # (as bench/llm.py's)
+    ids = prompt_ids()
+    model.prefill(ids)
+    position = Tensor([len(ids)], dtype=dtypes.int32)
+    greedy = Sampler()
+    return lambda i: model._step(model.rows([ids[-1]]), position, greedy).item()
+
+
 def subnormals(buffer: Any) -> int:
     """How many float32 values of buffer are subnormal (nonzero, below 2**-126): arithmetic on
     them takes a slow path on x86 processors, a hundred cycles or more an instruction."""
@@ -100,12 +124,13 @@ def kernel_times(step: Step, rounds: int = 3) -> list[tuple[float, str, tuple[An
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("mlp", "conv"), default="mlp")
+    parser.add_argument("--model", choices=("mlp", "conv", "minilm", "llm"), default="mlp")
     parser.add_argument("--top", type=int, default=12, help="rows printed, slowest first")
     parser.add_argument("--steps", type=int, default=4, help="steps trained before timing")
     args = parser.parse_args(argv)
     os.environ["JIT_GRAPH"] = "0"  # replays launch kernel by kernel: launch() sees each
-    step = mlp_step() if args.model == "mlp" else conv_step()
+    steps = {"mlp": mlp_step, "conv": conv_step, "minilm": minilm_step, "llm": llm_step}
+    step = steps[args.model]()
     for i in range(max(args.steps, 4)):  # runs, captures, replays
         step(i)
     start = time.perf_counter()
@@ -118,6 +143,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(t for t, _, _ in times) * 1e3:.2f} ms timed alone")
     for seconds, name, opts in sorted(times, key=lambda t: -t[0])[:args.top]:
         print(f"{seconds * 1e3:8.3f} ms  {name:24s} {', '.join(map(str, opts)) or '-'}")
+    by_name: dict[str, list[float]] = {}
+    for seconds, name, _ in times:
+        by_name.setdefault(name, []).append(seconds)
+    print("by name: count x best time alone = total")
+    for name, runs in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:args.top]:
+        print(f"  {name:24s} {len(runs):4d} x {np.median(runs) * 1e6:8.1f} us = "
+              f"{sum(runs) * 1e3:7.2f} ms")
     return 0
 
 
