@@ -1,7 +1,7 @@
 # Solutions of chapter 12, generated from tinyfw/models/llama.py by `python -m tools.generate`.
 # Edit tinyfw/models/llama.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/12_transformers --impl=solutions
-# generated text id: 387ab6912ae08c90 (lets tools.generate tell your edits apart)
+# generated text id: 763b1a923cf7415b (lets tools.generate tell your edits apart)
 """A Llama-style language model (SmolLM2-135M-Instruct) on tinyfw, from a GGUF file
 (chapter 12).
 
@@ -116,9 +116,6 @@ class LlamaConfig:
                    rope_pairs=ARCHITECTURES[arch])
 
 
-# From this many rows on (a prompt's tokens), a quantized weight is dequantized into a float32
-# matrix once, and x times it is the float matmul's tiles: each weight read for many rows, not
-# unpacked again for each (bench/README.md, "Prefill as a matrix product").
 class Linear:
     """x @ W.T for a weight of the file: 4-bit or 8-bit blocks read by the matmul's kernel
     (gguf.linear), or a float matrix. Several names: their matrices stacked (rows one after

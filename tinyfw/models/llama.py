@@ -112,9 +112,6 @@ class LlamaConfig:
                    rope_pairs=ARCHITECTURES[arch])
 
 
-# From this many rows on (a prompt's tokens), a quantized weight is dequantized into a float32
-# matrix once, and x times it is the float matmul's tiles: each weight read for many rows, not
-# unpacked again for each (bench/README.md, "Prefill as a matrix product").
 class Linear:
     """x @ W.T for a weight of the file: 4-bit or 8-bit blocks read by the matmul's kernel
     (gguf.linear), or a float matrix. Several names: their matrices stacked (rows one after
