@@ -1,9 +1,9 @@
 """A threaded kernel's hand-off to the cores: Python's thread pool against the C workers.
 
 One of SmolLM2's 4-bit matmuls (x (1, 576) times gate and up stacked, 3072 x 576 Q4_1, held
-split: 1.1 MB of weights), 30 of them with their own weights in turn (33 MB: each read from
-memory, as in a decode step), replayed by TinyJit, timed per matmul, in five ways, each in a
-process of its own:
+as gguf.split_blocks holds it: 1.3 MB of weights), 30 of them with their own weights in turn
+(40 MB: each read from memory, as in a decode step), replayed by TinyJit, timed per matmul, in
+five ways, each in a process of its own:
 
   one core            TINYFW_CORES=1: the kernel is not threaded; launched one by one
   pool                two cores, launched one by one (JIT_GRAPH=0), CPU_WORKERS=0: the other
@@ -42,8 +42,9 @@ WAYS = {"one core": {"TINYFW_CORES": "1", **ALONE}, "pool": {"CPU_WORKERS": "0",
 
 
 def weight_bytes() -> int:
-    """Bytes of one matrix: a nibble per weight, a float16 d and m per block of 32."""
-    return ROWS * COLUMNS // 2 + ROWS * COLUMNS // 32 * 4
+    """Bytes of one matrix as gguf.split_blocks holds it: a nibble per weight, a float32 d and
+    m per block of 32."""
+    return ROWS * COLUMNS // 2 + ROWS * COLUMNS // 32 * 8
 
 
 def time_one(rounds: int) -> float:
@@ -51,11 +52,14 @@ def time_one(rounds: int) -> float:
     process's environment)."""
     from tinyfw import Tensor
     from tinyfw.jit.jit import TinyJit
-    from tinyfw.models.gguf import GGMLType, split_linear
+    from tinyfw.models.gguf import GGMLType, split_blocks, split_linear
     rng = np.random.default_rng(0)
-    weights = [(Tensor(rng.integers(0, 256, (ROWS, COLUMNS // 32, 16), dtype=np.uint8)).realize(),
-                Tensor((rng.standard_normal((ROWS, COLUMNS // 32, 2)) * 0.01)
-                       .astype(np.float16)).realize()) for _ in range(MATRICES)]
+    weights = []
+    for _ in range(MATRICES):  # Q4_1 blocks: float16 d and m, then 16 bytes of nibbles
+        blocks = rng.integers(0, 256, (ROWS, COLUMNS // 32, 20), dtype=np.uint8)
+        scales = (rng.standard_normal((ROWS, COLUMNS // 32, 2)) * 0.01).astype(np.float16)
+        blocks[..., :4] = scales.view(np.uint8)
+        weights.append(tuple(Tensor(a).realize() for a in split_blocks(blocks, GGMLType.Q4_1)))
     x = Tensor(rng.standard_normal((1, COLUMNS)).astype(np.float32)).realize()
 
     step = TinyJit(lambda x: [split_linear(x, n, s, GGMLType.Q4_1).realize() for n, s in weights])

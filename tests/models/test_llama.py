@@ -75,6 +75,21 @@ def test_a_first_prompt_is_padded_and_replayed(model: Llama) -> None:
     np.testing.assert_allclose(got, whole, rtol=0, atol=1e-4)
 
 
+def test_a_prompt_is_checked_before_it_runs(model: Llama) -> None:
+    """No tokens, or more than the context holds, is refused with what was asked, by prefill
+    and by the server's engine (before the prompt is padded or queued)."""
+    from tinyfw.serve.engine import BatchEngine, Request
+    model.reset()
+    with pytest.raises(ValueError, match="at least one token"):
+        model.prefill([])
+    with pytest.raises(RuntimeError, match="needs 97 positions; the context holds 96"):
+        model.prefill([1] * 97)
+    assert model.position == 0
+    engine = BatchEngine(model, slots=1)
+    with pytest.raises(ValueError, match="no tokens"):
+        engine.submit(Request(ids=[], max_tokens=1, emit=lambda event: None))
+
+
 def test_a_conversation_continues_in_the_cache(model: Llama) -> None:
     """Prefill in two parts (the second at a start position > 0) gives the same next token as
     the whole prompt at once."""

@@ -26,7 +26,8 @@ UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 BIG_TILES = {8: (1 << 18, 4, 8, 2, 1, 64), 16: (1 << 20, 16, 16, 1, 1, 128)}
 # Accumulators of register_tile's tile per SIMD width, where it applies (32 registers: AVX-512),
 # and where the second matrix is unpacked from bytes in the kernel (each vector unpacked then
-# serves more rows: 8 x 3 vectors of 48 x 576 x 3072 in 1.0-1.1 ms against 1.2 for 8 x 2)
+# serves more rows: 48 x 576 x 3072 with 4-bit weights 1.19-1.26 ms in 8 x 3 vectors against
+# 1.24-1.45 in 8 x 2, `bench.matmul_kernel 48 576 3072 --q4_1`, bench/README.md)
 REGISTER_TILE = {16: 20}
 REGISTER_TILE_BYTES = {16: 24}
 REGISTER_TILE_ROWS = (8, 6, 5, 4, 3, 2, 1)  # the rows it tries, the first that divides

@@ -388,11 +388,10 @@ class Llama:
             raise RuntimeError(f"the prompt needs {self.position + len(ids)} positions; the "
                                f"context holds {self.max_context}")
         if self.position == 0:
-            size = self.bucket(len(ids))
-            jit = self._prefills.setdefault(size, TinyJit(self._padded_prefill))
-            padded = ids + [ids[-1]] * (size - len(ids))
-            last = Tensor([len(ids) - 1], dtype=dtypes.int32, device=self.device)
-            logits = jit(self.rows(padded), last)
+            rows, last = self.padded_rows(ids)
+            if rows.shape[1] not in self._prefills:
+                self._prefills[rows.shape[1]] = TinyJit(self._padded_prefill)
+            logits = self._prefills[rows.shape[1]](rows, last)
         else:
             logits = self.forward(self.rows(ids), self.position, last=True)[:, -1]
             Tensor.realize_all(logits, *self._state())
@@ -408,6 +407,14 @@ class Llama:
         while size < length:
             size += max(8, (1 << (size.bit_length() - 1)) // 4)
         return min(size, self.max_context)
+
+    def padded_rows(self, ids: list[int]) -> tuple[Tensor, Tensor]:
+        """The embedding rows (self.rows) of ids padded to their bucket's length by repeating
+        the last id, and the index of the last real one (an int32 tensor (1,): last_hidden's)."""
+        if not ids:
+            raise ValueError("prefill needs at least one token")
+        padded = ids + [ids[-1]] * (self.bucket(len(ids)) - len(ids))
+        return self.rows(padded), Tensor([len(ids) - 1], dtype=dtypes.int32, device=self.device)
 
     def last_hidden(self, rows: Tensor, last: Tensor) -> Tensor:
         """The last block's output (1, 1, dim) at index last (a tensor (1,)) of a prompt run

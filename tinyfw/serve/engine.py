@@ -108,6 +108,8 @@ class BatchEngine:
 
     # --- the server's side (any thread) ---
     def submit(self, request: Request) -> None:
+        if not request.ids:
+            raise ValueError("the prompt has no tokens")
         if len(request.ids) + 1 > self.model.max_context:
             raise ValueError(f"the prompt has {len(request.ids)} tokens; the context holds "
                              f"{self.model.max_context}")
@@ -167,14 +169,12 @@ class BatchEngine:
                 request.emit(("error", f"{type(e).__name__}: {e}"))
 
     def _join(self, request: Request, slot: int) -> None:
-        model, device = self.model, self.model.device
-        size = model.bucket(len(request.ids))
+        rows, last = self.model.padded_rows(request.ids)
+        size = rows.shape[1]
         if size not in self._prefills:
             self._prefills[size] = TinyJit(self._prefill)
-        padded = request.ids + [0] * (size - len(request.ids))
         token, logits = self._prefills[size](
-            model.rows(padded), Tensor([len(request.ids) - 1], dtype=dtypes.int32, device=device),
-            Tensor([slot], dtype=dtypes.int32, device=device))
+            rows, last, Tensor([slot], dtype=dtypes.int32, device=self.model.device))
         request.position = len(request.ids)
         request.rng = np.random.default_rng(request.seed)
         first = int(token.item()) if request.temperature == 0 else \
@@ -183,7 +183,7 @@ class BatchEngine:
             self.running[slot] = request
 
     def _prefill(self, rows: Tensor, last: Tensor, slot: Tensor) -> tuple[Tensor, Tensor]:
-        """A prompt padded to a bucket's length (rows (1, L, ...), Llama.bucket) run from
+        """A prompt padded to a bucket's length (rows (1, L, ...), Llama.padded_rows) run from
         position 0 in the model's own cache (Llama.last_hidden), then copied into the slot's
         rows of the batch's cache; the argmax and the logits (1, vocab) of its last real
         position (index last)."""
