@@ -1,7 +1,7 @@
 # Exercises of chapter 11, generated from tinyfw/codegen/lower_opts.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/11_speed
-# generated text id: 442bbc2cfb5acbcf (lets tools.generate tell your edits apart)
+# generated text id: 7ce0782d87b18209 (lets tools.generate tell your edits apart)
 """Lowering an optimized kernel: chapter 05's loops, with UPCAST and UNROLL axes unrolled into
 registers and THREAD axes shared out to the CPU's cores.
 
@@ -154,7 +154,8 @@ def emit_value(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int,
             op: Any = n.op
             if vector and n.op is Ops.WHERE and not is_vector(srcs[0]):  # one for all lanes
                 op, srcs = Pick(), srcs[:1] + broadcast(b, srcs[1:], lanes)
-            elif vector and (n.op in COMPARES | {Ops.WHERE} or n.dtype == dtypes.bool):
+            elif vector and (n.op in COMPARES | {Ops.WHERE, Ops.MAX} or
+                             n.dtype == dtypes.bool):
                 srcs = broadcast(b, srcs, lanes)  # (their templates want vectors; a bool's
                 # lanes all ones for true, as a compare's, not C's 1)
             done[n] = b.add(LOps.ALU, widened(n.dtype, lanes if vector else None), srcs, op)
@@ -163,7 +164,8 @@ def emit_value(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int,
 
 # --- vectors: an UPCAST axis as the lanes of SIMD values, on a renderer with vector types ---
 VECTOR_OPS = frozenset({Ops.ADD, Ops.MUL, Ops.NEG, Ops.FDIV, Ops.RECIPROCAL, Ops.CMPLT,
-                        Ops.CMPNE, Ops.WHERE})
+                        Ops.CMPNE, Ops.WHERE, Ops.MAX, Ops.TRUNC})
+VECTOR_REDUCES = frozenset({Ops.ADD, Ops.MAX})  # float32 sums and maximums, a lane at a time
 COMPARES = frozenset({Ops.CMPLT, Ops.CMPNE})  # float32 vectors to a mask (bool lanes)
 VECTOR_SIZES = (2, 4, 8, 16)
 
@@ -238,34 +240,47 @@ MASK_LOGIC = frozenset({Ops.AND, Ops.OR, Ops.CMPNE})  # of masks: and, or, xor (
 
 
 def is_mask(node: UOp) -> bool:
-    """Whether node is a bool computed a vector at a time: a comparison of float32s (its lanes
-    32 bits too, all ones for true), a bool constant, or and/or/!= of such masks (relu's
-    gradient is where((y < 0) | ((y != 0) != True), 0, 1): 0 where y <= 0, nan passing)."""
+    """Whether node is a bool computed a vector at a time: a comparison of float32s or int32s
+    (its lanes 32 bits too, all ones for true: a causal mask compares positions), a bool
+    constant, or and/or/!= of such masks (relu's gradient is where((y < 0) | ((y != 0) !=
+    True), 0, 1): 0 where y <= 0, nan passing)."""
     if node.dtype != dtypes.bool:
         return False
     if node.op is Ops.CONST:
         return True
-    if node.op in COMPARES and node.src[0].dtype == dtypes.float32:
+    if node.op in COMPARES and node.src[0].dtype in (dtypes.float32, dtypes.int32):
         return True
     return node.op in MASK_LOGIC and all(is_mask(s) for s in node.src)
 
 
+def is_float_bits(node: UOp) -> bool:
+    """Whether node is a float32's int32 bits on their way back to a float32 (exp's 2**k: k
+    made the exponent field, cast to int32 and reinterpreted), which vectors compute as int32
+    lanes: a float32 cast to int32, or int32 bits read as a float32."""
+    return node.op is Ops.CAST and node.dtype == dtypes.int32 and \
+        node.src[0].dtype == dtypes.float32 or node.op is Ops.BITCAST and \
+        node.dtype == dtypes.float32 and node.src[0].dtype == dtypes.int32
+
+
 def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> int | None:
     """The UPCAST or UNROLL axis the kernel can compute as vectors' lanes, or None, in a float32
-    kernel of VECTOR_OPS (and a sum; a WHERE of a mask, is_mask) whose loads read either one
-    value for all lanes or consecutive ones along it, some load (or the sum) giving each lane its
-    own:
+    kernel of VECTOR_OPS (and a sum or maximum; a WHERE of a mask, is_mask, int32s loaded for
+    its comparisons; float32s cast to int32 bits and back, is_float_bits: exp's polynomial,
+    softmax's) whose loads read either one
+    value for all lanes or consecutive ones along it, some load (or the reduce) giving each lane
+    its own:
     the last UPCAST of 2 to max_lanes (the widest the processor computes at once) outputs
     stored side by side, else the last such UNROLL (partial sums, one per lane). With integers
     (a renderer with vectors of bytes), an UNROLL also where the sum reads bytes along it and
     turns them into float32s (bytes_in_lanes: a quantized matmul's 4- and 8-bit weights)."""
     nodes = [n for n in kernel.ast.toposort() if n.op is not Ops.VIEW]
     floats = not (
-        any(n.dtype != dtypes.float32 and not is_mask(n) for n in nodes) or
+        any(n.dtype != dtypes.float32 and not is_mask(n) and not is_float_bits(n) and
+            not (n.op is Ops.LOAD and n.dtype == dtypes.int32) for n in nodes) or
         any(n.op is Ops.WHERE and not is_mask(n.src[0]) for n in nodes) or
-        any(n.op is Ops.REDUCE and n.arg[0] is not Ops.ADD or n.op not in
+        any(n.op is Ops.REDUCE and n.arg[0] not in VECTOR_REDUCES or n.op not in
             (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS
-            and not is_mask(n) for n in nodes))
+            and not is_mask(n) and not is_float_bits(n) for n in nodes))
     if not floats and not integers:
         return None
     store = kernel.ast.src[0].arg

@@ -371,7 +371,9 @@ def tile_a_transposed_read(kernel: Kernel, lanes: int) -> Opt | None:
     """An elementwise kernel that reads a transposed matrix (a gradient stored the other way
     round) walks it a column at a time, a cache line per element. Its output loop along which
     that load reads consecutive elements is upcast by a SIMD register's lanes: each pass reads
-    `lanes` neighbours of the transposed matrix and writes them into as many rows."""
+    `lanes` neighbours of the transposed matrix and writes them into as many rows. Not for a
+    load that the last loop does not move (a value per row: softmax's maximum and sum, a
+    causal mask's query positions): the last loop, vectorized by the compiler, reads it once."""
     outputs = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.GLOBAL]
     if kernel.reduce is not None or len(outputs) < 2 or \
             prod(kernel.output_shape) < UPCAST_OUTPUTS or \
@@ -380,7 +382,8 @@ def tile_a_transposed_read(kernel: Kernel, lanes: int) -> Opt | None:
     views = [node.src[0].arg for node in kernel.ast.toposort() if node.op is Ops.LOAD]
     for i in outputs[:-1]:
         if kernel.axes[i].size % lanes == 0 and kernel.axes[i].size > lanes and \
-                any(lane_stride(view, i) == 1 for view in views):
+                any(lane_stride(view, i) == 1 and lane_stride(view, outputs[-1]) != 0
+                    for view in views):
             return Opt(OptOps.UPCAST, i, lanes)
     return None
 

@@ -508,7 +508,8 @@ class ThreadedC(CStyleLanguage):
         scalar = self.type_of(dtype.scalar)
         ints = "" if dtype.scalar != dtypes.float32 else (  # (bytes on their way to it)
             f"typedef short tf_i16x{dtype.count} __attribute__((vector_size({dtype.count * 2})));\n"
-            f"typedef int tf_i32x{dtype.count} __attribute__((vector_size({dtype.itemsize})));\n")
+            f"typedef int tf_i32x{dtype.count} __attribute__((vector_size({dtype.itemsize})));\n"
+            + float_vector_helpers(dtype.name, f"tf_i32x{dtype.count}"))
         return (f"typedef {scalar} {dtype.name} __attribute__((vector_size({dtype.itemsize})));\n"
                 f"typedef {scalar} {dtype.name}_u __attribute__((vector_size({dtype.itemsize}), "
                 f"aligned({dtype.scalar.itemsize})));\n" + ints)
@@ -552,6 +553,10 @@ class ThreadedC(CStyleLanguage):
             return super().op(op, dtype, args)
         if isinstance(op, Pick):  # (a condition the same for all lanes: C's ?: picks a vector)
             return f"({args[0]}?{args[1]}:{args[2]})"
+        if op is Ops.CAST and dtype.scalar == dtypes.int32:  # (float32s to int32s)
+            return f"__builtin_convertvector({args[0]}, {dtype.name})"
+        if op in (Ops.MAX, Ops.TRUNC):  # (helpers of the float32 vector type, vector_typedefs)
+            return f"tf_{op.name.lower()}_{dtype.name}({', '.join(args)})"
         if op is Ops.CAST:  # (bytes to float32s, lane by lane, through int32s: gcc 12 converts
             # bytes straight to float32 a lane at a time; and bytes as loaded from memory to
             # int32 too, so those go through int16s, a few vector instructions)
@@ -559,7 +564,7 @@ class ThreadedC(CStyleLanguage):
                 f"__builtin_convertvector({args[0]}, tf_i16x{dtype.count})"
             ints = f"__builtin_convertvector({ints}, tf_i32x{dtype.count})"
             return f"__builtin_convertvector({ints}, {dtype.name})"
-        if op is Ops.BITCAST:  # (int8s as uint8s: the same bits)
+        if op is Ops.BITCAST:  # (int8s as uint8s, int32s as float32s: the same bits)
             return f"(({dtype.name})({args[0]}))"
         if isinstance(op, Broadcast):  # (a bool's lanes: all ones for true, as a compare's)
             lane = f"-({args[0]})" if dtype.scalar == dtypes.bool else args[0]
@@ -595,6 +600,24 @@ class ThreadedC(CStyleLanguage):
         start, end = (f"({self.int_type})((long long)({core}) * {size} / tf_cores)"
                       for core in ("tf_core", "tf_core + 1"))  # (no int overflow)
         return f"for ({self.int_type} {var} = {start}; {var} < {end}; {var}++) {{"
+
+
+def float_vector_helpers(vec: str, ints: str) -> str:
+    """MAX and TRUNC of a float32 vector type vec (ints: the int32 vector of its size), lane by
+    lane as the scalar templates compute them, for which GCC's vector extensions have no
+    operator: a maximum is a, or a NaN in a, where a > b or a != a, else b; a truncation is the
+    lane converted to int32 and back where it is under 2**23 in size (the sign bit kept: -0.5
+    gives -0.0), else the lane itself (already an integer, an infinity or a NaN)."""
+    return (
+        f"static inline {vec} tf_max_{vec}({vec} a, {vec} b) {{\n"
+        f"  {ints} m = (a > b) | (a != a);\n"
+        f"  return ({vec})((({ints})a & m) | (({ints})b & ~m));\n}}\n"
+        f"static inline {vec} tf_trunc_{vec}({vec} x) {{\n"
+        f"  {ints} small = (x < 8388608.0f) & (x > -8388608.0f);\n"
+        f"  {ints} cut = ({ints})__builtin_convertvector(__builtin_convertvector(x, {ints}), "
+        f"{vec});\n"
+        f"  {ints} bits = ({ints})x;\n"
+        f"  return ({vec})(((cut | (bits & ~0x7fffffff)) & small) | (bits & ~small));\n}}\n")
 
 
 def loaded_bytes(prog: Program) -> frozenset[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tinyfw.codegen.lower_opts import Broadcast, Lane, Pick
-from tinyfw.dtype import DType, VectorDType
+from tinyfw.dtype import DType, VectorDType, dtypes
 from tinyfw.renderer.opencl_c import OpenCLLanguage
 from tinyfw.uop.ops import Ops
 
@@ -14,14 +14,18 @@ class VectorOpenCL(OpenCLLanguage):
     """OpenCL C with its vector types (chapter 11): an UPCAST or UNROLL axis of 4 float32s is
     one float4, read with vload4 and written with vstore4 (any element, no alignment asked),
     computed lane by lane by OpenCL's own operators; comparing float4s gives an int4 mask
-    (every bit of a true lane set), which select() reads."""
+    (every bit of a true lane set), which select() reads, as a maximum does. int32 lanes (a
+    float's bits on their way back, positions compared) are int4s, converted and reinterpreted
+    with OpenCL's convert_ and as_ built-ins."""
 
     vector_lanes = 4  # float4: what PoCL (SSE to AVX-512) and GPUs all have
 
     def type_of(self, dtype: DType) -> str:
+        """float4, or int4 for a mask and for int32 lanes (loaded positions, a float's bits)."""
         if not isinstance(dtype, VectorDType):
             return super().type_of(dtype)
-        return f"int{dtype.count}" if dtype.scalar.is_bool else f"float{dtype.count}"
+        ints = dtype.scalar.is_bool or dtype.scalar == dtypes.int32
+        return f"int{dtype.count}" if ints else f"float{dtype.count}"
 
     def const(self, value: Any, dtype: DType) -> str:
         """A literal; of a vector type, every lane the value."""
@@ -55,6 +59,13 @@ class VectorOpenCL(OpenCLLanguage):
             return f"select({b}, {a}, {cond})"
         if isinstance(op, Pick):  # (a condition the same for all lanes picks a whole vector)
             return f"({args[0]}?{args[1]}:{args[2]})"
+        if op is Ops.CAST:  # (float32s to int32s: OpenCL casts no vector to another type)
+            return f"convert_{self.type_of(dtype)}_rtz({args[0]})"
+        if op is Ops.BITCAST:  # (int32s as float32s)
+            return f"as_{self.type_of(dtype)}({args[0]})"
+        if op is Ops.MAX:  # (a, or a nan in a, where a > b or a != a, else b)
+            a, b = args
+            return f"select({b}, {a}, ({a}>{b})|({a}!={a}))"
         return OpenCLLanguage.op(self, op, dtype.scalar, args)
 
 
