@@ -23,7 +23,7 @@ UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 # from, then its rows, its columns by a vector's lanes and by `more` vectors (1: one), how
 # many partial sums its reduce is unrolled into (1: not unrolled), and the length of its
 # reduce's panels (0: none).
-BIG_TILES = {8: (1 << 18, 4, 8, 2, 1, 64), 16: (1 << 20, 16, 16, 1, 1, 128)}
+BIG_TILES = {8: (1 << 18, 4, 8, 2, 1, 64), 16: (1 << 20, 8, 16, 2, 1, 128)}
 # Accumulators of register_tile's tile per SIMD width, where it applies (32 registers: AVX-512),
 # and where the second matrix is unpacked from bytes in the kernel (each vector unpacked then
 # serves more rows: 48 x 576 x 3072 with 4-bit weights 1.19-1.26 ms in 8 x 3 vectors against
@@ -71,11 +71,13 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     a column, and its reduce runs in panels (PANEL, the panels' loop outermost): the second
     matrix's rows of one panel stay in the core's L2 while every row block of the first goes
     by, where without panels each block streamed all of the second from L3. With 16 lanes
-    (AVX-512) the tile is 16 rows by one vector of 16, 16 of the 32 registers, in panels of
-    128 (512 KiB at 1024 columns): on a 2-core Xeon at 1024 x 1024, 220 GFLOP/s with fused
-    multiply-adds (fuse.py), against 116 without panels and 116 unrolled by 4 as well (64
-    accumulators spill). With 8 lanes (AVX2) it is 4 rows by two vectors of 8, 8 of the 16
-    registers, in panels of 64 (256 KiB at 1024 columns: half the L2 of an AMD EPYC's core):
+    (AVX-512) the tile is 8 rows by two vectors of 16, 16 of the 32 registers, in panels of
+    128 (512 KiB at 1024 columns): on a 2-core AMD EPYC (Zen 4) at 1024 x 1024, 128 to 153
+    GFLOP/s against 76 to 83 for the 16 rows by one vector it had before (`python -m
+    bench.tiles --n 1024`): 16 rows 4 KiB apart fall into the same sets of its 8-way L1,
+    8 do not. (That 16 x 16 tile gave 220 GFLOP/s on a 2-core Xeon, whose L1 is 12-way; the
+    8 x 32 tile is not timed there yet.) With 8 lanes (AVX2) it is 4 rows by two vectors of 8,
+    8 of the 16 registers, in panels of 64 (256 KiB at 1024 columns: half an EPYC core's L2):
     built for AVX2 on that Xeon (CPU_MARCH=x86-64-v3), 155 GFLOP/s at 1024 x 1024 against 69
     for the 8 x 32 tile BEAM had found before fused multiply-adds (bench/tiles.py). () when
     the kernel is not such a matmul."""
