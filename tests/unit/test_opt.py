@@ -221,21 +221,22 @@ def test_a_matmul_on_16_lanes_gets_a_register_tile() -> None:
 
 
 def test_a_big_matmul_on_16_lanes_gets_the_big_tile_in_panels() -> None:
-    """On a 16-lane (AVX-512) CPU a matmul of 1024 x 1024 outputs and more computes 16 rows by
-    16 columns per pass, its reduce in panels of 128, with the values of numpy's; a reduce
-    of one panel or less keeps the tile, without panels."""
+    """On a 16-lane (AVX-512) CPU a matmul of 1024 x 1024 outputs and more computes 8 rows by
+    two vectors of 16 columns per pass, its reduce in panels of 128, with the values of
+    numpy's; a reduce of one panel or less keeps the tile, without panels."""
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((1024, 256), np.float32), rng.standard_normal((256, 1024),
                                                                              np.float32)
     k = kernel_of(Tensor(a) @ Tensor(b))
     opts = hand_coded_optimizations(k, CPU_C, cores=2, lanes=16)
-    assert opts == (Opt(U, 2, 16), Opt(U, 0, 16), Opt(P, 2, 128), Opt(T, 0, 64)), opts
+    assert opts == (Opt(U, 2, 16), Opt(U, 0, 8), Opt(U, 3, 2), Opt(P, 2, 128),
+                    Opt(T, 0, 128)), opts
     got = run_with(opts, lambda: Tensor(a) @ Tensor(b))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     for depth in (22, 128):
         odd = kernel_of(Tensor(a[:, :depth]) @ Tensor(b[:depth]))
         assert hand_coded_optimizations(odd, CPU_C, cores=2, lanes=16) == (
-            Opt(U, 2, 16), Opt(U, 0, 16), Opt(T, 0, 64)), depth
+            Opt(U, 2, 16), Opt(U, 0, 8), Opt(U, 3, 2), Opt(T, 0, 128)), depth
 
 
 def test_a_dot_product_matmul_keeps_partial_sums_in_vectors() -> None:
