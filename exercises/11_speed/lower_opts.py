@@ -1,7 +1,7 @@
 # Exercises of chapter 11, generated from tinyfw/codegen/lower_opts.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/11_speed
-# generated text id: 7ce0782d87b18209 (lets tools.generate tell your edits apart)
+# generated text id: 00943ac8e4cf8ade (lets tools.generate tell your edits apart)
 """Lowering an optimized kernel: chapter 05's loops, with UPCAST and UNROLL axes unrolled into
 registers and THREAD axes shared out to the CPU's cores.
 
@@ -266,9 +266,8 @@ def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> 
     """The UPCAST or UNROLL axis the kernel can compute as vectors' lanes, or None, in a float32
     kernel of VECTOR_OPS (and a sum or maximum; a WHERE of a mask, is_mask, int32s loaded for
     its comparisons; float32s cast to int32 bits and back, is_float_bits: exp's polynomial,
-    softmax's) whose loads read either one
-    value for all lanes or consecutive ones along it, some load (or the reduce) giving each lane
-    its own:
+    softmax's) whose loads read either one value for all lanes or consecutive ones along it,
+    some load (or the reduce) giving each lane its own:
     the last UPCAST of 2 to max_lanes (the widest the processor computes at once) outputs
     stored side by side, else the last such UNROLL (partial sums, one per lane). With integers
     (a renderer with vectors of bytes), an UNROLL also where the sum reads bytes along it and

@@ -1,7 +1,7 @@
 # Solutions of chapter 05, generated from tinyfw/renderer/cstyle.py by `python -m tools.generate`.
 # Edit tinyfw/renderer/cstyle.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/05_codegen --impl=solutions
-# generated text id: f2a4b35ba5c08b3f (lets tools.generate tell your edits apart)
+# generated text id: df670c786fead1e6 (lets tools.generate tell your edits apart)
 """Rendering a linear program as C, and the walk every C-like language shares: a language is a
 class whose methods and tables say how it writes types, kernels, values, loads and stores."""
 from __future__ import annotations
@@ -506,7 +506,9 @@ class ThreadedC(CStyleLanguage):
     def vector_typedefs(self, dtype: VectorDType) -> str:
         """The vector type of dtype and its unaligned twin, for loads and stores at any
         element (GCC's vector extensions: operators work lane by lane, and a scalar operand
-        is used in every lane)."""
+        is used in every lane); for float32, also the int16 and int32 vectors of its lanes
+        and its MAX and TRUNC helpers (float_vector_helpers: a few lines, inlined where used,
+        dropped by the compiler where not)."""
         if dtype.scalar == dtypes.bool:  # a mask: what comparing float32 vectors gives
             return f"typedef int {dtype.name} __attribute__((vector_size({4 * dtype.count})));\n"
         scalar = self.type_of(dtype.scalar)

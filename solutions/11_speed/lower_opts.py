@@ -1,7 +1,7 @@
 # Solutions of chapter 11, generated from tinyfw/codegen/lower_opts.py by `python -m tools.generate`.
 # Edit tinyfw/codegen/lower_opts.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/11_speed --impl=solutions
-# generated text id: ce94f99b1f7ab362 (lets tools.generate tell your edits apart)
+# generated text id: fcdd83a07777dc3c (lets tools.generate tell your edits apart)
 """Lowering an optimized kernel: chapter 05's loops, with UPCAST and UNROLL axes unrolled into
 registers and THREAD axes shared out to the CPU's cores.
 
@@ -324,9 +324,8 @@ def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> 
     """The UPCAST or UNROLL axis the kernel can compute as vectors' lanes, or None, in a float32
     kernel of VECTOR_OPS (and a sum or maximum; a WHERE of a mask, is_mask, int32s loaded for
     its comparisons; float32s cast to int32 bits and back, is_float_bits: exp's polynomial,
-    softmax's) whose loads read either one
-    value for all lanes or consecutive ones along it, some load (or the reduce) giving each lane
-    its own:
+    softmax's) whose loads read either one value for all lanes or consecutive ones along it,
+    some load (or the reduce) giving each lane its own:
     the last UPCAST of 2 to max_lanes (the widest the processor computes at once) outputs
     stored side by side, else the last such UNROLL (partial sums, one per lane). With integers
     (a renderer with vectors of bytes), an UNROLL also where the sum reads bytes along it and

@@ -320,9 +320,8 @@ def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> 
     """The UPCAST or UNROLL axis the kernel can compute as vectors' lanes, or None, in a float32
     kernel of VECTOR_OPS (and a sum or maximum; a WHERE of a mask, is_mask, int32s loaded for
     its comparisons; float32s cast to int32 bits and back, is_float_bits: exp's polynomial,
-    softmax's) whose loads read either one
-    value for all lanes or consecutive ones along it, some load (or the reduce) giving each lane
-    its own:
+    softmax's) whose loads read either one value for all lanes or consecutive ones along it,
+    some load (or the reduce) giving each lane its own:
     the last UPCAST of 2 to max_lanes (the widest the processor computes at once) outputs
     stored side by side, else the last such UNROLL (partial sums, one per lane). With integers
     (a renderer with vectors of bytes), an UNROLL also where the sum reads bytes along it and

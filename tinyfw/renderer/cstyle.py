@@ -502,7 +502,9 @@ class ThreadedC(CStyleLanguage):
     def vector_typedefs(self, dtype: VectorDType) -> str:
         """The vector type of dtype and its unaligned twin, for loads and stores at any
         element (GCC's vector extensions: operators work lane by lane, and a scalar operand
-        is used in every lane)."""
+        is used in every lane); for float32, also the int16 and int32 vectors of its lanes
+        and its MAX and TRUNC helpers (float_vector_helpers: a few lines, inlined where used,
+        dropped by the compiler where not)."""
         if dtype.scalar == dtypes.bool:  # a mask: what comparing float32 vectors gives
             return f"typedef int {dtype.name} __attribute__((vector_size({4 * dtype.count})));\n"
         scalar = self.type_of(dtype.scalar)
