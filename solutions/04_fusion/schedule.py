@@ -1,15 +1,16 @@
 # Solutions of chapter 04, generated from tinyfw/engine/schedule.py by `python -m tools.generate`.
 # Edit tinyfw/engine/schedule.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/04_fusion --impl=solutions
-# generated text id: 7f3e99b7329df461 (lets tools.generate tell your edits apart)
+# generated text id: 92610265bb6cc63c (lets tools.generate tell your edits apart)
 """Fusion: cutting the lazy graph into kernels, each a loop nest that writes one buffer."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from tinyfw.device import Device
 from tinyfw.dtype import dtypes
+from tinyfw.engine.split_reduce import Split, splits_below
 from tinyfw.renderer.base import NotSupportedError
 from tinyfw.uop.gradient import inverse_permutation
 from tinyfw.uop.ops import ALU, MOVEMENT, Ops, UOp, find_reduce
@@ -216,6 +217,7 @@ def computed_sources(node: UOp) -> tuple[UOp, ...]:
 class _KernelBuilder:
     root: UOp
     is_input: Callable[[UOp], bool]
+    splits: dict[UOp, Split] = field(default_factory=dict)  # reduces made of partials
     inputs: list[UOp] = field(default_factory=list)
     memo: dict[UOp, UOp] = field(default_factory=dict)
     reduces: dict[UOp, UOp | None] = field(default_factory=dict)  # expr -> the reduce inside
@@ -264,8 +266,13 @@ class _KernelBuilder:
                 self.reduce_of(self.memo[current])
             else:
                 stack.append((current, True))
-                stack.extend((s, False) for s in computed_sources(current) if s not in self.memo)
+                stack.extend((s, False) for s in self.sources(current) if s not in self.memo)
         return self.memo[node]
+
+    def sources(self, node: UOp) -> tuple[UOp, ...]:
+        """What node's expression is built from: a split reduce's stored partials, not its
+        graph source (split_reduce.py); otherwise computed_sources."""
+        return (self.splits[node].partials,) if node in self.splits else computed_sources(node)
 
     def _build(self, node: UOp) -> UOp:
         if node is not self.root and self.is_input(node):
@@ -278,10 +285,12 @@ class _KernelBuilder:
         if node.op in MOVEMENT:
             return self.move(self.build(node.src[0]), node)
         if node.op is Ops.REDUCE:
-            inner = self.build(node.src[0])
+            split = self.splits.get(node)  # (a split one: a reduce of its stored partials)
+            inner = self.build(node.src[0] if split is None else split.partials)
             if self.has_reduce(inner):  # one reduce per kernel: the inner one is stored first
                 raise NeedsBuffer(self.graph_reduce(inner))
-            reduce = UOp(Ops.REDUCE, node.dtype, (inner,), node.arg)
+            arg = node.arg if split is None else (node.arg[0], (split.axis,))
+            reduce = UOp(Ops.REDUCE, node.dtype, (inner,), arg)
             self.origin.setdefault(reduce, node)
             self.computed.append(node)
             return reduce
@@ -375,10 +384,17 @@ def kernel_name(ast: UOp) -> str:
 
 
 def create_schedule(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> list[ScheduleItem]:
-    """The kernels (and copies) that compute targets, each after the ones it reads from."""
+    """The kernels (and copies) that compute targets, each after the ones it reads from. A
+    long reduce of few outputs is computed from partial results stored first (split_reduce.py).
+    """
     materialized = find_materialized(targets, is_loaded)
+    seen: set[UOp] = set()
+    splits = splits_below([node for t in targets for node in t.toposort(stop=is_loaded,
+                                                                        seen=seen)
+                           if not is_loaded(node)])
+    materialized |= {split.partials for split in splits.values()}
     while True:
-        items, extra, computed = _build_items(targets, materialized, is_loaded)
+        items, extra, computed = _build_items(targets, materialized, is_loaded, splits)
         if not extra:  # every kernel was built: is some reduce computed by more than one?
             extra = {r for r in computed if computed[r] > 1}
         if not extra:
@@ -386,25 +402,32 @@ def create_schedule(targets: list[UOp], is_loaded: Callable[[UOp], bool]) -> lis
         materialized |= extra
 
 
-def _build_items(targets: list[UOp], materialized: set[UOp], is_loaded: Callable[[UOp], bool]
+def _build_items(targets: list[UOp], materialized: set[UOp], is_loaded: Callable[[UOp], bool],
+                 splits: dict[UOp, Split]
                  ) -> tuple[list[ScheduleItem], set[UOp], dict[UOp, int]]:
     """One try at the kernels: the items, the nodes found to need a buffer of their own, and
-    how many kernels compute each REDUCE of the graph."""
+    how many kernels compute each REDUCE of the graph (a split one's partials just before it).
+    """
     def is_input(n: UOp) -> bool:
         return n in materialized or is_loaded(n) or n.op is Ops.BUFFER
     items: list[ScheduleItem] = []
     done: set[UOp] = set()
     extra: set[UOp] = set()
     computed: dict[UOp, int] = {}
-    for target in targets:
+    def in_order(target: UOp) -> Iterator[UOp]:
         for node in target.toposort(stop=is_loaded):
+            if node in splits:
+                yield splits[node].partials
+            yield node
+    for target in targets:
+        for node in in_order(target):
             if node in done or node not in materialized:
                 continue
             done.add(node)
             if node.op is Ops.COPY:
                 items.append(ScheduleItem(None, node, (node.src[0],), f"copy {node.numel}"))
                 continue
-            builder = _KernelBuilder(node, is_input)
+            builder = _KernelBuilder(node, is_input, splits)
             try:
                 expr = builder.build(node)
             except NeedsBuffer as found:

@@ -18,6 +18,7 @@ from tinyfw.shape.symbolic import (
     Mul,
     Sum,
     Var,
+    index_where_valid,
     make_and,
     make_sum,
 )
@@ -185,3 +186,66 @@ def test_simplifying_never_grows(tree: Tree, ranges: list[tuple[int, int]]) -> N
     if not isinstance(expr, Expr):
         return
     assert expr + 0 == expr and expr * 1 == expr and expr // 1 == expr
+
+
+# --- an index where its validity holds (index_where_valid) ---
+def test_index_where_valid_drops_divisions_the_valid_range_does_not_cross() -> None:
+    """A convolution's input gradient reads through the windows of a repeated input: 16
+    taps of which 9 are valid, its index a dozen divisions and remainders. Where valid, the
+    bounds of the taps (`r * 13 + g < 42`) make most of them vanish."""
+    c, g3, r4, g5, r6, g7 = (Var("c", 0, 127), Var("g3", 0, 7), Var("r4", 0, 3),
+                             Var("g5", 0, 12), Var("r6", 0, 3), Var("g7", 0, 12))
+    rows, cols = r4 * 13 + g5, r6 * 13 + g7
+    valid = make_and([rows.lt(42), cols.lt(42), ((rows + cols // 42) % 14).lt(11),
+                      (cols % 14).lt(11)])
+    flat = g3 * 1764 + rows * 42 + cols
+    index = ((c + flat // 14112) % 128) * 8712 + ((g3 + (rows * 42 + cols) // 1764) % 8) * 1089 \
+        + (((rows * 42 + cols) // 588) % 3) * 3 + ((rows + cols // 42) % 14) * 99 \
+        + ((cols // 14) % 3) + (cols % 14) * 9
+    simpler = index_where_valid(index, valid)
+    assert simpler == c * 8712 + g3 * 1089 + (rows // 14) * 3 + (rows % 14) * 99 + cols // 14 \
+        + (cols % 14) * 9
+    grids = np.meshgrid(*[np.arange(v.vmin, v.vmax + 1) for v in (c, g3, r4, g5, r6, g7)],
+                        indexing="ij")
+    env = dict(zip(["c", "g3", "r4", "g5", "r6", "g7"], grids))
+    where = valid.evaluate(env).astype(bool)
+    assert np.array_equal(np.broadcast_to(index.evaluate(env), where.shape)[where],
+                          np.broadcast_to(simpler.evaluate(env), where.shape)[where])
+
+
+def test_index_where_valid_bounds_a_variable() -> None:
+    """A padded view's row, valid below 10 of 11: `(x * 10 + y) // 100` is 0 there; an index
+    that is never valid, or a valid that bounds nothing, is left as it is."""
+    a, b = Var("a", 0, 10), Var("b", 0, 10)
+    index = ((a * 10 + b) // 100) * 1600 + (a * 10 + b) % 100
+    simpler = index_where_valid(index, make_and([a.lt(10), b.lt(10)]))
+    assert simpler.render() == (a * 10 + b).render() and simpler.vmax == 99  # (a, b now < 10)
+    assert index_where_valid(index, make_and([a.lt(3), a.ge(5)])) is index
+    assert index_where_valid(index, TRUE) is index
+
+
+@SETTINGS
+@given(tree=trees(4), ranges=st.lists(VARS, min_size=3, max_size=3),
+       conditions=st.lists(st.tuples(trees(2), st.integers(-6, 6), st.booleans()),
+                           min_size=1, max_size=3))
+def test_index_where_valid_keeps_the_values_where_valid(
+        tree: Tree, ranges: list[tuple[int, int]],
+        conditions: list[tuple[Tree, int, bool]]) -> None:
+    """At every point where valid (random bounds on random expressions, x < b or x >= b)
+    holds, the index simplified with it has the index's value."""
+    names = ["x0", "x1", "x2"]
+    variables = [Var(n, lo, hi) for n, (lo, hi) in zip(names, ranges)]
+    grids = np.meshgrid(*[np.arange(lo, hi + 1) for lo, hi in ranges], indexing="ij")
+    env = dict(zip(names, grids))
+
+    def expr_of(t: Tree) -> Expr:
+        e = build(t, list(variables))
+        return e if isinstance(e, Expr) else Const(e)
+    index = expr_of(tree)
+    valid = make_and([expr_of(t).lt(bound) if below else expr_of(t).ge(bound)
+                      for t, bound, below in conditions])
+    where = np.broadcast_to(np.asarray(valid.evaluate(env)), grids[0].shape).astype(bool)
+    simpler = index_where_valid(index, valid)
+    got = np.broadcast_to(np.asarray(simpler.evaluate(env)), grids[0].shape)
+    want = np.broadcast_to(np.asarray(index.evaluate(env)), grids[0].shape)
+    assert np.array_equal(got[where], want[where]), f"{index} where {valid}: {simpler}"

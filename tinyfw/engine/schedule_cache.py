@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, cast
 
 from tinyfw.engine.schedule import ScheduleItem, create_schedule
+from tinyfw.engine.split_reduce import split_of, split_reduce_of
 from tinyfw.uop.ops import Ops, UOp
 
 MAX_ENTRIES = 512  # graphs remembered; the oldest is forgotten past this
@@ -34,7 +35,10 @@ MAX_ENTRIES = 512  # graphs remembered; the oldest is forgotten past this
 # One entry per structure: each item as (ast, the output's position, the inputs' positions,
 # name), oldest first (popitem(last=False) drops it in one step, even while another thread
 # adds an entry).
-Entry = list[tuple[UOp | None, int, tuple[int, ...], str]]
+# A node is kept as its position in the walk, or, for the partial results of a split reduce
+# that the scheduler made (split_reduce.py), as ("partials", the reduce's position).
+Place = int | tuple[str, int]
+Entry = list[tuple[UOp | None, Place, tuple[Place, ...], str]]
 _entries: OrderedDict[tuple[Any, ...], Entry] = OrderedDict()
 hits = misses = 0  # counted for tests and DEBUG
 
@@ -47,18 +51,38 @@ def cached_schedule(walk: Walk) -> list[ScheduleItem]:
     order = walk.order
     if (entry := _entries.get(key)) is not None:
         hits += 1
-        return [ScheduleItem(ast, order[out], tuple(order[i] for i in ins), name)
+
+        def node_at(place: Place) -> UOp:
+            return order[place] if isinstance(place, int) else split_partials(order[place[1]])
+        return [ScheduleItem(ast, node_at(out), tuple(map(node_at, ins)), name)
                 for ast, out, ins, name in entry]
     misses += 1
     items = create_schedule(walk.targets, walk.is_loaded)
-    position = walk.position
-    if all(item.output in position and all(n in position for n in item.inputs)
-           for item in items):  # (else a node made while scheduling: not kept)
-        _entries[key] = [(item.ast, position[item.output],
-                          tuple(position[n] for n in item.inputs), item.name) for item in items]
+    places = {node: place for item in items for node in (item.output, *item.inputs)
+              if (place := _place(node, walk.position)) is not None}
+    if all(item.output in places and all(n in places for n in item.inputs)
+           for item in items):  # (else a node made while scheduling, of another kind: not kept)
+        _entries[key] = [(item.ast, places[item.output],
+                          tuple(places[n] for n in item.inputs), item.name) for item in items]
         if len(_entries) > MAX_ENTRIES:
             _entries.popitem(last=False)
     return items
+
+
+def _place(node: UOp, position: dict[UOp, int]) -> Place | None:
+    """Where a schedule's node is, for a graph of the same structure to find its own (None: a
+    node it could not find)."""
+    if node in position:
+        return position[node]
+    reduce = split_reduce_of(node)
+    return ("partials", position[reduce]) if reduce in position else None
+
+
+def split_partials(reduce: UOp) -> UOp:
+    """The partials node of a reduce that a schedule of its graph's structure split."""
+    split = split_of(reduce)
+    assert split is not None, "a reduce split once is split again in the same structure"
+    return split.partials
 
 
 class Walk:

@@ -392,3 +392,97 @@ def make_and(terms: list[Expr]) -> Expr:
     if not flat:
         return TRUE
     return flat[0] if len(flat) == 1 else And(tuple(flat))
+
+
+# --- an index where its validity holds ---
+def substitute(e: Expr, new: Mapping[str, Expr]) -> Expr:
+    """e with each variable named in new replaced, simplified again as it is rebuilt."""
+    return _rebuild(e, lambda x: new.get(x.name) if isinstance(x, Var) else None)
+
+
+def _rebuild(e: Expr, visit: Callable[[Expr], Expr | None]) -> Expr:
+    """e rebuilt bottom-up through the simplifying constructors, each node that visit gives a
+    replacement for replaced by it (and not looked into)."""
+    if (found := visit(e)) is not None:
+        return found
+    if isinstance(e, Sum):
+        return make_sum([_rebuild(t, visit) for t in e.terms])
+    if isinstance(e, Mul):
+        return make_mul(_rebuild(e.expr, visit), e.factor)
+    if isinstance(e, Div):
+        return make_div(_rebuild(e.expr, visit), e.divisor)
+    if isinstance(e, Mod):
+        return make_mod(_rebuild(e.expr, visit), e.divisor)
+    if isinstance(e, Lt):
+        return make_lt(_rebuild(e.expr, visit), e.bound)
+    if isinstance(e, Not):
+        return make_not(_rebuild(e.expr, visit))
+    if isinstance(e, And):
+        return make_and([_rebuild(t, visit) for t in e.terms])
+    return e
+
+
+def _scaled_part(whole: Sum, part: Sum) -> int | None:
+    """k where whole's terms include part's, each times k (part with no constant), or None."""
+    have = dict(_split_factor(t) for t in whole.terms if not isinstance(t, Const))
+    wanted = [_split_factor(t) for t in part.terms]
+    if any(isinstance(b, Const) for b, _ in wanted) or wanted[0][0] not in have or \
+            have[wanted[0][0]] % wanted[0][1]:
+        return None
+    k = have[wanted[0][0]] // wanted[0][1]
+    return k if k and all(have.get(b) == k * f for b, f in wanted) else None
+
+
+def _stand_in(e: Expr, part: Expr, var: Var) -> Expr:
+    """e with `part` (a subexpression, or a sum whose terms some sum in e holds, times k)
+    replaced by var (times k)."""
+    def visit(x: Expr) -> Expr | None:
+        if x == part:
+            return var
+        if isinstance(x, Sum) and isinstance(part, Sum) and \
+                (k := _scaled_part(x, part)) is not None:
+            taken = {b for b, _ in map(_split_factor, part.terms)}
+            rest = [_rebuild(t, visit) for t in x.terms if _split_factor(t)[0] not in taken]
+            return make_sum(rest + [make_mul(var, k)])
+        return None
+    return _rebuild(e, visit)
+
+
+def index_where_valid(index: Expr, valid: Expr) -> Expr:
+    """index as it may be computed where valid is 1 (a load reads memory only there),
+    simplified again with what valid says: each variable a term of valid bounds on its own
+    (`x < 10`, `!(x < 3)`) taken in those bounds, and each expression a term bounds (`x * 13 +
+    y < 42`) taken as a variable in those bounds while index is simplified, then written out
+    again. A padded view's index, split into rows and columns by a reshape, divides by sizes
+    that the whole range of its variables crosses and the valid range does not: `(x * 10 + y)
+    // 100` is 0 for x, y < 10 (a pooling's or a convolution's gradient read its input
+    through a dozen such divisions and remainders per element)."""
+    atoms = []
+    for term in valid.terms if isinstance(valid, And) else (valid,):
+        upper, atom = (False, term.expr) if isinstance(term, Not) else (True, term)
+        if isinstance(atom, Lt):
+            atoms.append((atom.expr, atom.bound, upper))
+    bounds: dict[str, tuple[int, int]] = {}
+    for expr, bound, upper in atoms:
+        if isinstance(expr, Var):
+            low, high = bounds.get(expr.name, (expr.vmin, expr.vmax))
+            bounds[expr.name] = (low, min(high, bound - 1)) if upper else \
+                (max(low, bound), high)
+    if any(low > high for low, high in bounds.values()):
+        return index  # (never valid: never read)
+    narrowed = {name: Var(name, low, high) for name, (low, high) in bounds.items()}
+    index = substitute(index, narrowed) if narrowed else index
+    stand_ins: dict[str, Expr] = {}
+    for expr, bound, upper in atoms:
+        if isinstance(expr, Var):
+            continue
+        expr = substitute(expr, narrowed) if narrowed else expr
+        low, high = (expr.vmin, min(expr.vmax, bound - 1)) if upper else \
+            (max(expr.vmin, bound), expr.vmax)
+        if low > high:
+            return index
+        if (low, high) != (expr.vmin, expr.vmax):
+            var = Var(f"tf_valid{len(stand_ins)}", low, high)
+            stand_ins[var.name] = expr
+            index = _stand_in(index, expr, var)
+    return substitute(index, stand_ins) if stand_ins else index
