@@ -1,7 +1,7 @@
 # Exercises of chapter 05, generated from tinyfw/codegen/lower.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/05_codegen
-# generated text id: 3fa73021ddebb501 (lets tools.generate tell your edits apart)
+# generated text id: db91d937c1d0ddfb (lets tools.generate tell your edits apart)
 """Lowering: a kernel's AST becomes loops, index arithmetic and a linear program of simple steps."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from tinyfw.dtype import DType, dtypes
 from tinyfw.codegen.kernel import Axis, AxisKind, Kernel  # noqa: F401  (re-exported)
 from tinyfw.helpers import prod
-from tinyfw.shape.symbolic import Const, Expr, Sum, Var, index_where_valid
+from tinyfw.shape.symbolic import Const, Expr, Sum, Var
 from tinyfw.uop.ops import Ops, UOp
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from tinyfw.dtype import DType, dtypes
 from tinyfw.codegen.kernel import Axis, AxisKind, Kernel  # noqa: F401  (re-exported)
 from tinyfw.helpers import prod
-from tinyfw.shape.symbolic import Const, Expr, Sum, Var, index_where_valid
+from tinyfw.shape.symbolic import Const, Expr, Sum, Var
 from tinyfw.uop.ops import Ops, UOp
 
 
@@ -143,7 +143,6 @@ def lower(kernel: Kernel) -> Program:
                 continue
             if n.op is Ops.LOAD:
                 index, valid = n.src[0].arg.to_indexed(idxs)
-                index = index_where_valid(index, valid)  # (read only where valid)
                 done[n] = prog.add(LOps.LOAD, n.dtype, (params[n.arg],), (index, valid))
             elif n.op is Ops.CONST:
                 _, valid = n.src[0].arg.to_indexed(idxs)

@@ -20,7 +20,7 @@ from typing import Any
 from tinyfw.codegen.kernel import AxisKind, Kernel
 from tinyfw.codegen.lower import LOps, Program, accumulator_dtype, identity
 from tinyfw.dtype import DType, VectorDType, dtypes
-from tinyfw.shape.symbolic import Const, Expr, Sum, Var, index_where_valid
+from tinyfw.shape.symbolic import Const, Expr, Sum, Var
 from tinyfw.uop.ops import Ops, UOp, arg_key
 
 REUSABLE = frozenset({LOps.CONST, LOps.LOAD, LOps.VALID, LOps.ALU})
@@ -192,9 +192,8 @@ def emit_value(b: ProgramBuilder, node: UOp, idxs: list[Expr], params: dict[int,
             continue
         if n.op is Ops.LOAD:
             walks = lanes is not None and lane_stride(n.src[0].arg, lanes.axis) == 1
-            index, valid = n.src[0].arg.to_indexed(idxs)
             done[n] = b.add(LOps.LOAD, widened(n.dtype, lanes if walks else None),
-                            (params[n.arg],), (index_where_valid(index, valid), valid))
+                            (params[n.arg],), n.src[0].arg.to_indexed(idxs))
         elif n.op is Ops.CONST:
             _, valid = n.src[0].arg.to_indexed(idxs)
             value = b.add(LOps.CONST, n.dtype, (), n.arg)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from tinyfw.codegen.emulate import emulate_dtypes
 from tinyfw.codegen.fuse import fuse_multiply_adds
+from tinyfw.codegen.valid_indices import simplify_load_indices
 from tinyfw.codegen.heuristic import hand_coded_optimizations
 from tinyfw.codegen.kernel import Kernel
 from tinyfw.codegen import lowering
@@ -142,6 +143,12 @@ def lower_kernel(build: Build) -> None:
     build.program = lowering.lower_kernel(build.kernel, build.device.renderer, build.opts)
 
 
+def simplify_indices(build: Build) -> None:
+    """build.program with each load's index simplified where it is valid (valid_indices.py)."""
+    assert build.program is not None
+    build.program = simplify_load_indices(build.program)
+
+
 def fuse_multiply_add(build: Build) -> None:
     """build.program with each product added to a sum as one fused multiply-add (fuse.py)."""
     # only in an optimized kernel, where the device's language fuses the type (the CPU's C
@@ -198,8 +205,8 @@ def _keep(build: Build, runner: Any) -> None:
 
 Pass = Callable[[Build], None]
 PASSES: tuple[Pass, ...] = (find_built, kernel_from_ast, optimize, lower_kernel,
-                            fuse_multiply_add, emulate_types, render_source, compile_source,
-                            load_program)
+                            simplify_indices, fuse_multiply_add, emulate_types, render_source,
+                            compile_source, load_program)
 
 
 def get_program(item: ScheduleItem) -> CompiledKernel:
