@@ -282,7 +282,7 @@ class _KernelBuilder:
             return self.move(self.build(node.src[0]), node)
         if node.op is Ops.REDUCE:
             split = self.splits.get(node)  # (a split one: a reduce of its stored partials)
-            inner = self.build(node.src[0] if split is None else split.partials)
+            inner = self.build(self.sources(node)[0])
             if self.has_reduce(inner):  # one reduce per kernel: the inner one is stored first
                 raise NeedsBuffer(self.graph_reduce(inner))
             arg = node.arg if split is None else (node.arg[0], (split.axis,))

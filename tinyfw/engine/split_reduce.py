@@ -8,6 +8,10 @@ reduced axis (the images), storing `parts` partial results per output, an output
 share; the second reduces the partials. The graph itself is not changed: the scheduler builds
 the partials' node (`Split.partials`) as a kernel of its own and the reduce's kernel from it.
 
+This is not the frontend's split of a long float Tensor.sum into chunks of 256
+(mixin/reduce.py's _reduce_in_chunks), which is for rounding, on every device, and which a
+gradient's sums, maximums and integer sums do not go through; a sum it made is no longer long.
+
 Only on a device whose kernels loop over cores (the CPU's C, with two cores or more): a GPU
 shares a reduce of few outputs among a work-group's threads instead (heuristic.GROUP). A float
 sum in two levels rounds differently from one in a single loop (a little less: each part is a
