@@ -343,6 +343,28 @@ def test_an_expensive_value_a_reduce_repeats_is_stored_first() -> None:
     assert names(run(Tensor(h[:64, :64]).T @ Tensor(a[:64]).exp())) == ["E_64_10", "r_64_64_10"]
 
 
+def test_a_matmul_whose_one_use_is_a_stored_value_is_computed_in_its_kernel() -> None:
+    """A feed-forward layer: linear(x).gelu() read by the next matmul. The GELU is stored (erf
+    divides, and the matmul repeats it); the first matmul, whose only use is that GELU, is
+    computed in the GELU's kernel, not stored and read back (chapter 04, fused_into_one_store).
+    Two matmuls whose product is stored (a gated layer) keep one reduce per kernel: one of them
+    is stored."""
+    x, w1, b1, w2 = data(16, 8), data(8, 32), data(32), data(32, 32)
+    hidden = (Tensor(x) @ Tensor(w1) + Tensor(b1)).gelu()
+    out = hidden @ Tensor(w2)
+    assert names(run(out)) == ["r_16_8_32", "r_16_32_32"], names(run(out))
+    expected = torch.nn.functional.gelu(torch.tensor(x) @ torch.tensor(w1) + torch.tensor(b1))
+    np.testing.assert_allclose(out.numpy(), (expected @ torch.tensor(w2)).numpy(), rtol=1e-4,
+                               atol=1e-4)
+    gate, up = data(8, 32), data(8, 32)
+    gated = ((Tensor(x) @ Tensor(gate)).silu() * (Tensor(x) @ Tensor(up))) @ Tensor(w2)
+    assert names(run(gated)) == ["r_16_8_32", "r_16_8_32", "r_16_32_32"], names(run(gated))
+    torch_x = torch.tensor(x)
+    expected = (torch.nn.functional.silu(torch_x @ torch.tensor(gate)) *
+                (torch_x @ torch.tensor(up))) @ torch.tensor(w2)
+    np.testing.assert_allclose(gated.numpy(), expected.numpy(), rtol=1e-4, atol=1e-4)
+
+
 def test_an_expensive_scalar_broadcast_to_a_big_kernel_is_stored_first() -> None:
     """Adam's bias correction, a scalar of a power of the step count (through a DETACH), is
     computed once in a kernel of its own, not once per element of the (128, 784) update that
