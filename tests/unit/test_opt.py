@@ -168,6 +168,22 @@ def test_heuristics_tile_a_matmul_and_thread_it() -> None:
     assert hand_coded_optimizations(small, CPU_C, cores=2) == ()
 
 
+def test_a_costly_body_is_threaded_from_fewer_iterations() -> None:
+    """THREAD comes past THREAD_WORK iterations of a cheap body (heuristic.work): an add over
+    32 x 12 x 12 x 12 values stays on one core; an exp over as many (some 40 ops each:
+    softmax's exponentials in a batch of attention) is shared out, and its sum with masked
+    keys is computed in vectors of partial sums (an int32 mask compared with a constant)."""
+    values = Tensor(np.ones((32, 12, 12, 12), np.float32))
+    cheap = hand_coded_optimizations(kernel_of(values + 1), CPU_C, cores=2, lanes=16)
+    assert not any(opt.op is T for opt in cheap), cheap
+    costly = hand_coded_optimizations(kernel_of(values.exp()), CPU_C, cores=2, lanes=16)
+    assert any(opt.op is T for opt in costly), costly
+    keep = Tensor(np.ones((32, 1, 1, 12), np.int32)) != 0
+    summed = kernel_of((keep.where(values, -np.inf) - 1).exp().sum(-1))
+    opts = hand_coded_optimizations(summed, CPU_C, cores=2, lanes=16)
+    assert vector_axis(apply_opts(summed, opts), max_lanes=16) is not None, opts
+
+
 def test_a_big_matmul_gets_the_big_tile() -> None:
     """On an 8-lane CPU a matmul of 512 x 512 outputs and more computes 4 rows by 2 vectors of
     8 columns per pass, its reduce in panels of 64, with the values of numpy's; a reduce that

@@ -14,10 +14,11 @@ from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opt
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod
 from tinyfw.shape.symbolic import Var
-from tinyfw.uop.ops import Ops
+from tinyfw.uop.ops import ALU, Ops
 
 MAX_REGISTERS = 64       # float32 accumulators of a tile on AVX2: 8 of its 16 registers
 THREAD_WORK = 1 << 18    # loop iterations below which starting the other cores costs more
+BODY_OPS = 8             # arithmetic ops of a cheap loop body (thread_the_outer_axis's work)
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 # The big tile of a big matmul, per SIMD width in float32 lanes: the fewest outputs it pays
 # from, then its rows, its columns by a vector's lanes and by `more` vectors (1: one), how
@@ -98,8 +99,9 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     except KernelOptError:
         return ()
     reduce = next(i for i, a in enumerate(tiled.axes) if a.kind is AxisKind.REDUCE)
-    if panel and tiled.axes[reduce].size % panel == 0 and tiled.axes[reduce].size > panel:
-        opts += (Opt(OptOps.PANEL, reduce, panel),)
+    if panel and tiled.axes[reduce].size % panel == 0 and tiled.axes[reduce].size > panel and \
+            kernel.ast.src[1] is kernel.reduce:  # (panels keep partial sums in the output:
+        opts += (Opt(OptOps.PANEL, reduce, panel),)  # not where an op follows the sum)
         reduce += 1  # (the panels' loop comes first)
     if unroll > 1 and tiled.axes[reduce].size % unroll == 0:
         opts += (Opt(OptOps.UNROLL, reduce, unroll),)
@@ -390,12 +392,25 @@ def tile_a_transposed_read(kernel: Kernel, lanes: int) -> Opt | None:
     return None
 
 
+def ops_in(kernel: Kernel) -> int:
+    """The arithmetic ops of the kernel's AST, each counted once."""
+    return sum(1 for node in kernel.ast.toposort() if node.op in ALU)
+
+
+def work(kernel: Kernel) -> int:
+    """A kernel's work in iterations of a cheap body: its iterations, times how many times
+    BODY_OPS its arithmetic ops (the AST's) are. An exp is some 40 ops: softmax's sum of
+    exponentials over 32 x 12 x 12 x 12 scores is 55296 iterations but 0.38 ms on one core,
+    the time 2**18 iterations of an add take."""
+    return iterations(kernel) * max(1, ops_in(kernel) // BODY_OPS)
+
+
 def thread_the_outer_axis(kernel: Kernel, cores: int) -> Opt | None:
     """A big kernel shares its outermost output loop out to the cores, whole (each core takes
-    a block of its iterations): only past THREAD_WORK iterations, where handing the other
-    cores their parts (cpu_workers.py: a microsecond or so while they spin, tens when they
-    sleep) costs less than the time they save."""
-    if cores < 2 or iterations(kernel) < THREAD_WORK or \
+    a block of its iterations): only past THREAD_WORK of work (iterations of a cheap body),
+    where handing the other cores their parts (cpu_workers.py: a microsecond or so while they
+    spin, tens when they sleep) costs less than the time they save."""
+    if cores < 2 or work(kernel) < THREAD_WORK or \
             any(a.kind is AxisKind.THREAD for a in kernel.axes):
         return None
     for i, axis in enumerate(kernel.axes):
