@@ -1,7 +1,7 @@
 # Exercises of chapter 11, generated from tinyfw/codegen/lower_opts.py by `python -m tools.generate`.
 # Fill in each part marked TODO, then grade your work with:
 #   python -m pytest chapters/11_speed
-# generated text id: 00943ac8e4cf8ade (lets tools.generate tell your edits apart)
+# generated text id: 25545b49cf11920d (lets tools.generate tell your edits apart)
 """Lowering an optimized kernel: chapter 05's loops, with UPCAST and UNROLL axes unrolled into
 registers and THREAD axes shared out to the CPU's cores.
 
@@ -236,7 +236,7 @@ def lanes_summed(b: ProgramBuilder, vector: int, dtype: DType, op: Ops) -> int:
     return parts[0]
 
 
-MASK_LOGIC = frozenset({Ops.AND, Ops.OR, Ops.CMPNE})  # of masks: and, or, xor (not: != True)
+MASK_LOGIC = frozenset({Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE})  # of masks (not: != True)
 
 
 def is_mask(node: UOp) -> bool:
@@ -275,7 +275,7 @@ def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> 
     nodes = [n for n in kernel.ast.toposort() if n.op is not Ops.VIEW]
     floats = not (
         any(n.dtype != dtypes.float32 and not is_mask(n) and not is_float_bits(n) and
-            not (n.op is Ops.LOAD and n.dtype == dtypes.int32) for n in nodes) or
+            not (n.op in (Ops.LOAD, Ops.CONST) and n.dtype == dtypes.int32) for n in nodes) or
         any(n.op is Ops.WHERE and not is_mask(n.src[0]) for n in nodes) or
         any(n.op is Ops.REDUCE and n.arg[0] not in VECTOR_REDUCES or n.op not in
             (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS

@@ -1,7 +1,7 @@
 # Solutions of chapter 11, generated from tinyfw/codegen/lower_opts.py by `python -m tools.generate`.
 # Edit tinyfw/codegen/lower_opts.py rather than this copy. Grade these solutions with:
 #   python -m pytest chapters/11_speed --impl=solutions
-# generated text id: fcdd83a07777dc3c (lets tools.generate tell your edits apart)
+# generated text id: 759457ae1cdc2153 (lets tools.generate tell your edits apart)
 """Lowering an optimized kernel: chapter 05's loops, with UPCAST and UNROLL axes unrolled into
 registers and THREAD axes shared out to the CPU's cores.
 
@@ -294,7 +294,7 @@ def lanes_summed(b: ProgramBuilder, vector: int, dtype: DType, op: Ops) -> int:
     return parts[0]
 
 
-MASK_LOGIC = frozenset({Ops.AND, Ops.OR, Ops.CMPNE})  # of masks: and, or, xor (not: != True)
+MASK_LOGIC = frozenset({Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE})  # of masks (not: != True)
 
 
 def is_mask(node: UOp) -> bool:
@@ -333,7 +333,7 @@ def vector_axis(kernel: Kernel, max_lanes: int = 16, integers: bool = False) -> 
     nodes = [n for n in kernel.ast.toposort() if n.op is not Ops.VIEW]
     floats = not (
         any(n.dtype != dtypes.float32 and not is_mask(n) and not is_float_bits(n) and
-            not (n.op is Ops.LOAD and n.dtype == dtypes.int32) for n in nodes) or
+            not (n.op in (Ops.LOAD, Ops.CONST) and n.dtype == dtypes.int32) for n in nodes) or
         any(n.op is Ops.WHERE and not is_mask(n.src[0]) for n in nodes) or
         any(n.op is Ops.REDUCE and n.arg[0] not in VECTOR_REDUCES or n.op not in
             (Ops.LOAD, Ops.CONST, Ops.STORE, Ops.REDUCE) and n.op not in VECTOR_OPS
