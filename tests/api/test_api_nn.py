@@ -225,6 +225,34 @@ def test_max_pool_ceil_and_indices(kwargs: dict[str, Any]) -> None:
           lambda x: x.max_pool2d(**kwargs, return_indices=True))
 
 
+@pytest.mark.parametrize("kwargs", POOLS + [{"kernel_size": 2}, {"kernel_size": 2, "dilation": 2}],
+                         ids=str)
+def test_max_pool_picks_torch_place_among_ties_nan_and_inf(kwargs: dict[str, Any]) -> None:
+    """Values of few levels (ties everywhere), NaNs, -inf windows and +inf: the same maxima,
+    indices and gradient as torch's (the first of tied maxima, the last NaN, a window of -inf
+    its first place). Its backward has one reduce at most, the windows' gradients summed back
+    into the input: the maxima's places are found by elementwise ops, not by reduces over the
+    windows."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 3, (2, 3, 9, 9)).astype(np.float32)
+    x[0, 0, 0, :2], x[1, 1, 2:4, 2:4], x[0, 2, 4, 4] = np.nan, -np.inf, np.inf
+    ours, theirs = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, indices = ours.max_pool2d(**kwargs, return_indices=True)
+    expected, expected_indices = F.max_pool2d(theirs, **kwargs, return_indices=True)
+    np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+    np.testing.assert_array_equal(indices.numpy(), expected_indices.numpy())
+    weights = rng.standard_normal(expected.shape).astype(np.float32)
+    (expected * torch.tensor(weights)).sum().backward()
+    (out * Tensor(weights)).sum().backward()
+    assert ours.grad is not None and theirs.grad is not None
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-6)
+    grad = Tensor(x, requires_grad=True)
+    grad.max_pool2d(**kwargs).sum().backward()
+    assert grad.grad is not None
+    kernels = [item.name for item in grad.grad.schedule()]
+    assert len([name for name in kernels if name.startswith("r_")]) <= 1, kernels
+
+
 def test_pool_padding_over_half_the_kernel() -> None:
     """Padding past half the kernel is torch's RuntimeError, for both poolings."""
     check_error([(1, 1, 6, 6)], lambda x: F.max_pool2d(x, 3, padding=2),
