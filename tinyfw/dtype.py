@@ -179,6 +179,13 @@ def _ints_as(data: Any, dt: DType) -> np.ndarray:
     its magnitude fits (-1 is 255 in uint8), otherwise an int outside the dtype is torch's
     RuntimeError (OverflowError for uint64, ValueError past int64, as torch)."""
     lo, hi = dtypes.min(dt), dtypes.max(dt)
+    try:  # the usual case at numpy's speed: ints that all fit (a batch of token ids)
+        as_ints = np.asarray(data)
+    except (OverflowError, ValueError):
+        as_ints = np.zeros(0, dtype=object)
+    if as_ints.dtype.kind in "iu" and (as_ints.size == 0 or
+                                      lo <= as_ints.min() and as_ints.max() <= hi):
+        return as_ints.astype(dt.np)
     values = np.array(data, dtype=object)
     for x in values.reshape(-1):
         if not isinstance(x, int) or isinstance(x, bool) or lo <= x <= hi:

@@ -10,7 +10,13 @@ from collections.abc import Iterator
 import pytest
 
 from tinyfw.models.bert import minilm_folder
-from tinyfw.tokenizers.wordpiece import WordPieceTokenizer, normalize, pre_tokenize
+from tinyfw.tokenizers.wordpiece import (
+    WordPieceTokenizer,
+    normalize,
+    normalize_each_character,
+    pre_tokenize,
+    pre_tokenize_each_character,
+)
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -157,3 +163,17 @@ def test_every_character_but_a_few_newer_ones(mine: WordPieceTokenizer,
     assert {unicodedata.category(ch) for ch in differ} <= {"Mn", "Mc", "Po", "Ps", "Pe", "Pd",
                                                           "Cf", "So"}
     assert not [ch for ch in differ if any(low <= ord(ch) <= high for low, high in BLOCKS)]
+
+
+def test_ascii_shortcut_equals_the_per_character_rules() -> None:
+    """normalize and pre_tokenize take ASCII text through str.translate and a regular
+    expression: the same as the rules a character at a time, every ASCII character included,
+    with each option on and off."""
+    rng = random.Random(3)
+    texts = ["".join(chr(rng.randint(0, 127)) for _ in range(rng.randint(0, 40)))
+             for _ in range(2000)] + ["".join(chr(c) for c in range(128))]
+    for text in texts:
+        for lowercase, clean in ((True, True), (False, True), (True, False), (False, False)):
+            assert normalize(text, lowercase, True, True, clean) == \
+                normalize_each_character(text, lowercase, True, True, clean), repr(text)
+        assert pre_tokenize(text) == pre_tokenize_each_character(text), repr(text)

@@ -31,6 +31,7 @@ version, which could only matter for characters assigned in between.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,11 +71,34 @@ def is_punctuation(ch: str) -> bool:
     return unicodedata.category(ch).startswith("P")
 
 
+# ASCII text, the usual case, goes through str.translate and one regular expression: both built
+# from the per-character rules above, so they say what those say. (Python's per-character loops
+# were 1.5 ms of a 32-sentence batch, 3% of all-MiniLM-L6-v2's embedding of it.) No ASCII
+# character is a CJK ideograph or has an accent to strip, and str.lower() lowercases ASCII as
+# the per-character rule does.
+ASCII = [chr(c) for c in range(128)]
+ASCII_CLEAN = {ord(ch): None if is_control(ch) else " " if ch in WHITESPACE else ch
+               for ch in ASCII}
+ASCII_WORDS = re.compile(
+    "[" + "".join(re.escape(ch) for ch in ASCII
+                  if ch not in WHITESPACE and not is_punctuation(ch)) + "]+|"
+    "[" + "".join(re.escape(ch) for ch in ASCII if is_punctuation(ch)) + "]")
+
+
 def normalize(text: str, lowercase: bool = True, strip_accents: bool = True,
               handle_cjk: bool = True, clean_text: bool = True) -> str:
     """Step 1 (see the module's docstring), in the library's order: clean, space the CJK
     ideographs, strip accents, lowercase. Lowercasing is per character, as the library's
     ("Σ" is always "σ": Python's str.lower() would make a word-final sigma "ς")."""
+    if text.isascii():
+        text = text.translate(ASCII_CLEAN) if clean_text else text
+        return text.lower() if lowercase else text
+    return normalize_each_character(text, lowercase, strip_accents, handle_cjk, clean_text)
+
+
+def normalize_each_character(text: str, lowercase: bool = True, strip_accents: bool = True,
+                             handle_cjk: bool = True, clean_text: bool = True) -> str:
+    """normalize, a character at a time: any text."""
     if clean_text:
         text = "".join(" " if ch in WHITESPACE else ch for ch in text if not is_control(ch))
     if handle_cjk:
@@ -89,6 +113,13 @@ def normalize(text: str, lowercase: bool = True, strip_accents: bool = True,
 
 def pre_tokenize(text: str) -> list[str]:
     """Step 2: words split at whitespace (dropped) and at punctuation (kept, one per word)."""
+    if text.isascii():
+        return ASCII_WORDS.findall(text)
+    return pre_tokenize_each_character(text)
+
+
+def pre_tokenize_each_character(text: str) -> list[str]:
+    """pre_tokenize, a character at a time: any text."""
     words: list[str] = []
     current: list[str] = []
     for ch in text:
