@@ -91,6 +91,15 @@ def test_modulo_uses_bounds() -> None:
     assert (x * 6) % 3 == Const(0)
 
 
+def test_modulo_keeps_a_factor_s_rest() -> None:
+    """In a sum taken % d, a term x * f with f > d counts as x * (f % d): a pooling window's
+    row (oy + ky * 14) % 13, oy < 11 and ky < 3, is oy + ky, no modulo left."""
+    oy, ky = Var("oy", 0, 10), Var("ky", 0, 2)
+    assert (oy + ky * 14) % 13 == Sum((oy, ky))
+    assert (ky * 14 + 3) % 13 == Sum((ky, Const(3)))
+    assert (Var("a", 0, 20) * 15 + ky) % 13 == Mod(Sum((Var("a", 0, 20) * 2, ky)), 13)
+
+
 def test_comparisons_and_conditions() -> None:
     """Bounds decide comparisons; make_and drops what is true and is false if anything is."""
     assert y.lt(4) == TRUE and y.lt(0) == FALSE and y.ge(0) == TRUE and y.ge(4) == FALSE

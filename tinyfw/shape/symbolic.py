@@ -352,7 +352,8 @@ def make_mod(e: Expr, d: int) -> Expr:
     if isinstance(e, Mul) and e.factor % d == 0:
         return Const(0)
     if isinstance(e, Sum):
-        terms = [Const(t.value % d) if isinstance(t, Const) else t for t in e.terms]
+        terms = [Const(t.value % d) if isinstance(t, Const) else _factor_mod(t, d)
+                 for t in e.terms]
         rest = [t for t in terms if _split_factor(t)[1] % d != 0 and t != Const(0)]
         if len(rest) != len(e.terms) or terms != list(e.terms):
             remainder = make_sum(rest) if rest else Const(0)
@@ -361,6 +362,15 @@ def make_mod(e: Expr, d: int) -> Expr:
     if isinstance(e, Mod) and e.divisor % d == 0:
         return make_mod(e.expr, d)
     return Mod(e, d)
+
+
+def _factor_mod(term: Expr, d: int) -> Expr:
+    """A term x*f of a sum taken % d as x*(f % d), for x >= 0 and f > d: the same modulo.
+    (A pooling window's row, (oy + ky*14) % 13, is (oy + ky) % 13, which the bounds fold.)"""
+    base, factor = _split_factor(term)
+    if factor > d and factor % d and base.vmin >= 0:
+        return make_mul(base, factor % d)
+    return term
 
 
 def make_lt(e: Expr, bound: int) -> Expr:
