@@ -24,10 +24,13 @@ pytestmark = pytest.mark.device_subset
 
 @pytest.mark.parametrize("q, k, v", [((2, 3, 4), (2, 5, 4), (2, 5, 6)),
                                      ((2, 2, 4, 8), (2, 2, 4, 8), (2, 2, 4, 8)),
-                                     ((2, 3, 5, 4), (1, 3, 6, 4), (1, 3, 6, 2))], ids=str)
+                                     ((2, 3, 5, 4), (1, 3, 6, 4), (1, 3, 6, 2)),
+                                     ((2, 3, 4), (2, 0, 4), (2, 0, 6)),
+                                     ((2, 0, 4), (2, 5, 4), (2, 5, 6))], ids=str)
 @pytest.mark.parametrize("causal", [False, True])
 def test_sdpa(q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...], causal: bool) -> None:
-    """Plain and causal attention (top-left aligned when L != S), batch and head broadcasting."""
+    """Plain and causal attention (top-left aligned when L != S), batch and head broadcasting;
+    no keys (torch's zeros) and no queries."""
     check([q, k, v], lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
           lambda q, k, v: q.scaled_dot_product_attention(k, v, is_causal=causal), atol=1e-5)
 

@@ -99,13 +99,23 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     except KernelOptError:
         return ()
     reduce = next(i for i, a in enumerate(tiled.axes) if a.kind is AxisKind.REDUCE)
+    panels = Opt(OptOps.PANEL, reduce, panel)
     if panel and tiled.axes[reduce].size % panel == 0 and tiled.axes[reduce].size > panel and \
-            kernel.ast.src[1] is kernel.reduce:  # (panels keep partial sums in the output:
-        opts += (Opt(OptOps.PANEL, reduce, panel),)  # not where an op follows the sum)
+            _applies(tiled, panels):  # (not where an op follows the sum: a fused GELU)
+        opts += (panels,)
         reduce += 1  # (the panels' loop comes first)
     if unroll > 1 and tiled.axes[reduce].size % unroll == 0:
         opts += (Opt(OptOps.UNROLL, reduce, unroll),)
     return opts
+
+
+def _applies(kernel: Kernel, opt: Opt) -> bool:
+    """Whether opt can be applied to the kernel (apply_opt's checks)."""
+    try:
+        apply_opt(kernel, opt)
+    except KernelOptError:
+        return False
+    return True
 
 
 def register_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:

@@ -530,6 +530,8 @@ class NNOps(TensorCore):
                                f"(..., S, E), (..., S, Ev)")
         if enable_gqa and self.ndim >= 3 and key.ndim >= 3 and key.shape[-3] != self.shape[-3]:
             key, value = _share_heads(key, self.shape[-3]), _share_heads(value, self.shape[-3])
+        if key.shape[-2] == 0:  # no keys: torch's zeros (a max over no scores would raise)
+            return self.matmul(key.transpose(-2, -1)).matmul(value)
         factor = 1 / math.sqrt(self.shape[-1]) if scale is None else scale
         scores = self.matmul(key.transpose(-2, -1)) * factor
         if is_causal:

@@ -306,7 +306,8 @@ BIG = 2.0 ** 28  # past it sqrt(1 + x**2) is |x| in float32 and float64: asinh x
 
 @dataclass(frozen=True)
 class SpecialTerms:
-    """How many terms the series below need, for one float dtype."""
+    """How many terms the series below need, for one float dtype. (float32's erf_* entries
+    go unused: erf of a float32 takes the rational fit, _erf_float32.)"""
     atan: int         # of atan's Taylor series on |t| <= tan(pi/8)
     erf_taylor: int   # of erf's Taylor series on |x| < 1
     erf_series: int   # of erf's series with positive terms on 1 <= |x| < erf_one
