@@ -34,7 +34,7 @@ from tinyfw.mixin.linalg import LinalgOps
 from tinyfw.mixin.logic import LogicOps
 from tinyfw.mixin.math_ops import MathOps
 from tinyfw.mixin.movement import MovementOps
-from tinyfw.mixin.nn_ops import NNOps
+from tinyfw.mixin.conv_gradient import ConvGradientOps
 from tinyfw.mixin.protocol import ProtocolOps
 from tinyfw.mixin.promotion import _past_int64, _promote_tensors, broadcast_shape
 from tinyfw.mixin.reduce import ReduceOps
@@ -78,7 +78,7 @@ RANDOM_BITS = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24, dtype
 
 
 class Tensor(ArithmeticOps, LogicOps, InplaceOps, MathOps, ReduceOps, ActivationOps, DtypeOps,
-             ProtocolOps, MovementOps, DerivedOps, NNOps, ScanOps, IndexingOps, LinalgOps,
+             ProtocolOps, MovementOps, DerivedOps, ConvGradientOps, ScanOps, IndexingOps, LinalgOps,
              HashingOps, SamplingOps, TorchNames):
     """An n-dimensional array that records what is done to it, computes it when asked (realize,
     numpy, item) and can differentiate it (backward, gradient)."""

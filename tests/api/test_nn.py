@@ -72,6 +72,37 @@ def test_conv2d(x_shape: tuple[int, ...], w_shape: tuple[int, ...], kwargs: dict
           atol=1e-5, grad_atol=1e-4)
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"padding": 1, "groups": 2},
+                                    {"dilation": 2, "padding": (2, 1)}, {"padding": "same"}],
+                         ids=str)
+def test_conv2d_input_gradient_is_one_convolution(kwargs: dict[str, Any]) -> None:
+    """A stride-1 convolution's input gradient is the transposed convolution (chapter 10,
+    tinyfw/mixin/conv_gradient.py): one reduce kernel, not the products per window and a
+    col2im summing them back through _pool's repeat; equal to torch's, as are the weight's and
+    the bias's, with and without the input's gradient asked for."""
+    rng = np.random.default_rng(0)
+    w_shape = (6, 4 // kwargs.get("groups", 1), 3, 3)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4, 9, 8), w_shape, (6,)))
+    for input_grad in (True, False):
+        ours = [Tensor(a, requires_grad=input_grad or i > 0) for i, a in enumerate((x, w, b))]
+        theirs = [torch.tensor(a, requires_grad=input_grad or i > 0) for i, a in
+                  enumerate((x, w, b))]
+        out = ours[0].conv2d(ours[1], ours[2], **kwargs)
+        expected = F.conv2d(*theirs, **kwargs)
+        dy = rng.standard_normal(expected.shape).astype(np.float32)
+        (out * Tensor(dy)).sum().backward()
+        (expected * torch.tensor(dy)).sum().backward()
+        for a, e in zip(ours, theirs):
+            if e.grad is not None:
+                assert a.grad is not None
+                np.testing.assert_allclose(a.grad.numpy(), e.grad.numpy(), atol=1e-4)
+    x_ = Tensor(x, requires_grad=True)
+    x_.conv2d(Tensor(w), **kwargs).sum().backward()
+    assert x_.grad is not None
+    kernels = [item.name for item in x_.grad.schedule()]
+    assert len([name for name in kernels if name.startswith("r_")]) == 1, kernels
+
+
 def test_conv2d_torch_style_padding() -> None:
     """A 4-tuple padding is torch's flat (left, right, top, bottom)."""
     check([(1, 2, 5, 6), (3, 2, 3, 3)],

@@ -317,8 +317,11 @@ def test_an_elementwise_kernel_reading_a_transposed_matrix_is_tiled() -> None:
 
 def test_a_convolution_upcasts_its_channels() -> None:
     """A convolution has no vector tile (3 x 3 windows, 11 x 11 images): its output channels
-    are upcast whole, so each load of the image serves all 16; the weight gradient upcasts
-    both channels (128 accumulators). Values as the plain kernels', forward and backward."""
+    are upcast whole, so each load of the image serves all 16; the weight gradient's tile stays
+    scalar, so it holds at most 64 accumulators (16 channels x 3 taps, not 16 x 8); the input
+    gradient (a convolution of its own, conv_gradient.py) reads 8 channels as a vector, so its
+    tile holds 13 columns of them (104 floats in 13 registers). Values as the plain kernels',
+    forward and backward."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((8, 8, 13, 13), np.float32)
     w = rng.standard_normal((16, 8, 3, 3), np.float32)
@@ -336,8 +339,19 @@ def test_a_convolution_upcasts_its_channels() -> None:
     grad = kernel_of(weight_grad())
     upcast = [a.size for a in apply_opts(grad, hand_coded_optimizations(grad, CPU_C, lanes=8))
               .axes if a.kind is AxisKind.UPCAST]
-    assert sorted(upcast) == [8, 16], upcast
-    for build in (lambda: Tensor(x).conv2d(Tensor(w)), weight_grad):
+    assert sorted(upcast) == [3, 16], upcast
+
+    def input_grad() -> Tensor:
+        xt = Tensor(x, requires_grad=True)
+        xt.conv2d(Tensor(w)).relu().sum().backward()
+        assert xt.grad is not None
+        return xt.grad
+
+    grad = kernel_of(input_grad())
+    tiled = apply_opts(grad, hand_coded_optimizations(grad, CPU_C, lanes=8))
+    assert sorted(a.size for a in tiled.axes if a.kind is AxisKind.UPCAST) == [8, 13]
+    assert vector_axis(tiled, 8) is not None
+    for build in (lambda: Tensor(x).conv2d(Tensor(w)), weight_grad, input_grad):
         np.testing.assert_allclose(run_with(None, build), run_with((), build), rtol=1e-4,
                                    atol=1e-4)
 

@@ -324,17 +324,18 @@ def upcast_the_channels(kernel: Kernel, lanes: int) -> Opt | None:
     11 or 26 pixels, no multiple of the lanes) upcasts a short output loop (16 or less) that
     loads do not depend on, whole: its channels, or its window. Of those, the one that the
     most loads do not depend on (each such load is then read once for all of its outputs),
-    the longest of them first; applied again while the tile holds at most MAX_REGISTERS * 2
-    accumulators. BEAM=2 found such tiles for the convolutions of examples/mnist.py. Not for a
-    kernel of fewer than CHANNELS_WORK iterations: too small to gain from it."""
+    the longest of them first; applied again while the tile fits (`tile_fits`). BEAM=2 found
+    such tiles for the convolutions of examples/mnist.py. Not for a kernel of fewer than
+    CHANNELS_WORK iterations: too small to gain from it."""
     if kernel.reduce is None or any(a.kind is AxisKind.UNROLL for a in kernel.axes) or \
             iterations(kernel) < CHANNELS_WORK:
         return None
     upcast = prod(a.size for a in kernel.axes if a.kind is AxisKind.UPCAST)
     if upcast > 1 and vector_axis(kernel, lanes) is not None:
         return None  # (a vector tile already)
-    limit = min(16, MAX_REGISTERS * 2 // upcast)
-    short = [i for i in shared_axes(kernel) if 2 <= kernel.axes[i].size <= limit]
+    short = [i for i in shared_axes(kernel) if 2 <= kernel.axes[i].size <= 16
+             and tile_fits(apply_opt(kernel, Opt(OptOps.UPCAST, i, kernel.axes[i].size)),
+                           lanes)]
     if not short:
         return None
     loads = load_indices(kernel)
@@ -343,6 +344,16 @@ def upcast_the_channels(kernel: Kernel, lanes: int) -> Opt | None:
         return sum(f"x{i}" not in used for used in loads)
     best = max(reversed(short), key=lambda i: (shared_loads(i), kernel.axes[i].size))
     return Opt(OptOps.UPCAST, best, kernel.axes[best].size)
+
+
+def tile_fits(kernel: Kernel, lanes: int) -> bool:
+    """Whether a tile's accumulators fit: MAX_REGISTERS * 2 floats as vectors (a
+    convolution's input gradient, 13 columns times 8 channels read as one vector: 13
+    registers), MAX_REGISTERS as scalars (its weight gradient: 16 x 8 scalars, twice as slow
+    as 16 x 3 by `bench.kernels --model conv`; bench/README.md)."""
+    upcast = prod(a.size for a in kernel.axes if a.kind is AxisKind.UPCAST)
+    vector = vector_axis(kernel, lanes) is not None
+    return upcast <= (MAX_REGISTERS * 2 if vector else MAX_REGISTERS)
 
 
 def unroll_the_reduce(kernel: Kernel, lanes: int) -> Opt | None:
