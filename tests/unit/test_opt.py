@@ -215,8 +215,9 @@ def test_a_matmul_on_16_lanes_gets_a_register_tile() -> None:
     """On 16 lanes (AVX-512's 32 registers) a matmul the big tile leaves computes up to 20
     vectors of accumulators a pass: 100 rows as 5 by 4 vectors, its column tiles' loop outside
     the row tiles' where the second matrix is the bigger (SWAP), not where it is the smaller;
-    a batch-1 product 8 vectors of one row; a leading batch axis of 1 changes nothing (a
-    prompt's (1, T, K) rows). Each gives numpy's values, a bias added too."""
+    a batch-1 product 8 vectors of one row, threaded from THREAD_WORK iterations on; a
+    leading batch axis of 1 changes nothing (a prompt's (1, T, K) rows). Each gives numpy's
+    values, a bias added too."""
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((100, 64), np.float32), rng.standard_normal((64, 512),
                                                                            np.float32)
@@ -224,7 +225,7 @@ def test_a_matmul_on_16_lanes_gets_a_register_tile() -> None:
     bias = rng.standard_normal(2048, np.float32)
     cases = [(a, b, (Opt(U, 2, 16), Opt(U, 2, 4), Opt(U, 0, 5), Opt(S, 0, 3), Opt(T, 0, 8))),
              (a, b[:, :64], (Opt(U, 2, 16), Opt(U, 2, 4), Opt(U, 0, 5), Opt(T, 0, 20))),
-             (a[:1], wide, (Opt(U, 2, 16), Opt(U, 2, 8))),
+             (a[:1], wide, (Opt(U, 2, 16), Opt(U, 2, 8), Opt(T, 2, 16))),  # 2^17 iterations
              (a[None], b, (Opt(U, 3, 16), Opt(U, 3, 4), Opt(U, 1, 5), Opt(S, 1, 4),
                            Opt(T, 1, 8)))]  # (a batch of 1: the same tile)
     for x, w, expected in cases:

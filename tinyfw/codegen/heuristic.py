@@ -17,7 +17,7 @@ from tinyfw.shape.symbolic import Var
 from tinyfw.uop.ops import ALU, Ops
 
 MAX_REGISTERS = 64       # float32 accumulators of a tile on AVX2: 8 of its 16 registers
-THREAD_WORK = 1 << 18    # loop iterations below which starting the other cores costs more
+THREAD_WORK = 1 << 17    # loop iterations below which starting the other cores costs more
 BODY_OPS = 8             # arithmetic ops of a cheap loop body (thread_the_outer_axis's work)
 UPCAST_OUTPUTS = 1024    # outputs below which a kernel is too small to tile
 # The big tile of a big matmul, per SIMD width in float32 lanes: the fewest outputs it pays
