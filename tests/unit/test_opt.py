@@ -225,7 +225,7 @@ def test_a_matmul_on_16_lanes_gets_a_register_tile() -> None:
     bias = rng.standard_normal(2048, np.float32)
     cases = [(a, b, (Opt(U, 2, 16), Opt(U, 2, 4), Opt(U, 0, 5), Opt(S, 0, 3), Opt(T, 0, 8))),
              (a, b[:, :64], (Opt(U, 2, 16), Opt(U, 2, 4), Opt(U, 0, 5), Opt(T, 0, 20))),
-             (a[:1], wide, (Opt(U, 2, 16), Opt(U, 2, 8), Opt(T, 2, 16))),  # 2^17 iterations
+             (a[:1], wide, (Opt(U, 2, 16), Opt(U, 2, 8), Opt(T, 2, 16))),
              (a[None], b, (Opt(U, 3, 16), Opt(U, 3, 4), Opt(U, 1, 5), Opt(S, 1, 4),
                            Opt(T, 1, 8)))]  # (a batch of 1: the same tile)
     for x, w, expected in cases:
@@ -235,6 +235,22 @@ def test_a_matmul_on_16_lanes_gets_a_register_tile() -> None:
         got = run_with(opts, lambda x=x, w=w: Tensor(x) @ Tensor(w) + Tensor(bias[:w.shape[1]]))
         want = x.astype(np.float64) @ w + bias[:w.shape[1]]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_big_batch_1_product_reads_its_matrix_in_panels() -> None:
+    """A batch-1 product whose float matrix has ROW_PANEL_FROM elements or more reads it in
+    panels of 8 rows (ROW_PANEL: each pass streams 8 rows whole, not 512 bytes of every row),
+    its partial sums kept in the output; one with an op after the sum (which could not keep
+    partial sums in its output) does not. numpy's values."""
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((1, 256), np.float32), rng.standard_normal((256, 8192), np.float32)
+    opts = hand_coded_optimizations(kernel_of(Tensor(x) @ Tensor(w)), CPU_C, cores=2, lanes=16)
+    assert opts == (Opt(U, 2, 16), Opt(U, 2, 8), Opt(P, 1, 8), Opt(T, 3, 64)), opts
+    got = run_with(opts, lambda: Tensor(x) @ Tensor(w))
+    np.testing.assert_allclose(got, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+    relu = hand_coded_optimizations(kernel_of((Tensor(x) @ Tensor(w)).relu()), CPU_C, cores=2,
+                                    lanes=16)
+    assert relu and not any(o.op is P for o in relu), relu
 
 
 def test_a_big_matmul_on_16_lanes_gets_the_big_tile_in_panels() -> None:

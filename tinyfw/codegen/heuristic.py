@@ -35,6 +35,8 @@ REGISTER_TILE_ROWS = (8, 6, 5, 4, 3, 2, 1)  # the rows it tries, the first that 
 CHANNELS_WORK = 1 << 16  # iterations below which a kernel keeps its channels as loops
 DOT_TILE = (8, 1)        # rows by columns of vector partial sums when the reduce is contiguous
 QUANT_ROWS = 4           # rows of quantized weights a pass (quantized_dot_tile)
+ROW_PANEL = 8            # rows of the matrix a batch-1 product reads together (_lone_row_tile)
+ROW_PANEL_FROM = 1 << 21 # the matrix's elements (8 MiB of float32) from which it does so
 FEW_OUTPUTS = 1024       # outputs up to which a GPU reduce is shared by a work-group (a guess)
 GROUP_LOOP = 256         # the shortest reduce loop that is shared so
 
@@ -171,13 +173,28 @@ def register_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
 
 def _lone_row_tile(kernel: Kernel, column_axis: int, lanes: int) -> tuple[Opt, ...]:
     """register_tile of a product with one row: 8 vectors of its columns a pass (or 4, 2, 1:
-    the most that divide them)."""
+    the most that divide them). A float matrix is read ROW_PANEL rows at a time (PANEL, the
+    partial sums kept in the output between panels): each pass over the columns streams 8
+    rows of the matrix, where one over all its rows would read 512 bytes of each, a page
+    apart, more streams than the prefetchers follow: 1 x 576 x 49152 took 3.1 ms, not 7.2
+    (bench/README.md). Only for a matrix of ROW_PANEL_FROM elements or more: one that the
+    caches hold (1 x 576 x 1536) gained nothing."""
     size = kernel.axes[column_axis].size
     if size % lanes:
         return ()
     tile_vectors = next(v for v in (8, 4, 2, 1) if (size // lanes) % v == 0)
-    opts = (Opt(OptOps.UPCAST, column_axis, lanes),)
-    return opts + ((Opt(OptOps.UPCAST, column_axis, tile_vectors),) if tile_vectors > 1 else ())
+    opts: tuple[Opt, ...] = (Opt(OptOps.UPCAST, column_axis, lanes),)
+    if tile_vectors > 1:
+        opts += (Opt(OptOps.UPCAST, column_axis, tile_vectors),)
+    reduces = [i for i, a in enumerate(kernel.axes) if a.kind is AxisKind.REDUCE]
+    unpacks = any(n.op is Ops.LOAD and n.dtype in (dtypes.uint8, dtypes.int8)
+                  for n in kernel.ast.toposort())
+    if len(reduces) == 1 and not unpacks and kernel.axes[reduces[0]].size > ROW_PANEL and \
+            iterations(kernel) >= ROW_PANEL_FROM:
+        panel = Opt(OptOps.PANEL, reduces[0], ROW_PANEL)
+        if _applies(apply_opts(kernel, opts), panel):
+            opts += (panel,)
+    return opts
 
 
 def read_again(kernel: Kernel, axis: int) -> int:
