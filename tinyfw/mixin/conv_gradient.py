@@ -11,6 +11,8 @@ as the forward's (the conv net's training step: bench/README.md).
 
 `conv2d` here is NNOps' with that gradient given by hand (a GradientOverride): the input's from
 the convolution above, the weight's and bias's by differentiating the forward's ops, as before.
+The output's gradient is stored once for all three: left lazy, the weight's and the bias's
+kernels each computed it again (a ReLU's mask and a max pool's gradient, per tap).
 Other strides keep the op-by-op gradient (the transposed convolution would need the output's
 gradient spread with zeros between its elements first).
 """
@@ -53,6 +55,7 @@ def _conv2d_gradient(grad: UOp, node: UOp, *args: Any) -> tuple[UOp | None, ...]
     the weight's and bias's by differentiating the forward value's ops."""
     *inputs, groups, dilations, padding, grad_pads, tensor = args
     x, weight = inputs[0], inputs[1]
+    grad = tensor(grad).contiguous().uop  # (stored once: every gradient below reads it)
     cout, cin, kh, kw = weight.shape
     w = tensor(weight).reshape(groups, cout // groups, cin, kh, kw).transpose(1, 2)
     w = w.flip((3, 4)).reshape(groups * cin, cout // groups, kh, kw)
