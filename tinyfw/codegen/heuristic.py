@@ -10,7 +10,7 @@ from typing import Protocol
 from tinyfw.codegen.kernel import AxisKind, Kernel
 from tinyfw.codegen.lower import accumulator_dtype
 from tinyfw.codegen.lower_opts import lane_stride, vector_axis
-from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
+from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts, applies
 from tinyfw.dtype import dtypes
 from tinyfw.helpers import prod
 from tinyfw.shape.symbolic import Var
@@ -103,21 +103,12 @@ def big_matmul_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
     reduce = next(i for i, a in enumerate(tiled.axes) if a.kind is AxisKind.REDUCE)
     panels = Opt(OptOps.PANEL, reduce, panel)
     if panel and tiled.axes[reduce].size % panel == 0 and tiled.axes[reduce].size > panel and \
-            _applies(tiled, panels):  # (not where an op follows the sum: a fused GELU)
+            applies(tiled, panels):  # (not where an op follows the sum: a fused GELU)
         opts += (panels,)
         reduce += 1  # (the panels' loop comes first)
     if unroll > 1 and tiled.axes[reduce].size % unroll == 0:
         opts += (Opt(OptOps.UNROLL, reduce, unroll),)
     return opts
-
-
-def _applies(kernel: Kernel, opt: Opt) -> bool:
-    """Whether opt can be applied to the kernel (apply_opt's checks)."""
-    try:
-        apply_opt(kernel, opt)
-    except KernelOptError:
-        return False
-    return True
 
 
 def register_tile(kernel: Kernel, lanes: int) -> tuple[Opt, ...]:
@@ -192,7 +183,7 @@ def _lone_row_tile(kernel: Kernel, column_axis: int, lanes: int) -> tuple[Opt, .
     if len(reduces) == 1 and not unpacks and kernel.axes[reduces[0]].size > ROW_PANEL and \
             iterations(kernel) >= ROW_PANEL_FROM:
         panel = Opt(OptOps.PANEL, reduces[0], ROW_PANEL)
-        if _applies(apply_opts(kernel, opts), panel):
+        if applies(apply_opts(kernel, opts), panel):
             opts += (panel,)
     return opts
 

@@ -106,6 +106,16 @@ def _check_panel(kernel: Kernel, opt: Opt) -> None:
         raise KernelOptError(f"{opt}: the kernel has panels already")
 
 
+def applies(kernel: Kernel, opt: Opt) -> bool:
+    """Whether opt can be applied to the kernel (apply_opt's checks: a size it divides, a loop
+    of its kind, panels only where the output can hold partial sums)."""
+    try:
+        apply_opt(kernel, opt)
+    except KernelOptError:
+        return False
+    return True
+
+
 def apply_opts(kernel: Kernel, opts: tuple[Opt, ...]) -> Kernel:
     """The kernel with each of opts applied in turn."""
     for opt in opts:

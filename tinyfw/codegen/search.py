@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from tinyfw.codegen.kernel import AxisKind, Kernel
-from tinyfw.codegen.opt import KernelOptError, Opt, OptOps, apply_opt, apply_opts
+from tinyfw.codegen.opt import Opt, OptOps, apply_opts, applies
 from tinyfw.helpers import prod
 
 UPCAST_AMOUNTS = (2, 3, 4, 8, 16)
@@ -50,16 +50,7 @@ def actions(kernel: Kernel, cores: int = 1, workgroups: bool = False) -> list[Op
             found += [Opt(OptOps.GROUP, i, n) for n in GROUP_AMOUNTS if workgroups]
             found += [Opt(OptOps.PANEL, i, n) for n in PANEL_AMOUNTS
                       if not workgroups and axis.size > n]
-    return [opt for opt in found if _applies(kernel, opt)]
-
-
-def _applies(kernel: Kernel, opt: Opt) -> bool:
-    """Whether opt applies to the kernel (a size it divides, a loop of its kind)."""
-    try:
-        apply_opt(kernel, opt)
-    except KernelOptError:
-        return False
-    return True
+    return [opt for opt in found if applies(kernel, opt)]
 
 
 def beam_search(kernel: Kernel, timings: Timings, width: int, cores: int = 1,
